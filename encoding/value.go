@@ -1,0 +1,246 @@
+package encoding
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// Limits enforced by the value decoders. A value that claims more is corrupt.
+const (
+	// MaxAttrs is the largest number of attributes one record may hold.
+	MaxAttrs = 1 << 12
+	// MaxValueSize is the largest encoded value, in bytes, that decoders accept.
+	MaxValueSize = 64 << 20
+)
+
+// Attrs is a record of named attribute values. A value is nil (null), bool, int64,
+// uint64 (only above math.MaxInt64), float64, string or []byte. Encoders also accept
+// the other Go integer and float widths and store them as int64 / float64, so a
+// decoded record holds only the canonical types.
+type Attrs map[string]any
+
+// Clone returns a shallow copy of a (values are immutable scalars).
+func (a Attrs) Clone() Attrs {
+	if a == nil {
+		return nil
+	}
+	out := make(Attrs, len(a))
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
+
+// Names returns the attribute names in sorted order.
+func (a Attrs) Names() []string {
+	names := make([]string, 0, len(a))
+	for k := range a {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Canonical returns v converted to its canonical attribute type, or an error
+// wrapping ErrUnsupportedType.
+func Canonical(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string:
+		return v, nil
+	case []byte:
+		return bytes.Clone(x), nil
+	case int:
+		return int64(x), nil
+	case int8:
+		return int64(x), nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case uint8:
+		return int64(x), nil
+	case uint16:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case uint:
+		return canonicalUint(uint64(x)), nil
+	case uint64:
+		return canonicalUint(x), nil
+	case float32:
+		return float64(x), nil
+	default:
+		return nil, fmt.Errorf("%w: attribute value of type %T", ErrUnsupportedType, v)
+	}
+}
+
+func canonicalUint(u uint64) any {
+	if u <= math.MaxInt64 {
+		return int64(u)
+	}
+	return u
+}
+
+// AppendAttrs appends the deterministic msgpack encoding of a to dst: a map with
+// names in sorted order and each value in its canonical type.
+func AppendAttrs(dst []byte, a Attrs) ([]byte, error) {
+	w := bytes.NewBuffer(dst)
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(w)
+	if err := encodeAttrs(enc, a); err != nil {
+		return dst, err
+	}
+	return w.Bytes(), nil
+}
+
+func encodeAttrs(enc *msgpack.Encoder, a Attrs) error {
+	if len(a) > MaxAttrs {
+		return fmt.Errorf("%w: %d attributes, at most %d", ErrUnsupportedType, len(a), MaxAttrs)
+	}
+	if err := enc.EncodeMapLen(len(a)); err != nil {
+		return err
+	}
+	for _, name := range a.Names() {
+		v, err := Canonical(a[name])
+		if err != nil {
+			return fmt.Errorf("attribute %q: %w", name, err)
+		}
+		if err := enc.EncodeString(name); err != nil {
+			return err
+		}
+		if err := encodeScalar(enc, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func encodeScalar(enc *msgpack.Encoder, v any) error {
+	switch x := v.(type) {
+	case nil:
+		return enc.EncodeNil()
+	case bool:
+		return enc.EncodeBool(x)
+	case int64:
+		return enc.EncodeInt(x)
+	case uint64:
+		return enc.EncodeUint(x)
+	case float64:
+		return enc.EncodeFloat64(x)
+	case string:
+		return enc.EncodeString(x)
+	case []byte:
+		if x == nil {
+			// msgpack writes a nil slice as nil; an empty bytes value is not a null.
+			x = []byte{}
+		}
+		return enc.EncodeBytes(x)
+	}
+	return fmt.Errorf("%w: %T", ErrUnsupportedType, v)
+}
+
+// DecodeAttrs decodes a record written by AppendAttrs.
+func DecodeAttrs(b []byte) (Attrs, error) {
+	if len(b) > MaxValueSize {
+		return nil, fmt.Errorf("%w: value of %d bytes exceeds %d", ErrCorrupt, len(b), MaxValueSize)
+	}
+	r := bytes.NewReader(b)
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	dec.Reset(r)
+	a, err := decodeAttrs(dec, r)
+	if err != nil {
+		return nil, err
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after attributes", ErrCorrupt, r.Len())
+	}
+	return a, nil
+}
+
+func decodeAttrs(dec *msgpack.Decoder, r *bytes.Reader) (Attrs, error) {
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return nil, corrupt("attribute map", err)
+	}
+	// Each entry takes at least two bytes, which bounds n by the input's own size.
+	if n < 0 || n > MaxAttrs || n > r.Len()/2 {
+		return nil, fmt.Errorf("%w: attribute count %d", ErrCorrupt, n)
+	}
+	a := make(Attrs, n)
+	for i := 0; i < n; i++ {
+		code, err := dec.PeekCode()
+		if err != nil || !msgpcode.IsString(code) {
+			return nil, fmt.Errorf("%w: attribute %d name is not a string", ErrCorrupt, i)
+		}
+		name, err := decodeRaw(dec, r)
+		if err != nil {
+			return nil, corrupt("attribute name", err)
+		}
+		v, err := decodeScalar(dec, r)
+		if err != nil {
+			return nil, corrupt(fmt.Sprintf("attribute %q", name), err)
+		}
+		if _, dup := a[string(name)]; dup {
+			return nil, fmt.Errorf("%w: attribute %q appears twice", ErrCorrupt, name)
+		}
+		a[string(name)] = v
+	}
+	return a, nil
+}
+
+func decodeScalar(dec *msgpack.Decoder, r *bytes.Reader) (any, error) {
+	c, err := dec.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c == msgpcode.Nil:
+		return nil, dec.DecodeNil()
+	case c == msgpcode.True || c == msgpcode.False:
+		return dec.DecodeBool()
+	case msgpcode.IsFixedNum(c) || c == msgpcode.Int8 || c == msgpcode.Int16 ||
+		c == msgpcode.Int32 || c == msgpcode.Int64:
+		return dec.DecodeInt64()
+	case c == msgpcode.Uint8 || c == msgpcode.Uint16 || c == msgpcode.Uint32 || c == msgpcode.Uint64:
+		u, err := dec.DecodeUint64()
+		return canonicalUint(u), err
+	case c == msgpcode.Double:
+		return dec.DecodeFloat64()
+	case msgpcode.IsString(c):
+		s, err := decodeRaw(dec, r)
+		return string(s), err
+	case msgpcode.IsBin(c):
+		return decodeRaw(dec, r)
+	}
+	return nil, fmt.Errorf("value with msgpack code 0x%02x is not a scalar", c)
+}
+
+// decodeRaw decodes a str or bin payload into a fresh, non-nil slice. It checks the
+// claimed length against the bytes left in r before allocating: msgpack's own
+// DecodeBytes allocates whatever a bin header claims (4 GiB for bin32 0xFFFFFFFF),
+// and DecodeString up to 1 MiB, for inputs of a few bytes.
+func decodeRaw(dec *msgpack.Decoder, r *bytes.Reader) ([]byte, error) {
+	n, err := dec.DecodeBytesLen()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 || n > r.Len() {
+		return nil, fmt.Errorf("length %d with %d bytes left", n, r.Len())
+	}
+	b := make([]byte, n)
+	if err := dec.ReadFull(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func corrupt(what string, err error) error {
+	return fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
+}

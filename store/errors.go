@@ -1,0 +1,55 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Errors returned by this package wrap one of them with context,
+// so errors.Is works on every error a caller sees.
+var (
+	// ErrNotExist: the directory holds no database and the options forbid creating one.
+	ErrNotExist = errors.New("bitempo: store does not exist")
+	// ErrLocked: another process (or another DB in this process) holds the store.
+	ErrLocked = errors.New("bitempo: store is locked by another process")
+	// ErrNotBitempo: the directory holds files that are not a bitempo store.
+	ErrNotBitempo = errors.New("bitempo: not a bitempo store")
+	// ErrNewerFormat: the store was written by a newer bitempo layout version.
+	ErrNewerFormat = errors.New("bitempo: store format is newer than this version supports")
+	// ErrReadOnly: a write on a store opened read-only.
+	ErrReadOnly = errors.New("bitempo: store is read-only")
+	// ErrClosed: use of a closed DB or Snapshot.
+	ErrClosed = errors.New("bitempo: store is closed")
+	// ErrUnknownTable: a table name not in the catalog.
+	ErrUnknownTable = errors.New("bitempo: unknown table")
+	// ErrTableExists: CreateTable of a name already in the catalog.
+	ErrTableExists = errors.New("bitempo: table already exists")
+	// ErrInvalidTable: a table definition that cannot be created.
+	ErrInvalidTable = errors.New("bitempo: invalid table definition")
+	// ErrKeyShape: a key whose component count or types do not match the table's schema.
+	ErrKeyShape = errors.New("bitempo: key does not match the table's key schema")
+	// ErrInvalidPeriod: an interval with from >= to.
+	ErrInvalidPeriod = errors.New("bitempo: invalid period")
+	// ErrCorrupt: a stored key or value that cannot be decoded.
+	ErrCorrupt = errors.New("bitempo: corrupt store")
+)
+
+// PeriodError is returned for a zero-width or inverted interval.
+type PeriodError struct {
+	From, To int64
+}
+
+func (e *PeriodError) Error() string {
+	return fmt.Sprintf("bitempo: invalid period [%d, %d): from must be before to", e.From, e.To)
+}
+
+// Is makes errors.Is(err, ErrInvalidPeriod) true.
+func (e *PeriodError) Is(target error) bool { return target == ErrInvalidPeriod }
+
+// CheckPeriod returns a *PeriodError unless from < to.
+func CheckPeriod(from, to int64) error {
+	if from >= to {
+		return &PeriodError{From: from, To: to}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// This file is the storage boundary: everything the rest of the package needs from
+// the underlying ordered key-value engine. It is deliberately small (bounded
+// ordered iteration, point get, consistent snapshot, atomic batch commit) so the
+// layout can run on another engine with the same guarantees, such as etcd (range
+// reads at a revision, multi-key transactions).
+
+// kvIter is a bounded ordered iterator. *pebble.Iterator implements it.
+type kvIter interface {
+	First() bool
+	Last() bool
+	SeekGE(key []byte) bool
+	SeekLT(key []byte) bool
+	Next() bool
+	Prev() bool
+	Valid() bool
+	Key() []byte
+	Value() []byte
+	SetBounds(lower, upper []byte)
+	Error() error
+	Close() error
+}
+
+// kvView is a consistent, read-only view of the engine.
+type kvView interface {
+	newIter(lower, upper []byte) (kvIter, error)
+	// get returns a copy of the value of key, or (nil, false, nil) if absent.
+	get(key []byte) ([]byte, bool, error)
+	close() error
+}
+
+// kvWrite is one mutation of a batch.
+type kvWrite struct {
+	key, value []byte
+	del        bool
+}
+
+// kvEngine is the engine under a DB.
+type kvEngine interface {
+	view() (kvView, error)
+	// commit applies writes atomically, in order, durably when sync is set.
+	commit(writes []kvWrite, sync bool) error
+	close() error
+}
+
+// pebbleEngine implements kvEngine on a Pebble DB.
+type pebbleEngine struct {
+	db *pebble.DB
+}
+
+func (e *pebbleEngine) view() (kvView, error) {
+	return &pebbleView{snap: e.db.NewSnapshot()}, nil
+}
+
+func (e *pebbleEngine) commit(writes []kvWrite, sync bool) error {
+	b := e.db.NewBatch()
+	defer b.Close()
+	for _, w := range writes {
+		var err error
+		if w.del {
+			err = b.Delete(w.key, nil)
+		} else {
+			err = b.Set(w.key, w.value, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	opt := pebble.NoSync
+	if sync {
+		opt = pebble.Sync
+	}
+	return b.Commit(opt)
+}
+
+func (e *pebbleEngine) close() error { return e.db.Close() }
+
+type pebbleView struct {
+	snap *pebble.Snapshot
+}
+
+func (v *pebbleView) newIter(lower, upper []byte) (kvIter, error) {
+	return v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+}
+
+func (v *pebbleView) get(key []byte) ([]byte, bool, error) {
+	val, closer, err := v.snap.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), val...)
+	return out, true, closer.Close()
+}
+
+func (v *pebbleView) close() error { return v.snap.Close() }

@@ -1,0 +1,377 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// Snapshot is a consistent, read-only view of the store as of the moment it was
+// taken. Reads through it never block the writer and see no later commit. It caches
+// iterators, so it is meant for one goroutine; Close releases it.
+type Snapshot struct {
+	db     *DB
+	view   kvView
+	lastTx int64
+	iters  map[byte]kvIter // one reusable iterator per keyspace
+	buf    []byte
+	closed bool
+}
+
+// Reader is what read paths run on: a *DB, where each call takes and releases a
+// fresh snapshot, or a *Snapshot, where calls share one view and its iterators.
+type Reader interface {
+	// AcquireSnapshot returns a snapshot and the function that releases it.
+	AcquireSnapshot() (*Snapshot, func(), error)
+}
+
+// Snapshot takes a consistent snapshot of the store.
+func (db *DB) Snapshot() (*Snapshot, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	// Taken under mu, which commits hold while publishing lastTx, so the view and
+	// lastTx describe the same commit.
+	v, err := db.engine.view()
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{db: db, view: v, lastTx: db.lastTx, iters: map[byte]kvIter{}}, nil
+}
+
+// AcquireSnapshot implements Reader with a fresh snapshot.
+func (db *DB) AcquireSnapshot() (*Snapshot, func(), error) {
+	s, err := db.Snapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { _ = s.Close() }, nil
+}
+
+// AcquireSnapshot implements Reader with the snapshot itself.
+func (s *Snapshot) AcquireSnapshot() (*Snapshot, func(), error) {
+	if s.closed {
+		return nil, nil, ErrClosed
+	}
+	return s, func() {}, nil
+}
+
+// Close releases the snapshot and its iterators.
+func (s *Snapshot) Close() error {
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	var errs []error
+	for _, it := range s.iters {
+		errs = append(errs, it.Close())
+	}
+	errs = append(errs, s.view.close())
+	return errors.Join(errs...)
+}
+
+// DB returns the store the snapshot was taken from.
+func (s *Snapshot) DB() *DB { return s.db }
+
+// LastTx returns the transaction time of the newest commit visible in the snapshot.
+func (s *Snapshot) LastTx() int64 { return s.lastTx }
+
+// Table returns the named table (the catalog only grows, so the DB's is valid).
+func (s *Snapshot) Table(name string) (*Table, error) { return s.db.Table(name) }
+
+// iter returns the snapshot's iterator over keyspace ks, creating it on first use.
+func (s *Snapshot) iter(ks byte) (kvIter, error) {
+	if it, ok := s.iters[ks]; ok {
+		return it, nil
+	}
+	it, err := s.view.newIter([]byte{ks}, []byte{ks + 1})
+	if err != nil {
+		return nil, err
+	}
+	s.iters[ks] = it
+	return it, nil
+}
+
+// NewIter returns a fresh iterator over [lower, upper) that the caller must close;
+// for scans that outlive one call (iter.Seq2 results).
+func (s *Snapshot) newIter(lower, upper []byte) (kvIter, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return s.view.newIter(lower, upper)
+}
+
+// MissReason says why a read found no version.
+type MissReason uint8
+
+// Reasons for a miss.
+const (
+	// Found: not a miss.
+	Found MissReason = iota
+	// UnknownKey: the key has no version at the transaction time of the read.
+	UnknownKey
+	// BeforeFirst: the valid time is before the key's first version.
+	BeforeFirst
+	// InGap: the valid time falls between two versions (a deletion, or a load bug).
+	InGap
+	// AfterLast: the valid time is at or after the end of the key's last version.
+	AfterLast
+)
+
+func (r MissReason) String() string {
+	switch r {
+	case Found:
+		return "found"
+	case UnknownKey:
+		return "unknown key"
+	case BeforeFirst:
+		return "before the first version"
+	case InGap:
+		return "in a gap"
+	case AfterLast:
+		return "after the last version"
+	}
+	return fmt.Sprintf("MissReason(%d)", uint8(r))
+}
+
+// VersionAt returns the version of the key (encoded as tuple) in effect at valid
+// time valid as known at transaction time tx, or the reason there is none. A tx at
+// or after the snapshot's LastTx reads the current-state index: one seek.
+func (s *Snapshot) VersionAt(t *Table, tuple []byte, valid, tx int64) (Version, MissReason, error) {
+	if s.closed {
+		return Version{}, 0, ErrClosed
+	}
+	if tx >= s.lastTx {
+		return s.currentAt(t, tuple, valid)
+	}
+	return s.pastAt(t, tuple, valid, tx)
+}
+
+func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, MissReason, error) {
+	it, err := s.iter(ksCurrent)
+	if err != nil {
+		return Version{}, 0, err
+	}
+	s.buf = currentKey(s.buf[:0], t.ID, tuple, valid)
+	prefix := s.buf[:len(s.buf)-8]
+	if it.SeekGE(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
+		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		if err != nil {
+			return Version{}, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		v, err := t.decodeVersion(tuple, from, it.Value())
+		if err != nil {
+			return Version{}, 0, err
+		}
+		if valid < v.ValidTo {
+			return v, Found, nil
+		}
+		// A version starts at or before valid but has ended: a gap if a later one
+		// exists (it sorts just before this one), else after the last.
+		if it.Prev() && bytes.HasPrefix(it.Key(), prefix) {
+			return Version{}, InGap, nil
+		}
+		return Version{}, AfterLast, it.Error()
+	}
+	if err := it.Error(); err != nil {
+		return Version{}, 0, err
+	}
+	// Nothing starts at or before valid: a later version means "before the first".
+	if it.SeekGE(prefix) && bytes.HasPrefix(it.Key(), prefix) {
+		return Version{}, BeforeFirst, nil
+	}
+	return Version{}, UnknownKey, it.Error()
+}
+
+// pastAt answers a read at a transaction time older than the newest commit. The
+// record alive at tx that covers valid, if any, is the alive record with the
+// greatest valid_from <= valid (alive records are disjoint). Candidates come from
+// the current index (records with tx_from <= tx) and from history, where each
+// distinct valid_from costs one seek: at most one record per (key, valid_from) is
+// alive at any instant, and it is the newest one asserted at or before tx.
+func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, MissReason, error) {
+	best, found, err := s.currentCandidate(t, tuple, valid, tx)
+	if err != nil {
+		return Version{}, 0, err
+	}
+	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found)
+	if err != nil {
+		return Version{}, 0, err
+	}
+	if hfound && (!found || hist.ValidFrom > best.ValidFrom) {
+		best, found = hist, true
+	}
+	if found && valid < best.ValidTo {
+		return best, Found, nil
+	}
+	// Misses are rare and need the key's whole timeline at tx to explain.
+	versions, err := s.KeyVersions(t, tuple, tx)
+	if err != nil {
+		return Version{}, 0, err
+	}
+	return Version{}, missReason(versions, valid), nil
+}
+
+// missReason classifies a valid time that no version of versions (sorted, disjoint)
+// covers.
+func missReason(versions []Version, valid int64) MissReason {
+	switch {
+	case len(versions) == 0:
+		return UnknownKey
+	case valid < versions[0].ValidFrom:
+		return BeforeFirst
+	case valid >= versions[len(versions)-1].ValidTo:
+		return AfterLast
+	}
+	return InGap
+}
+
+// currentCandidate returns the current record with tx_from <= tx and the greatest
+// valid_from <= valid.
+func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64) (Version, bool, error) {
+	it, err := s.iter(ksCurrent)
+	if err != nil {
+		return Version{}, false, err
+	}
+	s.buf = currentKey(s.buf[:0], t.ID, tuple, valid)
+	prefix := s.buf[:len(s.buf)-8]
+	for ok := it.SeekGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		if err != nil {
+			return Version{}, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		v, err := t.decodeVersion(tuple, from, it.Value())
+		if err != nil {
+			return Version{}, false, err
+		}
+		if v.TxFrom <= tx {
+			return v, true, nil
+		}
+	}
+	return Version{}, false, it.Error()
+}
+
+// historyCandidate returns the retired record alive at tx with the greatest
+// valid_from in (floor, valid] (any valid_from <= valid when !haveFloor).
+func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int64, haveFloor bool) (Version, bool, error) {
+	it, err := s.iter(ksHistory)
+	if err != nil {
+		return Version{}, false, err
+	}
+	prefix := tablePrefix(nil, ksHistory, t.ID)
+	prefix = append(prefix, tuple...)
+	seek := encoding.AppendTimeDesc(slices.Clip(prefix), valid)
+	for ok := it.SeekGE(seek); ok && bytes.HasPrefix(it.Key(), prefix); {
+		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		if err != nil {
+			return Version{}, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if haveFloor && from <= floor {
+			break
+		}
+		group := encoding.AppendTimeDesc(slices.Clip(prefix), from)
+		if it.SeekGE(encoding.AppendTimeDesc(slices.Clip(group), tx)) && bytes.HasPrefix(it.Key(), group) {
+			v, err := t.decodeVersion(tuple, from, it.Value())
+			if err != nil {
+				return Version{}, false, err
+			}
+			if v.AliveAt(tx) {
+				return v, true, nil
+			}
+		}
+		if from == NegInfinity {
+			break
+		}
+		ok = it.SeekGE(encoding.AppendTimeDesc(slices.Clip(prefix), from-1))
+	}
+	return Version{}, false, it.Error()
+}
+
+// KeyVersions returns the versions of a key alive at transaction time tx, in
+// ascending valid order. At or after LastTx it reads only the current index.
+func (s *Snapshot) KeyVersions(t *Table, tuple []byte, tx int64) ([]Version, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	var out []Version
+	err := s.keyRecords(t, tuple, ksCurrent, func(v Version) bool {
+		if v.TxFrom <= tx {
+			out = append(out, v)
+		}
+		return true
+	})
+	if err != nil || tx >= s.lastTx {
+		slices.Reverse(out)
+		return out, err
+	}
+	err = s.keyRecords(t, tuple, ksHistory, func(v Version) bool {
+		if v.AliveAt(tx) {
+			out = append(out, v)
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b Version) int { return cmpInt(a.ValidFrom, b.ValidFrom) })
+	return out, err
+}
+
+// KeyRecords returns every record of a key, current and retired, ordered by
+// tx_from and then valid_from: the key's audit trail.
+func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	var out []Version
+	collect := func(v Version) bool { out = append(out, v); return true }
+	if err := s.keyRecords(t, tuple, ksHistory, collect); err != nil {
+		return nil, err
+	}
+	if err := s.keyRecords(t, tuple, ksCurrent, collect); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Version) int {
+		if c := cmpInt(a.TxFrom, b.TxFrom); c != 0 {
+			return c
+		}
+		return cmpInt(a.ValidFrom, b.ValidFrom)
+	})
+	return out, nil
+}
+
+// keyRecords calls fn for every record of a key in keyspace ks (current or
+// history), in key order, until fn returns false.
+func (s *Snapshot) keyRecords(t *Table, tuple []byte, ks byte, fn func(Version) bool) error {
+	prefix := append(tablePrefix(nil, ks, t.ID), tuple...)
+	it, err := s.iter(ks)
+	if err != nil {
+		return err
+	}
+	for ok := it.SeekGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		v, err := t.decodeVersion(tuple, from, it.Value())
+		if err != nil {
+			return err
+		}
+		if !fn(v) {
+			break
+		}
+	}
+	return it.Error()
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// Attrs is a record of named attribute values; see encoding.Attrs for the value
+// types.
+type Attrs = encoding.Attrs
+
+// Infinity is the open end of an interval (+∞); NegInfinity its open start (-∞).
+const (
+	Infinity    int64 = math.MaxInt64
+	NegInfinity int64 = math.MinInt64
+)
+
+// Version is one record of one entity: a version (key, attributes, valid period,
+// surrogate key) as asserted by one transaction, with its transaction period.
+type Version struct {
+	Key       Key
+	ValidFrom int64 // inclusive
+	ValidTo   int64 // exclusive; Infinity when open-ended
+	TxFrom    int64 // the transaction that asserted the record
+	TxTo      int64 // the transaction that retired it; Infinity while current
+	SK        uint64
+	Attrs     Attrs
+	// Inferred marks a placeholder created for a key that facts referenced before
+	// the dimension knew it.
+	Inferred bool
+
+	tuple []byte // encoded Key
+}
+
+// Tuple returns the encoded natural key of the version.
+func (v *Version) Tuple() []byte { return v.tuple }
+
+// AliveAt reports whether the record was part of the table's state at transaction
+// time tx.
+func (v *Version) AliveAt(tx int64) bool { return v.TxFrom <= tx && tx < v.TxTo }
+
+// Covers reports whether valid time t lies in the version's valid period.
+func (v *Version) Covers(t int64) bool { return v.ValidFrom <= t && t < v.ValidTo }
+
+// SameContent reports whether two versions are the same version content (valid
+// period, sk, attributes, flags), ignoring transaction times: a commit rewrites a
+// record only when its content changes.
+func (v *Version) SameContent(o *Version) bool {
+	if v.ValidFrom != o.ValidFrom || v.ValidTo != o.ValidTo || v.SK != o.SK || v.Inferred != o.Inferred {
+		return false
+	}
+	a, err1 := encoding.AppendAttrs(nil, v.Attrs)
+	b, err2 := encoding.AppendAttrs(nil, o.Attrs)
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
+}
+
+func (v *Version) String() string {
+	return fmt.Sprintf("%s valid [%s, %s) tx [%s, %s) sk %d %v", v.Key, fmtTick(v.ValidFrom), fmtTick(v.ValidTo),
+		fmtTick(v.TxFrom), fmtTick(v.TxTo), v.SK, v.Attrs)
+}
+
+func fmtTick(t int64) string {
+	switch t {
+	case Infinity:
+		return "+inf"
+	case NegInfinity:
+		return "-inf"
+	}
+	return fmt.Sprint(t)
+}
+
+func (v *Version) recordValue() *encoding.RecordValue {
+	var flags uint8
+	if v.Inferred {
+		flags |= encoding.FlagInferred
+	}
+	return &encoding.RecordValue{ValidTo: v.ValidTo, TxFrom: v.TxFrom, TxTo: v.TxTo, SK: v.SK, Flags: flags, Attrs: v.Attrs}
+}
+
+// NewVersion builds a version of key with its encoded tuple, for writers.
+func (t *Table) NewVersion(key Key, tuple []byte, from, to int64, sk uint64, attrs Attrs) Version {
+	return Version{Key: key, tuple: tuple, ValidFrom: from, ValidTo: to, TxFrom: Infinity, TxTo: Infinity, SK: sk, Attrs: attrs}
+}
+
+// decodeVersion builds a version from a stored record.
+func (t *Table) decodeVersion(tuple []byte, validFrom int64, value []byte) (Version, error) {
+	rv, err := encoding.DecodeRecord(value)
+	if err != nil {
+		return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+	}
+	key, err := t.DecodeKey(tuple)
+	if err != nil {
+		return Version{}, err
+	}
+	return Version{
+		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
+		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, Attrs: rv.Attrs,
+		Inferred: rv.Flags&encoding.FlagInferred != 0,
+	}, nil
+}

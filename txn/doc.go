@@ -1,0 +1,44 @@
+// Package txn runs bitempo's write transactions and implements every write path:
+// Put, Delete, Upsert and DeleteAt on periods tables, and Apply on changes tables.
+//
+// A transaction is a function run by Update with read-your-writes; it commits as
+// one atomic, synced batch when the function returns nil and leaves no trace when
+// it returns an error or panics. Transactions are serialised (one writer at a
+// time); readers work on snapshots and are never blocked.
+//
+// # How a transaction works
+//
+// The first write to a key loads the key's current versions (the current-state
+// index) into memory. Each operation rewrites that in-memory timeline; reads in the
+// transaction see it. At commit, each touched key's final timeline is compared with
+// the one loaded: a stored version that is no longer there, or whose content
+// changed, is retired (its record moves to history with tx_to = the commit's
+// transaction time), and each new or changed version is asserted as a new record.
+// Versions that did not change are not rewritten, and intermediate states inside a
+// transaction never reach the store. So closing a version and inserting its
+// successor always land in the same commit.
+//
+// # Semantics decided here (DESIGN.md leaves them open)
+//
+//   - Put of exactly the period and attributes of an existing version is a no-op,
+//     so reloading the same versions does not churn surrogate keys. Any other Put
+//     replaces what it overlaps, as SQL:2011 UPDATE FOR PORTION OF does, even when
+//     the attributes are equal (Put never coalesces).
+//   - When one operation creates several new versions, surrogate keys are handed
+//     out in ascending valid_from order: for a Put that splits a version, the new
+//     version gets the first new sk and the right-hand remnant the next.
+//   - An Upsert whose tracked attributes equal the version in effect keeps the
+//     stored tracked values (they are equal under the comparison options but may
+//     differ in spelling, e.g. trailing spaces) and takes the untracked values
+//     from the upsert, for the whole version (type-1 overwrite). If nothing changes
+//     byte for byte, it writes nothing.
+//   - An Upsert whose new version would touch a tracked-equal neighbour extends the
+//     neighbour instead, keeping the neighbour's sk and attributes: the earlier
+//     neighbour if there is one (which then also absorbs an equal later neighbour),
+//     else the later one. Facts already resolved to those neighbours keep their sk.
+//   - DeleteAt at a version's own valid_from removes the version (closing it there
+//     would leave it empty). With no version in effect it reports false and writes
+//     nothing.
+//   - Attribute names must not repeat key column names.
+//   - An empty transaction commits nothing and uses no transaction time.
+package txn
