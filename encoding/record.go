@@ -3,6 +3,7 @@ package encoding
 import (
 	"bytes"
 	"fmt"
+	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -95,14 +96,47 @@ func DecodeRecord(b []byte) (RecordValue, error) {
 	return r, nil
 }
 
-func decodeInt(dec *msgpack.Decoder, dst *int64) (err error) {
-	*dst, err = dec.DecodeInt64()
-	return err
+// decodeInt decodes a msgpack integer that fits an int64. msgpack's DecodeInt64
+// alone would also read nil as 0 and wrap a uint64 above math.MaxInt64 to a
+// negative number, turning a corrupt field into a plausible time.
+func decodeInt(dec *msgpack.Decoder, dst *int64) error {
+	c, err := dec.PeekCode()
+	switch {
+	case err != nil:
+		return err
+	case isSignedCode(c):
+		*dst, err = dec.DecodeInt64()
+		return err
+	case isUnsignedCode(c):
+		u, err := dec.DecodeUint64()
+		if err == nil && u > math.MaxInt64 {
+			err = fmt.Errorf("integer %d overflows int64", u)
+		}
+		*dst = int64(u)
+		return err
+	}
+	return fmt.Errorf("msgpack code 0x%02x where an integer belongs", c)
 }
 
-func decodeUint(dec *msgpack.Decoder, dst *uint64) (err error) {
-	*dst, err = dec.DecodeUint64()
-	return err
+// decodeUint decodes a non-negative msgpack integer. msgpack's DecodeUint64 alone
+// would also read nil as 0 and wrap a negative number (-1 to math.MaxUint64).
+func decodeUint(dec *msgpack.Decoder, dst *uint64) error {
+	c, err := dec.PeekCode()
+	switch {
+	case err != nil:
+		return err
+	case isUnsignedCode(c):
+		*dst, err = dec.DecodeUint64()
+		return err
+	case isSignedCode(c):
+		n, err := dec.DecodeInt64()
+		if err == nil && n < 0 {
+			err = fmt.Errorf("negative integer %d where an unsigned one belongs", n)
+		}
+		*dst = uint64(n)
+		return err
+	}
+	return fmt.Errorf("msgpack code 0x%02x where an integer belongs", c)
 }
 
 func firstErr(errs ...error) error {

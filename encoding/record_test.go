@@ -130,10 +130,19 @@ func TestRecordMalformed(t *testing.T) {
 		{"array of 6", rawRecord(t, 6, 1, 10, 1, 2, 3, 0, emptyAttrs)},
 		{"array of 6, no attrs", rawRecord(t, 6, 1, 10, 1, 2, 3, 0)},
 		{"array of 8", rawRecord(t, 8, 1, 10, 1, 2, 3, 0, emptyAttrs, emptyAttrs)},
+		{"array of 8 holding 7", rawRecord(t, 8, 1, 10, 1, 2, 3, 0, emptyAttrs)},
 		{"array of 0", []byte{0x90}},
 		{"valid_to string", rawRecord(t, 7, 1, "x", 1, 2, 3, 0, emptyAttrs)},
 		{"valid_to float", rawRecord(t, 7, 1, 1.5, 1, 2, 3, 0, emptyAttrs)},
 		{"sk bytes", rawRecord(t, 7, 1, 10, 1, 2, []byte{0xc4, 0x00}, 0, emptyAttrs)},
+		{"sk -1", rawRecord(t, 7, 1, 10, 1, 2, -1, 0, emptyAttrs)},
+		{"sk MinInt64", rawRecord(t, 7, 1, 10, 1, 2, int64(math.MinInt64), 0, emptyAttrs)},
+		{"sk nil", rawRecord(t, 7, 1, 10, 1, 2, []byte{0xc0}, 0, emptyAttrs)},
+		{"valid_to nil", rawRecord(t, 7, 1, []byte{0xc0}, 1, 2, 3, 0, emptyAttrs)},
+		{"tx_from bool", rawRecord(t, 7, 1, 10, true, 2, 3, 0, emptyAttrs)},
+		{"tx_to above MaxInt64", rawRecord(t, 7, 1, 10, 1, uint64(1<<63), 3, 0, emptyAttrs)},
+		{"flags -1", rawRecord(t, 7, 1, 10, 1, 2, 3, -1, emptyAttrs)},
+		{"flags nil", rawRecord(t, 7, 1, 10, 1, 2, 3, []byte{0xc0}, emptyAttrs)},
 		{"flags 256", rawRecord(t, 7, 1, 10, 1, 2, 3, 256, emptyAttrs)},
 		{"flags 2^64-1", rawRecord(t, 7, 1, 10, 1, 2, 3, uint64(math.MaxUint64), emptyAttrs)},
 		{"attrs nil", rawRecord(t, 7, 1, 10, 1, 2, 3, 0, []byte{0xc0})},
@@ -150,6 +159,28 @@ func TestRecordMalformed(t *testing.T) {
 			checkCorrupt(t, fmt.Sprintf("DecodeRecord(%x)", tt.b), err)
 		})
 	}
+}
+
+// TestRecordWideIntegers checks that integers in wider msgpack forms than the
+// encoder writes still decode when their value fits the field.
+func TestRecordWideIntegers(t *testing.T) {
+	int64Form := func(v int64) []byte { return binaryForm(0xd3, uint64(v)) }
+	b := rawRecord(t, 7, 1, int64Form(-5), binaryForm(0xcf, math.MaxInt64), int64Form(math.MinInt64), int64Form(9), binaryForm(0xcd, 0x00ff), []byte{0x80})
+	got, err := DecodeRecord(b)
+	want := RecordValue{ValidTo: -5, TxFrom: math.MaxInt64, TxTo: math.MinInt64, SK: 9, Flags: 0xff, Attrs: Attrs{}}
+	if err != nil || !recordsEqual(got, want) {
+		t.Fatalf("DecodeRecord(%x) = %+v, %v; want %+v", b, got, err, want)
+	}
+}
+
+// binaryForm returns msgpack code c followed by v big-endian in the code's width.
+func binaryForm(c byte, v uint64) []byte {
+	width := map[byte]int{0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8, 0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8}[c]
+	out := []byte{c}
+	for i := width - 1; i >= 0; i-- {
+		out = append(out, byte(v>>(8*i)))
+	}
+	return out
 }
 
 // TestRecordTruncated cuts a valid record at every byte offset; every cut must be

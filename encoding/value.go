@@ -173,7 +173,7 @@ func decodeAttrs(dec *msgpack.Decoder, r *bytes.Reader) (Attrs, error) {
 	if n < 0 || n > MaxAttrs || n > r.Len()/2 {
 		return nil, fmt.Errorf("%w: attribute count %d", ErrCorrupt, n)
 	}
-	a := make(Attrs, n)
+	a := make(Attrs, min(n, 32)) // grows with entries actually decoded
 	for i := 0; i < n; i++ {
 		code, err := dec.PeekCode()
 		if err != nil || !msgpcode.IsString(code) {
@@ -205,10 +205,9 @@ func decodeScalar(dec *msgpack.Decoder, r *bytes.Reader) (any, error) {
 		return nil, dec.DecodeNil()
 	case c == msgpcode.True || c == msgpcode.False:
 		return dec.DecodeBool()
-	case msgpcode.IsFixedNum(c) || c == msgpcode.Int8 || c == msgpcode.Int16 ||
-		c == msgpcode.Int32 || c == msgpcode.Int64:
+	case isSignedCode(c):
 		return dec.DecodeInt64()
-	case c == msgpcode.Uint8 || c == msgpcode.Uint16 || c == msgpcode.Uint32 || c == msgpcode.Uint64:
+	case isUnsignedCode(c):
 		u, err := dec.DecodeUint64()
 		return canonicalUint(u), err
 	case c == msgpcode.Double:
@@ -220,6 +219,17 @@ func decodeScalar(dec *msgpack.Decoder, r *bytes.Reader) (any, error) {
 		return decodeRaw(dec, r)
 	}
 	return nil, fmt.Errorf("value with msgpack code 0x%02x is not a scalar", c)
+}
+
+// isSignedCode reports whether c starts a msgpack fixint or intN.
+func isSignedCode(c byte) bool {
+	return msgpcode.IsFixedNum(c) || c == msgpcode.Int8 || c == msgpcode.Int16 ||
+		c == msgpcode.Int32 || c == msgpcode.Int64
+}
+
+// isUnsignedCode reports whether c starts a msgpack uintN.
+func isUnsignedCode(c byte) bool {
+	return c == msgpcode.Uint8 || c == msgpcode.Uint16 || c == msgpcode.Uint32 || c == msgpcode.Uint64
 }
 
 // decodeRaw decodes a str or bin payload into a fresh, non-nil slice. It checks the

@@ -430,3 +430,42 @@ func (s slogLogger) Fatalf(format string, args ...any) {
 	s.l.Error(msg, "component", "pebble", "fatal", true)
 	panic("bitempo: pebble: " + msg)
 }
+
+// DeclareAttrNames records attribute names of table t in the given order, ahead of
+// the writes that use them, so that tools print columns in the order of a loaded
+// file's header rather than the sorted order in which a write's attribute map
+// reports them. Names the table has already seen keep their place. It commits on
+// its own: the order is presentation, not data, and survives a failed load.
+func (db *DB) DeclareAttrNames(t *Table, names []string) error {
+	db.writer.Lock()
+	defer db.writer.Unlock()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	var writes []kvWrite
+	var added []string
+	seen := db.attrSeen[t.ID]
+	for _, name := range names {
+		if seen[name] || slices.Contains(added, name) {
+			continue
+		}
+		writes = append(writes, kvWrite{key: attrNameKey(t.ID, uint32(len(db.attrList[t.ID])+len(added))), value: []byte(name)})
+		added = append(added, name)
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	if err := db.engine.commit(writes, !db.opts.NoSync); err != nil {
+		return fmt.Errorf("bitempo: declare attributes of %q: %w", t.Name, err)
+	}
+	for _, name := range added {
+		seen[name] = true
+	}
+	db.attrList[t.ID] = append(db.attrList[t.ID], added...)
+	return nil
+}

@@ -96,6 +96,8 @@ func KeyspaceName(ks byte) string {
 		return "events"
 	case ksBatches:
 		return "batches"
+	case ksCheckpoints:
+		return "checkpoints"
 	case ksGroups:
 		return "groups"
 	}

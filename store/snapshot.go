@@ -30,18 +30,25 @@ type Reader interface {
 
 // Snapshot takes a consistent snapshot of the store.
 func (db *DB) Snapshot() (*Snapshot, error) {
-	db.mu.RLock()
+	db.mu.RLock() // keeps Close from closing the engine under us; commits never wait on it
 	defer db.mu.RUnlock()
 	if db.closed {
 		return nil, ErrClosed
 	}
-	// Taken under mu, which commits hold while publishing lastTx, so the view and
-	// lastTx describe the same commit.
 	v, err := db.engine.view()
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{db: db, view: v, lastTx: db.lastTx, iters: map[byte]kvIter{}}, nil
+	// The last transaction time is read from the view itself, not from memory: a
+	// commit publishes its batch before the DB learns it succeeded, and the view
+	// and its LastTx must describe the same commit. It is one point read of a key
+	// that stays in the memtable or the block cache.
+	var lastTx int64
+	if err := getMeta(v, metaLastTx, &lastTx); err != nil {
+		_ = v.close()
+		return nil, err
+	}
+	return &Snapshot{db: db, view: v, lastTx: lastTx, iters: map[byte]kvIter{}}, nil
 }
 
 // AcquireSnapshot implements Reader with a fresh snapshot.

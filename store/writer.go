@@ -86,6 +86,9 @@ func (w *Writer) Retire(t *Table, v Version) error {
 		return err
 	}
 	w.retires = append(w.retires, kvWrite{key: historyKey(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), value: value})
+	if err := w.groupRetire(t, &v, value); err != nil {
+		return err
+	}
 	return w.logChange(t, txOpRetire, &v)
 }
 
@@ -98,6 +101,9 @@ func (w *Writer) Assert(t *Table, v Version) error {
 		return err
 	}
 	w.asserts = append(w.asserts, kvWrite{key: currentKey(nil, t.ID, v.tuple, v.ValidFrom), value: value})
+	if err := w.groupAssert(t, &v, value); err != nil {
+		return err
+	}
 	ptr := encoding.AppendTimeAsc(append([]byte(nil), v.tuple...), v.ValidFrom)
 	w.asserts = append(w.asserts, kvWrite{key: skIndexKey(nil, t.ID, v.SK, v.TxFrom), value: ptr})
 	w.noteAttrs(t, v.Attrs)

@@ -39,6 +39,9 @@
 //   - DeleteAt at a version's own valid_from removes the version (closing it there
 //     would leave it empty). With no version in effect it reports false and writes
 //     nothing.
+//   - An Upsert that lands on an inferred placeholder (or just before one, with no
+//     version in effect) turns the placeholder into the real version: same sk, the
+//     upsert's attributes, starting at the upsert's time if that is earlier.
 //   - Attribute names must not repeat key column names.
 //   - An empty transaction commits nothing and uses no transaction time.
 package txn

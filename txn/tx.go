@@ -18,6 +18,7 @@ type Tx struct {
 	order []*keyState
 	done  bool
 	buf   []byte
+	cdc   *changesLog // changes-table writes of this transaction (Apply)
 }
 
 // keyState is one touched key: its versions as loaded and as rewritten so far,

@@ -55,6 +55,9 @@ func (tx *Tx) Upsert(table string, key store.Key, attrs store.Attrs, at int64) (
 		return 0, err
 	}
 	i, found := covering(ks.cur, at)
+	if o, ok := replaceInferred(ks, i, found, at, attrs); ok {
+		return o, nil
+	}
 	if found {
 		v := &ks.cur[i]
 		if trackedEqual(t, v.Attrs, attrs) {
@@ -82,6 +85,23 @@ func (tx *Tx) Upsert(table string, key store.Key, attrs store.Attrs, at int64) (
 		return 0, err
 	}
 	return tx.place(ks, i, at, end, attrs, Inserted), nil
+}
+
+// replaceInferred lets real data take over an inferred placeholder (a member
+// created when facts referenced an unknown key): the placeholder in effect at at, or
+// the one that starts next when nothing is in effect, takes the attributes and
+// becomes a real version, keeping its sk so facts already resolved to it now see
+// the real attributes (Kimball's inferred-member pattern).
+func replaceInferred(ks *keyState, i int, found bool, at int64, attrs store.Attrs) (Outcome, bool) {
+	if i >= len(ks.cur) || !ks.cur[i].Inferred {
+		return 0, false
+	}
+	v := &ks.cur[i]
+	if !found {
+		v.ValidFrom = at
+	}
+	v.Attrs, v.Inferred = attrs, false
+	return Overwritten, true
 }
 
 // place puts the version [from, to) with attrs at index i of the key's timeline

@@ -1,0 +1,527 @@
+package fuzz
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// byteReader turns fuzz input into values deterministically. Past the end of its
+// input it reads zeros, so every input, however short, means something.
+type byteReader struct{ b []byte }
+
+func (r *byteReader) byte() byte {
+	if len(r.b) == 0 {
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// bytes returns a fresh, non-nil copy of up to n bytes.
+func (r *byteReader) bytes(n int) []byte {
+	n = min(n, len(r.b))
+	out := append([]byte{}, r.b[:n]...)
+	r.b = r.b[n:]
+	return out
+}
+
+// uint reads an n-byte big-endian unsigned integer.
+func (r *byteReader) uint(n int) uint64 {
+	var v uint64
+	for range n {
+		v = v<<8 | uint64(r.byte())
+	}
+	return v
+}
+
+// Component kinds of a key schema.
+const (
+	kindString = iota
+	kindBytes
+	kindInt64
+	kindUint64
+)
+
+// readSchema reads 1 to 4 component kinds: a count byte, then a byte holding two
+// bits per kind.
+func readSchema(r *byteReader) []int {
+	schema := make([]int, 1+r.byte()%4)
+	bits := r.byte()
+	for i := range schema {
+		schema[i] = int(bits>>(2*i)) & 3
+	}
+	return schema
+}
+
+// readTuple reads a tuple of schema: a length byte (high bit set: the tuple is the
+// prefix of length%(len+1)), a byte whose bit i copies component i from base, then
+// the components.
+func readTuple(r *byteReader, schema []int, base []any) []any {
+	n := len(schema)
+	if l := r.byte(); l&0x80 != 0 {
+		n = int(l) % (len(schema) + 1)
+	}
+	same := r.byte()
+	tuple := make([]any, 0, n)
+	for i, k := range schema[:n] {
+		if same>>i&1 == 1 && i < len(base) {
+			tuple = append(tuple, base[i])
+			continue
+		}
+		tuple = append(tuple, readComponent(r, k))
+	}
+	return tuple
+}
+
+// readComponent reads a string or bytes component as a length byte and its bytes,
+// and an integer as a mode byte, which mostly picks an edge value, then the value's
+// own bytes if any.
+func readComponent(r *byteReader, kind int) any {
+	switch kind {
+	case kindString:
+		return string(r.bytes(int(r.byte() % 16)))
+	case kindBytes:
+		return r.bytes(int(r.byte() % 16))
+	case kindInt64:
+		edges := []int64{math.MinInt64, -1, 0, 1, math.MaxInt64}
+		switch mode := int(r.byte() % 8); {
+		case mode < len(edges):
+			return edges[mode]
+		case mode == 5:
+			return int64(int8(r.byte()))
+		default:
+			return int64(r.uint(8))
+		}
+	default:
+		edges := []uint64{0, 1, math.MaxInt64, 1 << 63, math.MaxUint64}
+		switch mode := int(r.byte() % 8); {
+		case mode < len(edges):
+			return edges[mode]
+		case mode == 5:
+			return uint64(r.byte())
+		default:
+			return r.uint(8)
+		}
+	}
+}
+
+func compareTuples(a, b []any) int {
+	for i := range min(len(a), len(b)) {
+		var c int
+		switch x := a[i].(type) {
+		case string:
+			c = cmp.Compare(x, b[i].(string))
+		case []byte:
+			c = bytes.Compare(x, b[i].([]byte))
+		case int64:
+			c = cmp.Compare(x, b[i].(int64))
+		case uint64:
+			c = cmp.Compare(x, b[i].(uint64))
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func FuzzKeyCodec(f *testing.F) {
+	// Interpreted seeds: schema count and kinds, then tuple a, then tuple b.
+	f.Add([]byte("\x03\xe4" + "\x00\x00\x03a\x00\xff\x02\x00\x01\x00\x04" + "\x00\x0f"))                // equal tuples
+	f.Add([]byte("\x03\xe4" + "\x00\x00\x01\x00\x00\x02\x03" + "\x84\x03"))                             // b is a prefix of a
+	f.Add([]byte("\x00\x00" + "\x00\x00\x01a" + "\x00\x00\x02a\x00"))                                   // "a" < "a\x00"
+	f.Add([]byte("\x00\x01" + "\x00\x00\x02\x00\x01" + "\x00\x00\x01\xff"))                             // 00 01 < ff
+	f.Add([]byte("\x00\x02" + "\x00\x00\x04" + "\x00\x00\x00"))                                         // MaxInt64 > MinInt64
+	f.Add([]byte("\x01\x0f" + "\x00\x00\x04\x06\x80\x00\x00\x00\x00\x00\x00\x00" + "\x00\x01\x05\xff")) // uint64 edges
+	// Raw encodings, valid and not, for the decoders.
+	f.Add([]byte("\x30a\x00\xffb\x00\x01\x20\x7f\xff\xff\xff\xff\xff\xff\xff"))
+	f.Add([]byte("\x21\xff\xff\xff\xff\xff\xff\xff\xff\x31\x00\x01"))
+	f.Add([]byte("\x30a\x00\x02\x00\x01"))
+	f.Add([]byte("\x20\x80\x00"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkRawKey(t, data)
+
+		r := &byteReader{b: data}
+		schema := readSchema(r)
+		a := readTuple(r, schema, nil)
+		b := readTuple(r, schema, a)
+		encA := checkKeyRoundTrip(t, a)
+		encB := checkKeyRoundTrip(t, b)
+		if got, want := bytes.Compare(encA, encB), compareTuples(a, b); got != want {
+			t.Fatalf("bytes.Compare(%x, %x) = %d, but tuple order of %#v and %#v is %d", encA, encB, got, a, b, want)
+		}
+	})
+}
+
+// checkKeyRoundTrip encodes tuple, checks that every decoder gives it back, and
+// returns its encoding.
+func checkKeyRoundTrip(t *testing.T, tuple []any) []byte {
+	t.Helper()
+	enc, err := encoding.AppendKey(nil, tuple)
+	if err != nil {
+		t.Fatalf("AppendKey(%#v): %v", tuple, err)
+	}
+	got, err := encoding.DecodeKey(enc)
+	if err != nil || len(got) != len(tuple) || (len(tuple) > 0 && !reflect.DeepEqual(got, tuple)) {
+		t.Fatalf("DecodeKey(AppendKey(%#v)) = %#v, %v", tuple, got, err)
+	}
+	suffix := []byte{0x00, 0xff}
+	full := append(bytes.Clone(enc), suffix...)
+	prefix, rest, err := encoding.DecodeKeyPrefix(full, len(tuple))
+	if err != nil || len(prefix) != len(tuple) || (len(tuple) > 0 && !reflect.DeepEqual(prefix, tuple)) || !bytes.Equal(rest, suffix) {
+		t.Fatalf("DecodeKeyPrefix(%x, %d) = %#v, %x, %v", full, len(tuple), prefix, rest, err)
+	}
+	if rest, err := encoding.SkipKey(full, len(tuple)); err != nil || !bytes.Equal(rest, suffix) {
+		t.Fatalf("SkipKey(%x, %d) = %x, %v", full, len(tuple), rest, err)
+	}
+	return enc
+}
+
+// checkRawKey feeds arbitrary bytes to the key decoders: they must fail only with
+// ErrCorrupt, agree with each other, and accept only canonical encodings.
+func checkRawKey(t *testing.T, data []byte) {
+	t.Helper()
+	key, err := encoding.DecodeKey(data)
+	if err != nil {
+		if !errors.Is(err, encoding.ErrCorrupt) {
+			t.Fatalf("DecodeKey(%x): error %v does not wrap ErrCorrupt", data, err)
+		}
+	} else if enc, err := encoding.AppendKey(nil, key); err != nil || !bytes.Equal(enc, data) {
+		t.Fatalf("DecodeKey(%x) = %#v, which encodes as %x, %v", data, key, enc, err)
+	}
+	for n := range 5 {
+		prefix, rest, err := encoding.DecodeKeyPrefix(data, n)
+		skipped, skipErr := encoding.SkipKey(data, n)
+		if (err == nil) != (skipErr == nil) {
+			t.Fatalf("n=%d on %x: DecodeKeyPrefix error %v, SkipKey error %v", n, data, err, skipErr)
+		}
+		if err != nil {
+			if !errors.Is(err, encoding.ErrCorrupt) || !errors.Is(skipErr, encoding.ErrCorrupt) {
+				t.Fatalf("n=%d on %x: errors %v, %v do not wrap ErrCorrupt", n, data, err, skipErr)
+			}
+			continue
+		}
+		enc, encErr := encoding.AppendKey(nil, prefix)
+		if len(prefix) != n || !bytes.Equal(rest, skipped) || encErr != nil || !bytes.Equal(append(enc, rest...), data) {
+			t.Fatalf("n=%d on %x: DecodeKeyPrefix = %#v, %x (encodes as %x, %v); SkipKey = %x", n, data, prefix, rest, enc, encErr, skipped)
+		}
+	}
+}
+
+func FuzzTimeCodec(f *testing.F) {
+	f.Add(int64(math.MinInt64), int64(math.MaxInt64))
+	f.Add(int64(-1), int64(0))
+	f.Add(int64(0), int64(1))
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64))
+	f.Add(int64(math.MinInt64), int64(-1))
+	f.Add(int64(1), int64(-1))
+	f.Fuzz(func(t *testing.T, a, b int64) {
+		want := cmp.Compare(a, b)
+		ascA, ascB := encoding.AppendTimeAsc(nil, a), encoding.AppendTimeAsc(nil, b)
+		if got := bytes.Compare(ascA, ascB); got != want {
+			t.Fatalf("asc: bytes.Compare for %d, %d = %d, want %d", a, b, got, want)
+		}
+		descA, descB := encoding.AppendTimeDesc(nil, a), encoding.AppendTimeDesc(nil, b)
+		if got := bytes.Compare(descA, descB); got != -want {
+			t.Fatalf("desc: bytes.Compare for %d, %d = %d, want %d", a, b, got, -want)
+		}
+		for _, v := range []int64{a, b} {
+			tail := []byte{0xee}
+			got, rest, err := encoding.DecodeTimeAsc(append(encoding.AppendTimeAsc(nil, v), tail...))
+			if err != nil || got != v || !bytes.Equal(rest, tail) {
+				t.Fatalf("asc round trip of %d = %d, %x, %v", v, got, rest, err)
+			}
+			got, rest, err = encoding.DecodeTimeDesc(append(encoding.AppendTimeDesc(nil, v), tail...))
+			if err != nil || got != v || !bytes.Equal(rest, tail) {
+				t.Fatalf("desc round trip of %d = %d, %x, %v", v, got, rest, err)
+			}
+		}
+		// Every 8 bytes are a valid time in both directions, so the codecs are
+		// bijections: decoding any word and re-encoding it gives the word back.
+		if got, _, err := encoding.DecodeTimeDesc(ascA); err != nil || !bytes.Equal(encoding.AppendTimeDesc(nil, got), ascA) {
+			t.Fatalf("DecodeTimeDesc(%x) = %d, %v does not re-encode to its input", ascA, got, err)
+		}
+		if got := bytes.Compare(encoding.AppendUint64(nil, uint64(a)), encoding.AppendUint64(nil, uint64(b))); got != cmp.Compare(uint64(a), uint64(b)) {
+			t.Fatalf("AppendUint64 order of %d, %d = %d", uint64(a), uint64(b), got)
+		}
+	})
+}
+
+func FuzzValueCodec(f *testing.F) {
+	f.Add([]byte("\x80"))
+	f.Add([]byte("\x82\xa1a\x01\xa1b\xc3"))
+	f.Add([]byte("\x87\xa0\xc0\xa1b\xc4\x01\x00\xa1f\xcb\x7f\xf8\x00\x00\x00\x00\x00\x01\xa1i\xd3\x80\x00\x00\x00\x00\x00\x00\x00" +
+		"\xa1s\xa2\x00\xff\xa1u\xcf\xff\xff\xff\xff\xff\xff\xff\xff\xa1z\xc2"))
+	f.Add([]byte("\x97\x01\xcf\x7f\xff\xff\xff\xff\xff\xff\xff\x01\xff\x07\x01\x81\xa1a\xa4Oslo"))
+	f.Add([]byte("\xdf\x80\x00\x00\x00"))
+	f.Add([]byte("\x81\xa1a\xc6\xff\xff\xff\xff"))
+	f.Add([]byte("\x82\xa1a\x01\xa1a\x02"))
+	f.Add([]byte("\x81\xa1a\x91\x01"))
+	f.Add([]byte("\xde\x00\x01\xd9\x01a\xd3\x00\x00\x00\x00\x00\x00\x00\x05"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if a, err := encoding.DecodeAttrs(data); err != nil {
+			if !errors.Is(err, encoding.ErrCorrupt) {
+				t.Fatalf("DecodeAttrs(%x): error %v does not wrap ErrCorrupt", data, err)
+			}
+		} else {
+			checkCanonicalAttrs(t, a)
+			enc := appendAttrs(t, a)
+			if len(enc) > len(data) {
+				t.Fatalf("DecodeAttrs(%x) re-encodes to the longer %x; the canonical form is the smallest", data, enc)
+			}
+			checkAttrsFixedPoint(t, a, enc)
+		}
+
+		if r, err := encoding.DecodeRecord(data); err != nil {
+			if !errors.Is(err, encoding.ErrCorrupt) {
+				t.Fatalf("DecodeRecord(%x): error %v does not wrap ErrCorrupt", data, err)
+			}
+		} else {
+			checkCanonicalAttrs(t, r.Attrs)
+			enc := appendRecord(t, &r)
+			if len(enc) > len(data) {
+				t.Fatalf("DecodeRecord(%x) re-encodes to the longer %x; the canonical form is the smallest", data, enc)
+			}
+			checkRecordFixedPoint(t, r, enc)
+		}
+	})
+}
+
+// FuzzAttrsRoundTrip builds attributes of every accepted Go type from the fuzz
+// input, with the canonical value each must decode to, and checks the round trip.
+func FuzzAttrsRoundTrip(f *testing.F) {
+	// Seeds: the record fields (4 x 8 bytes and flags), then the attribute count,
+	// then per attribute a name length, name, type byte and value.
+	zeroRecord := strings.Repeat("\x00", 33)
+	f.Add([]byte{})
+	f.Add([]byte(zeroRecord + "\x03" + "\x00\x00" + "\x01a\x03\xff\xff\xff\xff\xff\xff\xff\xff" + "\x01b\x0f\xff"))
+	f.Add([]byte("\x7f\xff\xff\xff\xff\xff\xff\xff\x80\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\xff\xff\xff\xff\xff\xff\xff\xff\x01" +
+		"\x05\x01f\x0d\x7f\xf8\x00\x00\x00\x00\x00\x01\x01g\x0c\x7f\xc0\x00\x01\x00\x0f\xff\x01s\x0e\x02\x00\xff\x01u\x0b\x80\x00\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte(zeroRecord + "\x03" + "\x01a\x04\x80\x00\x00\x00\x00\x00\x00\x00" + "\x01b\x05\x80" + "\x01c\x07\x80\x00\x00\x00"))
+	f.Add([]byte(zeroRecord + "\x04" + "\x00\x08\xff" + "\x01a\x09\xff\xff" + "\x01b\x0a\xff\xff\xff\xff" + "\x01c\x03\x7f\xff\xff\xff\xff\xff\xff\xff"))
+	f.Add([]byte(zeroRecord + "\x02" + "\x01a\x0c\x80\x00\x00\x00" + "\x01b\x0d\x7f\xf0\x00\x00\x00\x00\x00\x00"))
+	f.Add([]byte(zeroRecord + "\x02" + "\x01a\x0b\x00\x00\x00\x00\x00\x00\x00\x07" + "\x01b\x03\x7f\xff\xff\xff\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := &byteReader{b: data}
+		rec := encoding.RecordValue{
+			ValidTo: int64(r.uint(8)),
+			TxFrom:  int64(r.uint(8)),
+			TxTo:    int64(r.uint(8)),
+			SK:      r.uint(8),
+			Flags:   r.byte(),
+		}
+		in, want := readAttrs(r)
+		rec.Attrs = in
+		for name, v := range in {
+			if c, err := encoding.Canonical(v); err != nil || !valueEqual(c, want[name]) || reflect.TypeOf(c) != reflect.TypeOf(want[name]) {
+				t.Fatalf("Canonical(%T(%v)) = %T(%v), %v; want %T(%v)", v, v, c, c, err, want[name], want[name])
+			}
+		}
+
+		enc := appendAttrs(t, in)
+		if wantEnc := appendAttrs(t, want); !bytes.Equal(enc, wantEnc) {
+			t.Fatalf("%#v encodes as %x, its canonical form %#v as %x", in, enc, want, wantEnc)
+		}
+		got, err := encoding.DecodeAttrs(enc)
+		if err != nil || !attrsEqual(got, want) {
+			t.Fatalf("DecodeAttrs(AppendAttrs(%#v)) = %#v, %v; want %#v", in, got, err, want)
+		}
+		checkAttrsFixedPoint(t, got, enc)
+
+		recEnc := appendRecord(t, &rec)
+		gotRec, err := encoding.DecodeRecord(recEnc)
+		wantRec := rec
+		wantRec.Attrs = want
+		if err != nil || !recordsEqual(gotRec, wantRec) {
+			t.Fatalf("DecodeRecord(AppendRecord(%+v)) = %+v, %v; want %+v", rec, gotRec, err, wantRec)
+		}
+		checkRecordFixedPoint(t, gotRec, recEnc)
+	})
+}
+
+// readAttrs reads up to 11 attributes: a count byte, then per attribute a name
+// (length byte and bytes) and a value (readValue). It returns the attributes as
+// built and as they must decode.
+func readAttrs(r *byteReader) (in, want encoding.Attrs) {
+	in, want = encoding.Attrs{}, encoding.Attrs{}
+	for range r.byte() % 12 {
+		name := string(r.bytes(int(r.byte() % 8)))
+		in[name], want[name] = readValue(r)
+	}
+	return in, want
+}
+
+// readValue reads a type byte and a value of that type, returning the value and
+// its canonical form: integers of every width widen to int64 (uint64 stays uint64
+// above math.MaxInt64), float32 widens to float64, a nil []byte is empty bytes.
+func readValue(r *byteReader) (in, want any) {
+	switch r.byte() % 16 {
+	case 0:
+		return nil, nil
+	case 1:
+		v := r.byte()&1 == 1
+		return v, v
+	case 2:
+		v := int64(r.uint(8))
+		return v, v
+	case 3:
+		v := r.uint(8)
+		return v, canonicalUint(v)
+	case 4:
+		v := int(r.uint(8))
+		return v, int64(v)
+	case 5:
+		v := int8(r.byte())
+		return v, int64(v)
+	case 6:
+		v := int16(r.uint(2))
+		return v, int64(v)
+	case 7:
+		v := int32(r.uint(4))
+		return v, int64(v)
+	case 8:
+		v := r.byte()
+		return v, int64(v)
+	case 9:
+		v := uint16(r.uint(2))
+		return v, int64(v)
+	case 10:
+		v := uint32(r.uint(4))
+		return v, int64(v)
+	case 11:
+		v := uint(r.uint(8))
+		return v, canonicalUint(uint64(v))
+	case 12:
+		v := math.Float32frombits(uint32(r.uint(4)))
+		return v, float64(v)
+	case 13:
+		v := math.Float64frombits(r.uint(8))
+		return v, v
+	case 14:
+		v := string(r.bytes(int(r.byte())))
+		return v, v
+	default:
+		n := r.byte()
+		if n == 0xff {
+			return []byte(nil), []byte{}
+		}
+		v := r.bytes(int(n))
+		return v, bytes.Clone(v)
+	}
+}
+
+func canonicalUint(u uint64) any {
+	if u > math.MaxInt64 {
+		return u
+	}
+	return int64(u)
+}
+
+// checkCanonicalAttrs checks that a decoded record holds only canonical values.
+func checkCanonicalAttrs(t *testing.T, a encoding.Attrs) {
+	t.Helper()
+	if a == nil {
+		t.Fatal("decoded attributes are a nil map")
+	}
+	for name, v := range a {
+		switch x := v.(type) {
+		case nil, bool, int64, float64, string:
+		case uint64:
+			if x <= math.MaxInt64 {
+				t.Fatalf("attribute %q decoded as uint64(%d), want int64", name, x)
+			}
+		case []byte:
+			if x == nil {
+				t.Fatalf("attribute %q decoded as a nil []byte", name)
+			}
+		default:
+			t.Fatalf("attribute %q decoded as a %T", name, v)
+		}
+	}
+}
+
+// checkAttrsFixedPoint checks that enc, the encoding of a, is deterministic and a
+// fixed point: it decodes to a value equal to a, which encodes to enc again.
+func checkAttrsFixedPoint(t *testing.T, a encoding.Attrs, enc []byte) {
+	t.Helper()
+	if again := appendAttrs(t, a.Clone()); !bytes.Equal(again, enc) {
+		t.Fatalf("AppendAttrs(%#v) is not deterministic: %x, then %x", a, enc, again)
+	}
+	a2, err := encoding.DecodeAttrs(enc)
+	if err != nil || !attrsEqual(a, a2) {
+		t.Fatalf("DecodeAttrs(%x) = %#v, %v; want %#v", enc, a2, err, a)
+	}
+	if enc2 := appendAttrs(t, a2); !bytes.Equal(enc2, enc) {
+		t.Fatalf("encoding changed on a second round trip: %x, then %x", enc, enc2)
+	}
+}
+
+func checkRecordFixedPoint(t *testing.T, r encoding.RecordValue, enc []byte) {
+	t.Helper()
+	r2, err := encoding.DecodeRecord(enc)
+	if err != nil || !recordsEqual(r, r2) {
+		t.Fatalf("DecodeRecord(%x) = %+v, %v; want %+v", enc, r2, err, r)
+	}
+	if enc2 := appendRecord(t, &r2); !bytes.Equal(enc2, enc) {
+		t.Fatalf("record encoding changed on a second round trip: %x, then %x", enc, enc2)
+	}
+}
+
+func appendAttrs(t *testing.T, a encoding.Attrs) []byte {
+	t.Helper()
+	enc, err := encoding.AppendAttrs(nil, a)
+	if err != nil {
+		t.Fatalf("AppendAttrs(%#v): %v", a, err)
+	}
+	return enc
+}
+
+func appendRecord(t *testing.T, r *encoding.RecordValue) []byte {
+	t.Helper()
+	enc, err := encoding.AppendRecord(nil, r)
+	if err != nil {
+		t.Fatalf("AppendRecord(%+v): %v", r, err)
+	}
+	return enc
+}
+
+// valueEqual compares attribute values exactly: floats by their bits (NaN equals
+// itself, -0 differs from +0), bytes by content.
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	}
+	return a == b
+}
+
+func attrsEqual(a, b encoding.Attrs) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !valueEqual(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func recordsEqual(a, b encoding.RecordValue) bool {
+	return a.ValidTo == b.ValidTo && a.TxFrom == b.TxFrom && a.TxTo == b.TxTo &&
+		a.SK == b.SK && a.Flags == b.Flags && attrsEqual(a.Attrs, b.Attrs)
+}

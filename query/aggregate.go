@@ -1,0 +1,783 @@
+package query
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// This file computes temporal aggregations (the SCD2 group-by of DESIGN.md): the
+// features of a group at a time ts are aggregations over the group's versions
+// active at ts (valid_from <= ts < valid_to), as known at a transaction time.
+// Aggregate answers one (group, ts[, tx]) from the table's group index; Backfill
+// (backfill.go) answers many with one sweep per group.
+//
+// Semantics decided here (DESIGN.md leaves them open):
+//
+//   - SUM is an int64 while every non-null value is an integer, a float64 once
+//     one is a float; both are exact until the final rounding, so the result does
+//     not depend on the order versions are visited (a point query and a backfill
+//     agree bit for bit). An integer sum that fits neither int64 nor uint64 is an
+//     error (ErrAggValue), not a silent float. AVG is that sum rounded to float64
+//     divided by the count of non-null values. A SUM/AVG input that is not a
+//     number is an error rather than a skipped value.
+//   - MIN and MAX use one total order over attribute values: false < true <
+//     numbers (compared by value across int64, uint64 and float64, NaN above
+//     every number) < strings < byte strings. Equal numbers of different types
+//     order int64 < uint64 < float64, so the result is always the same value.
+//     COUNT_DISTINCT counts values equal in that order once (1 and 1.0 are one).
+//   - LATEST and EARLIEST return the input of the active version with the
+//     greatest (least) valid_from, null included: "the status of the newest
+//     contract" must not fall back to an older one when the newest has none.
+//     Versions of different entities starting at the same instant are ordered
+//     by natural key in the store's key order: LATEST takes the greatest key,
+//     EARLIEST the least.
+//   - A window column must hold an integer time (microseconds, like valid-time
+//     ticks). A null window column lies in no window; any other non-integer
+//     value is an error when its version is active at a requested time.
+//   - Windows on valid_from need a time axis: on a table with an int axis they
+//     are rejected, since "7 days" of sequence numbers means nothing.
+//   - An input or window column may name a key column; its value is the key's.
+
+// ErrAggValue: a value an aggregation cannot take (a SUM or AVG input that is not
+// a number, a window column that is not an integer time, an integer sum beyond
+// uint64).
+var ErrAggValue = errors.New("bitempo: value cannot be aggregated")
+
+// AggValueError describes a value that stopped an aggregation.
+type AggValueError struct {
+	Feature string
+	Table   string
+	// Key is the entity whose value is at fault; nil for an overflow.
+	Key    store.Key
+	Value  any
+	Reason string
+}
+
+func (e *AggValueError) Error() string {
+	if e.Key == nil {
+		return fmt.Sprintf("bitempo: feature %s of table %q: %s", e.Feature, e.Table, e.Reason)
+	}
+	return fmt.Sprintf("bitempo: feature %s of table %q: key %s value %v (%T): %s", e.Feature, e.Table, e.Key, e.Value, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrAggValue) true.
+func (e *AggValueError) Is(target error) bool { return target == ErrAggValue }
+
+// Features are the results of one aggregation request: Values[i] is the feature
+// named Names[i]. Empty sets give COUNT 0, EXISTS false, COUNT_DISTINCT 0 and nil
+// for every other operation.
+type Features struct {
+	Names  []string
+	Values []any
+}
+
+// Get returns the feature named name.
+func (f Features) Get(name string) (any, bool) {
+	for i, n := range f.Names {
+		if n == name {
+			return f.Values[i], true
+		}
+	}
+	return nil, false
+}
+
+func (f Features) String() string {
+	parts := make([]string, len(f.Names))
+	for i, n := range f.Names {
+		parts[i] = fmt.Sprintf("%s=%v", n, f.Values[i])
+	}
+	return strings.Join(parts, " ")
+}
+
+// Aggregate computes the features aggs for the group whose GroupBy attributes
+// equal group (one value per attribute, in declaration order), over the group's
+// versions active at at.Valid as known at at.Tx. It reads one range of the
+// table's group index. A group never seen gives the empty-set results.
+func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Agg) (Features, error) {
+	s, release, err := r.AcquireSnapshot()
+	if err != nil {
+		return Features{}, err
+	}
+	defer release()
+	t, err := s.Table(table)
+	if err != nil {
+		return Features{}, err
+	}
+	p, err := newPlan(t, aggs)
+	if err != nil {
+		return Features{}, err
+	}
+	gk, err := t.AppendGroupKey(nil, group)
+	if err != nil {
+		return Features{}, err
+	}
+	tx := resolveTx(s, at.Tx)
+	var ms []member
+	for rec, err := range s.GroupRecords(t, gk, tx, tx) {
+		if err != nil {
+			return Features{}, err
+		}
+		if !(rec.ValidFrom <= at.Valid && at.Valid < rec.ValidTo) {
+			continue
+		}
+		attrs, err := rec.Attrs()
+		if err != nil {
+			return Features{}, err
+		}
+		m, err := p.newMember(rec.Tuple, rec.ValidFrom, rec.ValidTo, attrs, nil)
+		if err != nil {
+			return Features{}, err
+		}
+		ms = append(ms, m)
+	}
+	return p.point(ms, at.Valid)
+}
+
+// AggregateTable computes the features aggs over every version of the table
+// active at at.Valid as known at at.Tx (a grouping with no group key, e.g. "total
+// amount at a reference date"). Each key contributes at most its one version in
+// effect, so nothing is counted twice. Any table can be aggregated this way.
+func AggregateTable(r store.Reader, table string, at AsOf, aggs []Agg) (Features, error) {
+	s, release, err := r.AcquireSnapshot()
+	if err != nil {
+		return Features{}, err
+	}
+	defer release()
+	t, err := s.Table(table)
+	if err != nil {
+		return Features{}, err
+	}
+	p, err := newPlan(t, aggs)
+	if err != nil {
+		return Features{}, err
+	}
+	var ms []member
+	for v, err := range s.ScanAt(t, store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
+		if err != nil {
+			return Features{}, err
+		}
+		m, err := p.newMember(v.Tuple(), v.ValidFrom, v.ValidTo, v.Attrs, v.Key)
+		if err != nil {
+			return Features{}, err
+		}
+		ms = append(ms, m)
+	}
+	return p.point(ms, at.Valid)
+}
+
+// plan is a validated list of aggregations over one table: the features, the
+// sets of versions (filters) they aggregate, and the attributes they read.
+type plan struct {
+	t       *store.Table
+	names   []string
+	feats   []feature
+	filters []filter
+	attrs   []string // attributes read from each version
+	keyCol  []int    // per attrs entry: the key column it names, or -1
+	needKey bool
+}
+
+// feature is one output column.
+type feature struct {
+	name   string
+	op     AggOp
+	input  int // index into plan.attrs; -1 for count and exists
+	filter int
+}
+
+// filter is a set of active versions: all of them, or those whose window column
+// lies in (ts - window, ts].
+type filter struct {
+	column int   // index into plan.attrs; -1 for valid_from
+	window int64 // ticks; 0 for no window
+	feats  []int
+}
+
+func newPlan(t *store.Table, aggs []Agg) (*plan, error) {
+	names, err := FeatureNames(aggs)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{t: t, names: names}
+	for _, a := range aggs {
+		if a.WindowColumn == "" && len(a.Windows) > 0 && t.Axis == store.AxisInt {
+			return nil, &AggError{Spec: a.String(), Reason: fmt.Sprintf("windows on valid_from need a time axis; table %q has an int axis", t.Name)}
+		}
+		input := -1
+		if a.Input != "" {
+			input = p.attr(a.Input)
+		}
+		column := -1
+		if a.WindowColumn != "" {
+			column = p.attr(a.WindowColumn)
+		}
+		windows := a.Windows
+		if len(windows) == 0 {
+			windows = []Window{{}}
+		}
+		for _, w := range windows {
+			var ticks int64
+			if w.N != 0 {
+				ticks = w.Ticks()
+			}
+			fi := p.filter(column, ticks)
+			p.filters[fi].feats = append(p.filters[fi].feats, len(p.feats))
+			p.feats = append(p.feats, feature{name: names[len(p.feats)], op: a.Op, input: input, filter: fi})
+		}
+	}
+	return p, nil
+}
+
+// attr returns the index of an attribute read from each version, adding it.
+func (p *plan) attr(name string) int {
+	for i, a := range p.attrs {
+		if a == name {
+			return i
+		}
+	}
+	col := -1
+	for i, c := range p.t.Key {
+		if c.Name == name {
+			col = i
+			p.needKey = true
+		}
+	}
+	p.attrs = append(p.attrs, name)
+	p.keyCol = append(p.keyCol, col)
+	return len(p.attrs) - 1
+}
+
+func (p *plan) filter(column int, window int64) int {
+	for i, f := range p.filters {
+		if f.column == column && f.window == window {
+			return i
+		}
+	}
+	p.filters = append(p.filters, filter{column: column, window: window})
+	return len(p.filters) - 1
+}
+
+// member is one version as the aggregations see it.
+type member struct {
+	tuple        []byte
+	from, to     int64
+	txFrom, txTo int64
+	vals         []any // per plan.attrs
+}
+
+// newMember builds a member from a version's tuple, period and attributes; key is
+// the decoded tuple, or nil to decode it when the plan reads a key column.
+func (p *plan) newMember(tuple []byte, from, to int64, attrs store.Attrs, key store.Key) (member, error) {
+	m := member{tuple: bytes.Clone(tuple), from: from, to: to, vals: make([]any, len(p.attrs))}
+	return m, p.fill(&m, attrs, key)
+}
+
+func (p *plan) fill(m *member, attrs store.Attrs, key store.Key) error {
+	if p.needKey && key == nil {
+		var err error
+		if key, err = p.t.DecodeKey(m.tuple); err != nil {
+			return err
+		}
+	}
+	for i, name := range p.attrs {
+		if c := p.keyCol[i]; c >= 0 {
+			m.vals[i] = canonicalKey(key[c])
+		} else {
+			m.vals[i] = attrs[name]
+		}
+	}
+	return nil
+}
+
+// canonicalKey turns a decoded key component into an attribute value.
+func canonicalKey(v any) any {
+	if u, ok := v.(uint64); ok && u <= math.MaxInt64 {
+		return int64(u)
+	}
+	return v
+}
+
+// span returns the request times [a, b) at which m belongs to the filter's set
+// (a >= b: never). bad reports a window column value that is not an integer: the
+// member then spans its whole period, and adding it fails.
+func (f *filter) span(p *plan, m *member) (a, b int64, bad bool) {
+	a, b = m.from, m.to
+	if f.window == 0 {
+		return a, b, false
+	}
+	w := m.from
+	if f.column >= 0 {
+		switch v := m.vals[f.column].(type) {
+		case int64:
+			w = v
+		case nil, uint64: // null lies in no window; a uint64 is after every time
+			return 0, 0, false
+		default:
+			return a, b, true
+		}
+	}
+	end := w + f.window
+	if end < w {
+		end = store.Infinity
+	}
+	return max(a, w), min(b, end), false
+}
+
+// badWindow is the error for a member whose window column is not an integer.
+func (p *plan) badWindow(f *filter, m *member) error {
+	key, _ := p.t.DecodeKey(m.tuple)
+	v := m.vals[f.column]
+	return &AggValueError{Feature: p.feats[f.feats[0]].name, Table: p.t.Name, Key: key, Value: v,
+		Reason: fmt.Sprintf("window column %q must hold an integer time", p.attrs[f.column])}
+}
+
+// point evaluates the plan at ts over ms, the versions active at ts.
+func (p *plan) point(ms []member, ts int64) (Features, error) {
+	accs := p.newAccums(ms)
+	for fi := range p.filters {
+		f := &p.filters[fi]
+		state := make([]uint8, len(ms))
+		for i := range ms {
+			a, b, bad := f.span(p, &ms[i])
+			if !(a <= ts && ts < b) {
+				continue
+			}
+			if bad {
+				return Features{}, p.badWindow(f, &ms[i])
+			}
+			state[i] = inSet
+			for _, k := range f.feats {
+				if err := accs[k].add(int32(i)); err != nil {
+					return Features{}, err
+				}
+			}
+		}
+		for _, k := range f.feats {
+			accs[k].state = state
+		}
+	}
+	out := Features{Names: p.names, Values: make([]any, len(p.feats))}
+	for k := range accs {
+		v, err := accs[k].result()
+		if err != nil {
+			return Features{}, err
+		}
+		out.Values[k] = v
+	}
+	return out, nil
+}
+
+// Membership states of a member in a filter's set during a sweep.
+const (
+	pending uint8 = iota // not reached yet
+	inSet
+	gone // left the set, or never entered it
+)
+
+// accum is the running state of one feature over a set that grows and shrinks.
+type accum struct {
+	p     *plan
+	feat  *feature
+	ms    []member
+	state []uint8 // the filter's membership states, for lazy heap deletion
+	// n: versions in the set (count, exists, latest, earliest) or non-null
+	// values (sum, avg).
+	n        int64
+	isum     int128    // integer values
+	fsum     *exactSum // every value, once a float arrived
+	floats   int64     // float values in the set
+	heap     []int32   // min, max, latest, earliest: members, best on top
+	distinct map[distinctKey]int32
+}
+
+func (p *plan) newAccums(ms []member) []accum {
+	accs := make([]accum, len(p.feats))
+	for k := range accs {
+		accs[k] = accum{p: p, feat: &p.feats[k], ms: ms}
+		if p.feats[k].op == AggCountDistinct {
+			accs[k].distinct = map[distinctKey]int32{}
+		}
+	}
+	return accs
+}
+
+func (a *accum) value(id int32) any { return a.ms[id].vals[a.feat.input] }
+
+// add puts member id into the set.
+func (a *accum) add(id int32) error {
+	switch a.feat.op {
+	case AggCount, AggExists:
+		a.n++
+	case AggSum, AggAvg:
+		v := a.value(id)
+		if v != nil && !a.addNumber(v, 1) {
+			key, _ := a.p.t.DecodeKey(a.ms[id].tuple)
+			return &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, Key: key, Value: v, Reason: a.feat.op.String() + " needs numbers"}
+		}
+	case AggMin, AggMax:
+		if a.value(id) != nil {
+			a.push(id)
+		}
+	case AggLatest, AggEarliest:
+		a.n++
+		a.push(id)
+	case AggCountDistinct:
+		if v := a.value(id); v != nil {
+			a.distinct[keyOf(v)]++
+		}
+	}
+	return nil
+}
+
+// remove takes member id, added before, out of the set. Heaps drop it lazily:
+// its state is no longer inSet.
+func (a *accum) remove(id int32) {
+	switch a.feat.op {
+	case AggCount, AggExists, AggLatest, AggEarliest:
+		a.n--
+	case AggSum, AggAvg:
+		if v := a.value(id); v != nil {
+			a.addNumber(v, -1)
+		}
+	case AggCountDistinct:
+		if v := a.value(id); v != nil {
+			k := keyOf(v)
+			if a.distinct[k]--; a.distinct[k] == 0 {
+				delete(a.distinct, k)
+			}
+		}
+	}
+}
+
+// addNumber adds (sign -1: subtracts) a numeric value; false if v is not a number.
+func (a *accum) addNumber(v any, sign int) bool {
+	switch x := v.(type) {
+	case int64:
+		if sign > 0 {
+			a.isum.addInt(x)
+		} else {
+			a.isum.subInt(x)
+		}
+		if a.fsum != nil {
+			a.fsum.addInt(x, sign)
+		}
+	case uint64:
+		if sign > 0 {
+			a.isum.addUint(x)
+		} else {
+			a.isum.subUint(x)
+		}
+		if a.fsum != nil {
+			a.fsum.addUint(x, sign)
+		}
+	case float64:
+		if a.fsum == nil {
+			a.fsum = &exactSum{}
+			a.fsum.addInt128(a.isum)
+		}
+		a.fsum.addFloat(x, sign)
+		a.floats += int64(sign)
+	default:
+		return false
+	}
+	a.n += int64(sign)
+	return true
+}
+
+// result returns the feature's value for the current set.
+func (a *accum) result() (any, error) {
+	switch a.feat.op {
+	case AggCount:
+		return a.n, nil
+	case AggExists:
+		return a.n > 0, nil
+	case AggCountDistinct:
+		return int64(len(a.distinct)), nil
+	case AggSum:
+		if a.n == 0 {
+			return nil, nil
+		}
+		if a.floats > 0 {
+			return a.fsum.float64(), nil
+		}
+		if v, ok := a.isum.value(); ok {
+			return v, nil
+		}
+		return nil, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, Reason: "integer sum overflows int64 and uint64"}
+	case AggAvg:
+		if a.n == 0 {
+			return nil, nil
+		}
+		total := a.isum.float64()
+		if a.floats > 0 {
+			total = a.fsum.float64()
+		}
+		return total / float64(a.n), nil
+	}
+	top, ok := a.top()
+	if !ok {
+		return nil, nil
+	}
+	return a.value(top), nil
+}
+
+// The heap keeps the best member on top: the least value for MIN, the greatest
+// for MAX, the newest version for LATEST, the oldest for EARLIEST.
+
+func (a *accum) better(i, j int32) bool {
+	mi, mj := &a.ms[i], &a.ms[j]
+	switch a.feat.op {
+	case AggMin:
+		return compareValues(mi.vals[a.feat.input], mj.vals[a.feat.input]) < 0
+	case AggMax:
+		return compareValues(mi.vals[a.feat.input], mj.vals[a.feat.input]) > 0
+	case AggLatest:
+		return compareVersions(mi, mj) > 0
+	}
+	return compareVersions(mi, mj) < 0
+}
+
+func compareVersions(a, b *member) int {
+	if c := cmp.Compare(a.from, b.from); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.tuple, b.tuple)
+}
+
+func (a *accum) push(id int32) {
+	h := append(a.heap, id)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !a.better(h[i], h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	a.heap = h
+}
+
+// top drops members that left the set and returns the best remaining one.
+func (a *accum) top() (int32, bool) {
+	for len(a.heap) > 0 {
+		if a.state == nil || a.state[a.heap[0]] == inSet {
+			return a.heap[0], true
+		}
+		a.pop()
+	}
+	return 0, false
+}
+
+func (a *accum) pop() {
+	h := a.heap
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		best, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && a.better(h[l], h[best]) {
+			best = l
+		}
+		if r < len(h) && a.better(h[r], h[best]) {
+			best = r
+		}
+		if best == i {
+			break
+		}
+		h[i], h[best] = h[best], h[i]
+		i = best
+	}
+	a.heap = h
+}
+
+// Value order (see the package semantics above): kinds first, then values.
+const (
+	kindBool = iota
+	kindNumber
+	kindString
+	kindBytes
+	kindOther
+)
+
+func kindOf(v any) int {
+	switch v.(type) {
+	case bool:
+		return kindBool
+	case int64, uint64, float64:
+		return kindNumber
+	case string:
+		return kindString
+	case []byte:
+		return kindBytes
+	}
+	return kindOther
+}
+
+// compareValues is the total order of MIN and MAX over non-null values.
+func compareValues(a, b any) int {
+	ka, kb := kindOf(a), kindOf(b)
+	if ka != kb {
+		return cmp.Compare(ka, kb)
+	}
+	switch ka {
+	case kindBool:
+		x, y := a.(bool), b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case kindNumber:
+		if c := compareNumbers(a, b); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(numberRank(a), numberRank(b)); c != 0 {
+			return c
+		}
+		if x, ok := a.(float64); ok { // +0 before -0, NaN payloads apart
+			return cmp.Compare(math.Float64bits(x), math.Float64bits(b.(float64)))
+		}
+		return 0
+	case kindString:
+		return strings.Compare(a.(string), b.(string))
+	case kindBytes:
+		return bytes.Compare(a.([]byte), b.([]byte))
+	}
+	return 0
+}
+
+func numberRank(v any) int {
+	switch v.(type) {
+	case int64:
+		return 0
+	case uint64:
+		return 1
+	}
+	return 2
+}
+
+// compareNumbers compares two numbers by value, exactly (no rounding to
+// float64); NaN is above every number and equal to itself.
+func compareNumbers(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		switch y := b.(type) {
+		case int64:
+			return cmp.Compare(x, y)
+		case uint64:
+			return -1 // a uint64 attribute is above math.MaxInt64
+		case float64:
+			return -compareFloatInt(y, x)
+		}
+	case uint64:
+		switch y := b.(type) {
+		case int64:
+			return 1
+		case uint64:
+			return cmp.Compare(x, y)
+		case float64:
+			return -compareFloatUint(y, x)
+		}
+	case float64:
+		switch y := b.(type) {
+		case int64:
+			return compareFloatInt(x, y)
+		case uint64:
+			return compareFloatUint(x, y)
+		case float64:
+			xn, yn := math.IsNaN(x), math.IsNaN(y)
+			switch {
+			case xn || yn:
+				return cmp.Compare(boolInt(xn), boolInt(yn))
+			case x < y:
+				return -1
+			case x > y:
+				return 1
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func compareFloatInt(f float64, i int64) int {
+	switch {
+	case math.IsNaN(f), f >= 0x1p63:
+		return 1
+	case f < -0x1p63:
+		return -1
+	}
+	t := math.Trunc(f)
+	if c := cmp.Compare(int64(t), i); c != 0 {
+		return c
+	}
+	return cmp.Compare(f-t, 0)
+}
+
+func compareFloatUint(f float64, u uint64) int {
+	switch {
+	case math.IsNaN(f), f >= 0x1p64:
+		return 1
+	case f < 0x1p63:
+		return -1
+	}
+	return cmp.Compare(uint64(f), u) // f >= 2^63 is an integer
+}
+
+// distinctKey identifies a value for COUNT_DISTINCT: numbers equal by value
+// share a key whatever their type.
+type distinctKey struct {
+	kind uint8
+	n    uint64
+	s    string
+}
+
+const (
+	dkBool uint8 = iota + 1
+	dkInt
+	dkUint
+	dkFloat
+	dkString
+	dkBytes
+)
+
+func keyOf(v any) distinctKey {
+	switch x := v.(type) {
+	case bool:
+		return distinctKey{kind: dkBool, n: uint64(boolInt(x))}
+	case int64:
+		return distinctKey{kind: dkInt, n: uint64(x)}
+	case uint64:
+		return distinctKey{kind: dkUint, n: x}
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return distinctKey{kind: dkFloat, n: math.Float64bits(math.NaN())}
+		case x == math.Trunc(x) && x >= -0x1p63 && x < 0x1p63:
+			return distinctKey{kind: dkInt, n: uint64(int64(x))}
+		case x == math.Trunc(x) && x >= 0x1p63 && x < 0x1p64:
+			return distinctKey{kind: dkUint, n: uint64(x)}
+		}
+		return distinctKey{kind: dkFloat, n: math.Float64bits(x)}
+	case string:
+		return distinctKey{kind: dkString, s: x}
+	case []byte:
+		return distinctKey{kind: dkBytes, s: string(x)}
+	}
+	return distinctKey{s: fmt.Sprintf("%T:%v", v, v)}
+}

@@ -1,0 +1,39 @@
+package query
+
+import (
+	"iter"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// Audit yields every record of key, current and retired, in transaction order
+// (by TxFrom, then ValidFrom): what the table believed about the key, and when. A
+// record's TxFrom is the transaction that asserted it and its TxTo the one that
+// retired it (store.Infinity while it is current); a retired record shows the
+// belief the retiring transaction corrected, and its successors are the records
+// asserted by that same transaction.
+func Audit(r store.Reader, table string, key store.Key) iter.Seq2[store.Version, error] {
+	return func(yield func(store.Version, error) bool) {
+		s, t, release, err := open(r, table)
+		if err != nil {
+			yield(store.Version{}, err)
+			return
+		}
+		defer release()
+		tuple, err := t.AppendKey(nil, key)
+		if err != nil {
+			yield(store.Version{}, err)
+			return
+		}
+		records, err := s.KeyRecords(t, tuple)
+		if err != nil {
+			yield(store.Version{}, err)
+			return
+		}
+		for _, v := range records {
+			if !yield(v, nil) {
+				return
+			}
+		}
+	}
+}

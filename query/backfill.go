@@ -1,0 +1,406 @@
+package query
+
+import (
+	"cmp"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// LeftRow is one request of a backfill (a training row): the features of the
+// group whose GroupBy attributes equal Group, at valid time TS, as known at
+// transaction time Tx.
+type LeftRow struct {
+	// Group holds one value per GroupBy attribute; ignored by table-wide backfills.
+	Group store.Key
+	TS    int64
+	// Tx is the transaction time the row reads at; 0 takes BackfillOptions.Tx.
+	Tx int64
+}
+
+// BackfillOptions tune a backfill.
+type BackfillOptions struct {
+	// Tx is the transaction time of rows whose Tx is 0; 0 means the latest commit
+	// of the snapshot the backfill reads.
+	Tx int64
+	// TableWide aggregates every version of the table at each row's time instead
+	// of one group's (a series such as "total amount at each reference date").
+	TableWide bool
+	// Progress, if set, is called on the backfill's goroutine as groups are
+	// finished, about every ProgressEvery rows, and once at the end.
+	Progress func(BackfillProgress)
+	// ProgressEvery is the number of computed rows between Progress calls;
+	// default 1% of the rows.
+	ProgressEvery int
+}
+
+// BackfillProgress says how far a backfill is.
+type BackfillProgress struct {
+	Rows, TotalRows     int // rows computed
+	Groups, TotalGroups int // groups swept
+}
+
+// BackfillRow is the result of one left row.
+type BackfillRow struct {
+	// Index is the row's position in the input.
+	Index int
+	// Values holds one value per feature, in FeatureNames(aggs) order.
+	Values []any
+}
+
+// Backfill computes the features aggs for every left row, yielding them in input
+// order. Rows are bucketed by group (groups in the order they first appear) and
+// sorted by transaction time and ts; each group's records are read once from the
+// group index, and for each transaction time the rows read at, one sweep over
+// ts adds a version to each feature's running state when ts reaches its start and
+// removes it when ts reaches its end. So the cost is one range scan per group
+// plus O((versions + rows) log versions), not one scan per row. Rows of a group
+// that read at many distinct transaction times cost one pass over the group's
+// records per distinct time.
+//
+// Results are yielded as soon as every earlier row is done: input already
+// clustered by group streams, a shuffled input is held until its first row's
+// group is done (memory: one value per row and feature). Values stay valid after
+// the loop. A failure (an unknown table, an invalid spec or group key, a value an
+// aggregation cannot take) is yielded once and ends the backfill. Table-wide
+// backfills read every version of the table alive at each distinct transaction
+// time into memory.
+func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[BackfillRow, error] {
+	return func(yield func(BackfillRow, error) bool) {
+		s, release, err := r.AcquireSnapshot()
+		if err != nil {
+			yield(BackfillRow{}, err)
+			return
+		}
+		defer release()
+		b, err := newBackfill(s, table, rows, aggs, opts)
+		if err != nil {
+			yield(BackfillRow{}, err)
+			return
+		}
+		b.run(yield)
+	}
+}
+
+type backfill struct {
+	s      *store.Snapshot
+	p      *plan
+	rows   []LeftRow
+	opts   BackfillOptions
+	lastTx int64
+	nf     int
+
+	groups [][]byte // encoded group keys, in order of first appearance
+	bounds []int    // group g's rows are order[bounds[g]:bounds[g+1]]
+	order  []int32
+	txs    []int64 // resolved transaction time per row
+
+	vals     []any // row i's features are vals[i*nf : (i+1)*nf]
+	ready    []bool
+	next     int // first row not yet yielded
+	computed int
+	reported int // rows computed at the last Progress call
+	calls    int // Progress calls so far
+
+	// Reused sweep buffers, per filter.
+	starts, ends [][]edge
+	states       [][]uint8
+}
+
+// edge is a member entering (or leaving) a filter's set at time at.
+type edge struct {
+	at int64
+	id int32
+}
+
+func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) (*backfill, error) {
+	t, err := s.Table(table)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlan(t, aggs)
+	if err != nil {
+		return nil, err
+	}
+	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats),
+		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters))}
+	if b.opts.ProgressEvery <= 0 {
+		b.opts.ProgressEvery = max(len(rows)/100, 1)
+	}
+	b.txs = make([]int64, len(rows))
+	for i := range rows {
+		tx := cmp.Or(rows[i].Tx, opts.Tx, b.lastTx)
+		b.txs[i] = min(tx, b.lastTx) // later times read the same state
+	}
+	if err := b.bucket(); err != nil {
+		return nil, err
+	}
+	b.vals = make([]any, len(rows)*b.nf)
+	b.ready = make([]bool, len(rows))
+	return b, nil
+}
+
+// bucket assigns rows to groups in order of first appearance and lays out each
+// group's rows contiguously in b.order (a counting sort, stable by index).
+func (b *backfill) bucket() error {
+	rowGroup := make([]int32, len(b.rows))
+	if !b.opts.TableWide {
+		ids := map[string]int32{}
+		var buf []byte
+		for i := range b.rows {
+			var err error
+			buf, err = b.p.t.AppendGroupKey(buf[:0], b.rows[i].Group)
+			if err != nil {
+				return fmt.Errorf("backfill row %d: %w", i, err)
+			}
+			id, ok := ids[string(buf)]
+			if !ok {
+				id = int32(len(b.groups))
+				ids[string(buf)] = id
+				b.groups = append(b.groups, slices.Clone(buf))
+			}
+			rowGroup[i] = id
+		}
+	} else if len(b.rows) > 0 {
+		b.groups = [][]byte{nil}
+	}
+	b.bounds = make([]int, len(b.groups)+1)
+	for _, g := range rowGroup {
+		b.bounds[g+1]++
+	}
+	for g := range b.groups {
+		b.bounds[g+1] += b.bounds[g]
+	}
+	fill := slices.Clone(b.bounds)
+	b.order = make([]int32, len(b.rows))
+	for i, g := range rowGroup {
+		b.order[fill[g]] = int32(i)
+		fill[g]++
+	}
+	return nil
+}
+
+func (b *backfill) run(yield func(BackfillRow, error) bool) {
+	for g := range b.groups {
+		if err := b.group(g); err != nil {
+			yield(BackfillRow{}, err)
+			return
+		}
+		b.progress(g+1, false)
+		for b.next < len(b.rows) && b.ready[b.next] {
+			row := BackfillRow{Index: b.next, Values: b.vals[b.next*b.nf : (b.next+1)*b.nf : (b.next+1)*b.nf]}
+			b.next++
+			if !yield(row, nil) {
+				return
+			}
+		}
+	}
+	b.progress(len(b.groups), true)
+}
+
+func (b *backfill) progress(groups int, final bool) {
+	switch {
+	case b.opts.Progress == nil:
+		return
+	case final && b.calls > 0 && b.reported == b.computed:
+		return // the last report already said it all
+	case !final && b.computed-b.reported < b.opts.ProgressEvery:
+		return
+	}
+	b.reported = b.computed
+	b.calls++
+	b.opts.Progress(BackfillProgress{Rows: b.computed, TotalRows: len(b.rows), Groups: groups, TotalGroups: len(b.groups)})
+}
+
+// group computes every row of group g.
+func (b *backfill) group(g int) error {
+	idx := b.order[b.bounds[g]:b.bounds[g+1]]
+	slices.SortFunc(idx, func(i, j int32) int {
+		if c := cmp.Compare(b.txs[i], b.txs[j]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.rows[i].TS, b.rows[j].TS); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
+	})
+	minTS, maxTS := b.rows[idx[0]].TS, b.rows[idx[0]].TS
+	for _, i := range idx {
+		minTS, maxTS = min(minTS, b.rows[i].TS), max(maxTS, b.rows[i].TS)
+	}
+	minTx, maxTx := b.txs[idx[0]], b.txs[idx[len(idx)-1]]
+	var all []member
+	if !b.opts.TableWide {
+		var err error
+		if all, err = b.loadGroup(b.groups[g], minTx, maxTx, minTS, maxTS); err != nil {
+			return err
+		}
+	}
+	var alive []member
+	for start := 0; start < len(idx); {
+		tx := b.txs[idx[start]]
+		end := start + 1
+		for end < len(idx) && b.txs[idx[end]] == tx {
+			end++
+		}
+		run := idx[start:end]
+		var ms []member
+		switch {
+		case b.opts.TableWide:
+			var err error
+			if ms, err = b.loadTable(tx, b.rows[run[0]].TS, b.rows[run[len(run)-1]].TS); err != nil {
+				return err
+			}
+		case minTx >= b.lastTx:
+			ms = all
+		default:
+			alive = alive[:0]
+			for _, m := range all {
+				if m.txFrom <= tx && tx < m.txTo {
+					alive = append(alive, m)
+				}
+			}
+			ms = alive
+		}
+		if err := b.sweep(ms, run); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// loadGroup reads the records of a group alive at some time in [minTx, maxTx]
+// whose valid period meets [minTS, maxTS].
+func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
+	var ms []member
+	for rec, err := range b.s.GroupRecords(b.p.t, group, minTx, maxTx) {
+		if err != nil {
+			return nil, err
+		}
+		if rec.ValidFrom > maxTS || rec.ValidTo <= minTS {
+			continue
+		}
+		attrs, err := rec.Attrs()
+		if err != nil {
+			return nil, err
+		}
+		m, err := b.p.newMember(rec.Tuple, rec.ValidFrom, rec.ValidTo, attrs, nil)
+		if err != nil {
+			return nil, err
+		}
+		m.txFrom, m.txTo = rec.TxFrom, rec.TxTo
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// loadTable reads every version of the table alive at tx whose valid period
+// meets [minTS, maxTS].
+func (b *backfill) loadTable(tx, minTS, maxTS int64) ([]member, error) {
+	var ms []member
+	to := maxTS + 1
+	if to < maxTS {
+		to = store.Infinity
+	}
+	for v, err := range b.s.ScanHistory(b.p.t, store.Span{}, tx, minTS, to, nil) {
+		if err != nil {
+			return nil, err
+		}
+		m, err := b.p.newMember(v.Tuple(), v.ValidFrom, v.ValidTo, v.Attrs, v.Key)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// sweep computes the rows of run (sorted by ts, all reading at one transaction
+// time) over ms, the versions alive at that time.
+func (b *backfill) sweep(ms []member, run []int32) error {
+	p := b.p
+	accs := p.newAccums(ms)
+	for fi := range p.filters {
+		f := &p.filters[fi]
+		starts, ends := b.starts[fi][:0], b.ends[fi][:0]
+		state := slices.Grow(b.states[fi][:0], len(ms))[:len(ms)]
+		clear(state)
+		for i := range ms {
+			a, end, bad := f.span(p, &ms[i])
+			if a >= end {
+				continue
+			}
+			if bad { // entering the set fails; the state marks it
+				state[i] = badWindowState
+			}
+			starts = append(starts, edge{a, int32(i)})
+			ends = append(ends, edge{end, int32(i)})
+		}
+		byAt := func(x, y edge) int { return cmp.Compare(x.at, y.at) }
+		slices.SortFunc(starts, byAt)
+		slices.SortFunc(ends, byAt)
+		b.starts[fi], b.ends[fi], b.states[fi] = starts, ends, state
+		for _, k := range f.feats {
+			accs[k].state = state
+		}
+	}
+	next := make([][2]int, len(p.filters)) // per filter: next start, next end
+	for _, ri := range run {
+		ts := b.rows[ri].TS
+		for fi := range p.filters {
+			if err := b.advance(accs, fi, &next[fi], ms, ts); err != nil {
+				return fmt.Errorf("backfill row %d: %w", ri, err)
+			}
+		}
+		out := b.vals[int(ri)*b.nf : (int(ri)+1)*b.nf]
+		for k := range accs {
+			v, err := accs[k].result()
+			if err != nil {
+				return fmt.Errorf("backfill row %d: %w", ri, err)
+			}
+			out[k] = v
+		}
+		b.ready[ri] = true
+		b.computed++
+	}
+	return nil
+}
+
+// badWindowState marks a member whose window column is not an integer; it
+// becomes an error if the member enters the set.
+const badWindowState uint8 = 0x80
+
+// advance brings filter fi's set to time ts: members whose span ended at or
+// before ts leave (or never enter), then members whose span started enter.
+func (b *backfill) advance(accs []accum, fi int, next *[2]int, ms []member, ts int64) error {
+	f := &b.p.filters[fi]
+	state, starts, ends := b.states[fi], b.starts[fi], b.ends[fi]
+	for ; next[1] < len(ends) && ends[next[1]].at <= ts; next[1]++ {
+		id := ends[next[1]].id
+		if state[id] == inSet {
+			for _, k := range f.feats {
+				accs[k].remove(id)
+			}
+		}
+		state[id] = gone
+	}
+	for ; next[0] < len(starts) && starts[next[0]].at <= ts; next[0]++ {
+		id := starts[next[0]].id
+		switch state[id] {
+		case gone:
+			continue
+		case badWindowState:
+			return b.p.badWindow(f, &ms[id])
+		}
+		state[id] = inSet
+		for _, k := range f.feats {
+			if err := accs[k].add(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

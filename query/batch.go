@@ -1,0 +1,223 @@
+package query
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// This file is Resolve's batch join: encode the facts' keys, split the batch into
+// disjoint key ranges, sort each range and merge it against the current-state
+// index with one forward pass, one range per core.
+
+// minPerWorker is the smallest share of a batch worth a goroutine of its own.
+const minPerWorker = 1 << 14
+
+// maxWorkers bounds the goroutines (and key ranges) of one batch.
+const maxWorkers = 256
+
+// probe is one fact ready to sort and merge. It holds no pointers, so a batch of
+// a million costs the garbage collector nothing to scan: its key is an offset
+// into the encoded keys of its input chunk.
+type probe struct {
+	// pfx is bytes 1-8 of the encoded key, big-endian and zero-padded. Byte 0 is
+	// the type tag of the first key column, the same for every key of a table,
+	// so pfx orders most pairs of keys without reading them.
+	pfx   uint64
+	valid int64
+	tx    int64
+	off   uint32 // the key is keys[chunk][off : off+n]
+	n     uint32
+	chunk uint32
+	index uint32 // position of the fact in the input
+}
+
+// batch is a batch of facts being resolved.
+type batch struct {
+	s      *store.Snapshot
+	t      *store.Table
+	facts  []Fact
+	keys   [][]byte  // encoded keys, one buffer per input chunk
+	chunks [][]probe // probes, per input chunk
+}
+
+func (bt *batch) tuple(p *probe) []byte {
+	end := p.off + p.n
+	return bt.keys[p.chunk][p.off:end:end]
+}
+
+// compareKeys orders probes by key only.
+func (bt *batch) compareKeys(a, b *probe) int {
+	if a.pfx != b.pfx {
+		return cmp.Compare(a.pfx, b.pfx)
+	}
+	return bytes.Compare(bt.tuple(a), bt.tuple(b))
+}
+
+// compare orders probes by key and, within a key, by descending valid time: a
+// key's versions are stored newest first, so the merge moves forward only.
+func (bt *batch) compare(a, b probe) int {
+	if c := bt.compareKeys(&a, &b); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.valid, a.valid)
+}
+
+// resolveBatch resolves every fact on snapshot s, leaving each miss with its
+// reason, in three stages that each run on every core: encode a slice of the
+// input each; deal the probes into key ranges cut at sampled keys (every probe
+// of a key lands in one range); sort and merge one range each, on a fork of s.
+func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool) ([]Resolution, error) {
+	if len(facts) > math.MaxUint32 {
+		return nil, fmt.Errorf("bitempo: resolve: %d facts in one batch, at most %d", len(facts), uint32(math.MaxUint32))
+	}
+	out := make([]Resolution, len(facts))
+	workers := max(1, min(runtime.GOMAXPROCS(0), maxWorkers, len(facts)/minPerWorker))
+	bt := &batch{s: s, t: t, facts: facts, keys: make([][]byte, workers), chunks: make([][]probe, workers)}
+	errs := make([]error, workers)
+	parallel(workers, func(c int) { errs[c] = bt.encode(c, c*len(facts)/workers, (c+1)*len(facts)/workers) })
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	ranges := bt.chunks
+	if workers > 1 {
+		ranges = bt.deal(bt.splitters(workers))
+	}
+	parallel(workers, func(r int) { errs[r] = bt.merge(ranges[r], attrs, out, workers > 1) })
+	return out, errors.Join(errs...)
+}
+
+// parallel runs fn(0..n-1), each on its own goroutine when n > 1.
+func parallel(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { fn(i) })
+	}
+	wg.Wait()
+}
+
+// encode encodes the keys of facts[lo:hi] as chunk c.
+func (bt *batch) encode(c, lo, hi int) error {
+	var buf []byte
+	probes := make([]probe, hi-lo)
+	for i := lo; i < hi; i++ {
+		f := &bt.facts[i]
+		start := len(buf)
+		var err error
+		if buf, err = bt.t.AppendKey(buf, f.Key); err != nil {
+			return fmt.Errorf("bitempo: resolve fact %d: %w", i, err)
+		}
+		if len(buf) > math.MaxUint32 {
+			return fmt.Errorf("bitempo: resolve: the keys of one batch exceed %d bytes", uint32(math.MaxUint32))
+		}
+		var pfx [8]byte
+		copy(pfx[:], buf[start+1:])
+		probes[i-lo] = probe{pfx: binary.BigEndian.Uint64(pfx[:]), valid: f.At, tx: resolveTx(bt.s, f.Tx),
+			off: uint32(start), n: uint32(len(buf) - start), chunk: uint32(c), index: uint32(i)}
+	}
+	bt.keys[c], bt.chunks[c] = buf, probes
+	return nil
+}
+
+// splitters returns n-1 probes whose keys cut the batch into n key ranges of
+// about equal size, from a regular sample.
+func (bt *batch) splitters(n int) []probe {
+	var sample []probe
+	for _, c := range bt.chunks {
+		step := max(1, len(c)/(64*n))
+		for i := 0; i < len(c); i += step {
+			sample = append(sample, c[i])
+		}
+	}
+	slices.SortFunc(sample, func(a, b probe) int { return bt.compareKeys(&a, &b) })
+	splitters := make([]probe, n-1)
+	for i := range splitters {
+		splitters[i] = sample[(i+1)*len(sample)/n]
+	}
+	return splitters
+}
+
+// deal moves the probes into len(splitters)+1 key ranges: range r holds the keys
+// from splitters[r-1] (inclusive) to splitters[r]. Each chunk first counts its
+// probes per range, then copies them to its own slots of each range.
+func (bt *batch) deal(splitters []probe) [][]probe {
+	n := len(splitters) + 1
+	where := make([][]uint8, len(bt.chunks)) // the range of each probe (maxWorkers <= 256)
+	counts := make([][]int, len(bt.chunks))
+	parallel(len(bt.chunks), func(c int) {
+		where[c], counts[c] = make([]uint8, len(bt.chunks[c])), make([]int, n)
+		for i := range bt.chunks[c] {
+			p := &bt.chunks[c][i]
+			r, _ := slices.BinarySearchFunc(splitters, p, func(s probe, p *probe) int {
+				if bt.compareKeys(&s, p) <= 0 {
+					return -1
+				}
+				return 1
+			})
+			where[c][i] = uint8(r)
+			counts[c][r]++
+		}
+	})
+	ranges := make([][]probe, n)
+	offsets := make([][]int, len(bt.chunks))
+	for c := range offsets {
+		offsets[c] = make([]int, n)
+	}
+	for r := range ranges {
+		total := 0
+		for c := range bt.chunks {
+			offsets[c][r] = total
+			total += counts[c][r]
+		}
+		ranges[r] = make([]probe, total)
+	}
+	parallel(len(bt.chunks), func(c int) {
+		for i, p := range bt.chunks[c] {
+			r := where[c][i]
+			ranges[r][offsets[c][r]] = p
+			offsets[c][r]++
+		}
+	})
+	return ranges
+}
+
+// merge sorts one key range's probes and resolves them with one forward pass,
+// on a fork of the snapshot when other ranges are merged at the same time.
+func (bt *batch) merge(probes []probe, attrs bool, out []Resolution, fork bool) (err error) {
+	if len(probes) == 0 {
+		return nil
+	}
+	slices.SortFunc(probes, bt.compare)
+	lookups := make([]store.Probe, len(probes))
+	for i := range probes {
+		p := &probes[i]
+		lookups[i] = store.Probe{Tuple: bt.tuple(p), Valid: p.valid, Tx: p.tx}
+	}
+	s := bt.s
+	if fork {
+		if s, err = s.Fork(); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, s.Close()) }()
+	}
+	return s.LookupSorted(bt.t, lookups, attrs, func(i int, v *store.Version, reason store.MissReason) {
+		index := int(probes[i].index)
+		res := &out[index]
+		res.Index, res.Reason = index, reason
+		if reason == store.Found {
+			res.SK, res.Inferred, res.Attrs = v.SK, v.Inferred, v.Attrs
+		}
+	})
+}

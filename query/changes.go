@@ -1,0 +1,162 @@
+package query
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// Op says what a change did to a record.
+type Op uint8
+
+// Change operations.
+const (
+	// Asserted: the transaction made the record part of the table.
+	Asserted Op = iota + 1
+	// Retired: the transaction removed the record (replaced, shortened, split or
+	// deleted its version); the record stays readable at older transaction times.
+	Retired
+)
+
+func (o Op) String() string {
+	switch o {
+	case Asserted:
+		return "asserted"
+	case Retired:
+		return "retired"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// Change is one entry of a table's change feed: transaction Tx asserted or retired
+// the record Version.
+type Change struct {
+	Tx      int64
+	Op      Op
+	Version store.Version
+
+	table   uint32
+	ordinal uint32
+}
+
+// Cursor returns the cursor that resumes a change feed right after this change.
+func (c Change) Cursor() string {
+	return cursor{kind: cursorChanges, table: c.table, tx: c.Tx, ordinal: c.ordinal}.encode()
+}
+
+// Changes yields every record of table asserted or retired by a transaction in
+// the window (since, until], in transaction order (and commit order within a
+// transaction); until Latest reads to the newest commit. A non-empty cursor (a
+// Change's Cursor or a page's Next) resumes right after the change it names,
+// within the same window; positions never move, so a consumer that keeps the
+// cursor of the last change it processed can poll Changes(since, Latest, cursor)
+// for ever and sees every change once. The feed is read as known at until: a
+// record retired after until shows TxTo store.Infinity, so a window reads the
+// same whenever it is read.
+//
+// It is how facts resolved at load time are kept correct. Facts store the
+// surrogate key they resolved to; after a load at transaction time L, the changes
+// in (L, now] name every record a later correction retired or asserted. A fact
+// that resolved to the sk of a Retired change, or whose key and valid time fall in
+// the valid period of a changed record of its key, may resolve differently now:
+// resolve those facts again (Resolve, at Latest) and store the new sk. Facts
+// outside those periods keep their sk (a surviving or shortened version keeps
+// its surrogate key), so the re-resolution touches only what the corrections
+// touched.
+func Changes(r store.Reader, table string, since, until int64, cur string) iter.Seq2[Change, error] {
+	return func(yield func(Change, error) bool) {
+		f, err := startFeed(r, table, since, until, cur)
+		if err != nil {
+			yield(Change{}, err)
+			return
+		}
+		defer f.release()
+		for c, err := range f.changes() {
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// ChangesPage returns up to limit changes of Changes (all of them when limit is
+// 0) and, when more follow, the cursor that resumes after the last one.
+func ChangesPage(r store.Reader, table string, since, until int64, limit int, cur string) (Page[Change], error) {
+	f, err := startFeed(r, table, since, until, cur)
+	if err != nil {
+		return Page[Change]{}, err
+	}
+	defer f.release()
+	var page Page[Change]
+	for c, err := range f.changes() {
+		if err != nil {
+			return Page[Change]{}, err
+		}
+		if limit > 0 && len(page.Rows) == limit {
+			page.Next = page.Rows[limit-1].Cursor()
+			break
+		}
+		page.Rows = append(page.Rows, c)
+	}
+	return page, nil
+}
+
+// feed is a change-feed read ready to scan.
+type feed struct {
+	s       *store.Snapshot
+	t       *store.Table
+	release func()
+	from    store.LogPos
+	until   int64
+	empty   bool
+}
+
+func startFeed(r store.Reader, table string, since, until int64, cur string) (*feed, error) {
+	s, t, release, err := open(r, table)
+	if err != nil {
+		return nil, err
+	}
+	f := &feed{s: s, t: t, release: release, until: min(resolveTx(s, until), s.LastTx())}
+	f.empty = since >= f.until
+	if !f.empty {
+		f.from = store.LogPos{Tx: since + 1}
+	}
+	if cur != "" {
+		c, err := decodeCursor(cur, cursorChanges, t)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		if next := (store.LogPos{Tx: c.tx, Ordinal: c.ordinal}).Next(); next.Tx > f.from.Tx ||
+			(next.Tx == f.from.Tx && next.Ordinal > f.from.Ordinal) {
+			f.from = next
+		}
+	}
+	return f, nil
+}
+
+func (f *feed) changes() iter.Seq2[Change, error] {
+	return func(yield func(Change, error) bool) {
+		if f.empty {
+			return
+		}
+		for e, err := range f.s.TxLog(f.t, f.from, f.until) {
+			if err != nil {
+				yield(Change{}, err)
+				return
+			}
+			v := e.Version
+			if v.TxTo > f.until {
+				v.TxTo = store.Infinity
+			}
+			op := Asserted
+			if e.Op == store.LogRetire {
+				op = Retired
+			}
+			if !yield(Change{Tx: e.Pos.Tx, Op: op, Version: v, table: f.t.ID, ordinal: e.Pos.Ordinal}, nil) {
+				return
+			}
+		}
+	}
+}

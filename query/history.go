@@ -1,0 +1,142 @@
+package query
+
+import (
+	"fmt"
+	"iter"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// HistoryOptions tune History, HistoryRange and HistoryPage.
+type HistoryOptions struct {
+	// Tx is the transaction time the history is read at; Latest reads the newest
+	// commit the reader sees. A cursor carries its own and overrides it.
+	Tx int64
+	// Clip trims each version's valid period to the requested [from, to).
+	Clip bool
+	// Limit stops after that many versions; 0 means no limit.
+	Limit int
+	// Cursor resumes after the version it names: the Next of a HistoryPage made
+	// with the same arguments.
+	Cursor string
+}
+
+// History yields the versions of key that overlap the valid period [from, to),
+// in valid order, as known at opts.Tx. Use store.NegInfinity and store.Infinity
+// for the whole timeline.
+func History(r store.Reader, table string, key store.Key, from, to int64, opts HistoryOptions) iter.Seq2[store.Version, error] {
+	return historySeq(r, table, func(t *store.Table) (store.Span, error) { return keySpan(t, key) }, from, to, opts)
+}
+
+// HistoryRange is History for every key of keys: their versions that overlap
+// [from, to), ordered by key and then valid time.
+func HistoryRange(r store.Reader, table string, keys KeyRange, from, to int64, opts HistoryOptions) iter.Seq2[store.Version, error] {
+	return historySeq(r, table, keys.span, from, to, opts)
+}
+
+func historySeq(r store.Reader, table string, spanOf func(*store.Table) (store.Span, error), from, to int64, opts HistoryOptions) iter.Seq2[store.Version, error] {
+	return func(yield func(store.Version, error) bool) {
+		h, err := startHistory(r, table, spanOf, from, to, opts)
+		if err != nil {
+			yield(store.Version{}, err)
+			return
+		}
+		defer h.release()
+		n := 0
+		for v, err := range h.scan() {
+			if err != nil {
+				yield(store.Version{}, err)
+				return
+			}
+			if opts.Limit > 0 && n == opts.Limit {
+				return
+			}
+			n++
+			if !yield(h.clip(v), nil) {
+				return
+			}
+		}
+	}
+}
+
+// HistoryPage returns up to opts.Limit versions of HistoryRange (all of them when
+// Limit is 0) and, when more follow, the cursor that resumes after the last one.
+// The first page pins the transaction time it reads at (the newest commit, for
+// Latest) in its cursor, so later pages read the same history however many
+// commits happen in between: a cursor resumes exactly after its row.
+func HistoryPage(r store.Reader, table string, keys KeyRange, from, to int64, opts HistoryOptions) (Page[store.Version], error) {
+	h, err := startHistory(r, table, keys.span, from, to, opts)
+	if err != nil {
+		return Page[store.Version]{}, err
+	}
+	defer h.release()
+	var page Page[store.Version]
+	var last store.Version
+	for v, err := range h.scan() {
+		if err != nil {
+			return Page[store.Version]{}, err
+		}
+		if opts.Limit > 0 && len(page.Rows) == opts.Limit {
+			c := cursor{kind: cursorHistory, table: h.t.ID, tx: h.tx, validFrom: last.ValidFrom, tuple: last.Tuple()}
+			page.Next = c.encode()
+			break
+		}
+		last = v
+		page.Rows = append(page.Rows, h.clip(v))
+	}
+	return page, nil
+}
+
+// historyRead is a history read ready to scan.
+type historyRead struct {
+	s        *store.Snapshot
+	t        *store.Table
+	release  func()
+	span     store.Span
+	tx       int64
+	from, to int64
+	after    *store.HistoryPos
+	clipped  bool
+}
+
+func startHistory(r store.Reader, table string, spanOf func(*store.Table) (store.Span, error), from, to int64, opts HistoryOptions) (*historyRead, error) {
+	if err := store.CheckPeriod(from, to); err != nil {
+		return nil, err
+	}
+	s, t, release, err := open(r, table)
+	if err != nil {
+		return nil, err
+	}
+	h := &historyRead{s: s, t: t, release: release, from: from, to: to, clipped: opts.Clip}
+	// A time after the newest commit reads the same as the newest commit; pin that,
+	// so that a cursor never sees commits made after its first page.
+	h.tx = min(resolveTx(s, opts.Tx), s.LastTx())
+	if opts.Cursor != "" {
+		c, err := decodeCursor(opts.Cursor, cursorHistory, t)
+		if err == nil && opts.Tx != Latest && opts.Tx != c.tx {
+			err = fmt.Errorf("%w: made for transaction time %d, not %d", ErrBadCursor, c.tx, opts.Tx)
+		}
+		if err != nil {
+			release()
+			return nil, err
+		}
+		h.tx, h.after = c.tx, &store.HistoryPos{Tuple: c.tuple, ValidFrom: c.validFrom}
+	}
+	if h.span, err = spanOf(t); err != nil {
+		release()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *historyRead) scan() iter.Seq2[store.Version, error] {
+	return h.s.ScanHistory(h.t, h.span, h.tx, h.from, h.to, h.after)
+}
+
+// clip trims v to the read's period when the options ask for it.
+func (h *historyRead) clip(v store.Version) store.Version {
+	if h.clipped {
+		v.ValidFrom, v.ValidTo = max(v.ValidFrom, h.from), min(v.ValidTo, h.to)
+	}
+	return v
+}

@@ -1,0 +1,198 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// Fact is one row of a batch to resolve: the key it references and the valid time
+// At it happened at, resolved as known at transaction time Tx. Tx Latest uses the
+// newest commit the reader sees; an older Tx resolves the fact "as known then",
+// ignoring every correction committed after it (point-in-time correct features,
+// reproducing an old load).
+type Fact struct {
+	Key store.Key
+	At  int64
+	Tx  int64
+}
+
+// MissPolicy says what Resolve does with a fact that no version covers.
+type MissPolicy uint8
+
+// Miss policies.
+const (
+	// MissError fails the batch with the first miss in input order (a *Miss, so
+	// errors.Is tells the reason).
+	MissError MissPolicy = iota
+	// MissSkip leaves missed facts out of the output.
+	MissSkip
+	// MissNull gives a missed fact SK 0 and its Reason.
+	MissNull
+	// MissDefault gives a missed fact ResolveOptions.Default as its SK (the sk of
+	// an "unknown" member) and sets Resolution.Default.
+	MissDefault
+	// MissInferred creates an inferred member for every key unknown at the newest
+	// commit (a late-arriving dimension member): one transaction inserts, per
+	// such key, a placeholder from the earliest valid time its facts need, with
+	// no attributes and flagged Inferred, and the facts resolve to it. Real data
+	// for the key later takes the placeholder over, keeping its sk. Other misses
+	// (before the first version, in a gap, after the last, and unknown keys of
+	// facts with an older Tx or at valid time +∞) are reported as with MissNull.
+	MissInferred
+)
+
+// ResolveOptions tune Resolve.
+type ResolveOptions struct {
+	Miss MissPolicy
+	// Default is the surrogate key MissDefault assigns.
+	Default uint64
+	// Attrs returns each resolved version's attributes with its sk.
+	Attrs bool
+}
+
+// Resolution is the answer for one fact.
+type Resolution struct {
+	// Index is the fact's position in the input; the output keeps input order,
+	// so Index differs from the position in the output only under MissSkip.
+	Index int
+	// SK is the surrogate key of the version the fact resolved to, or
+	// ResolveOptions.Default or 0 for a miss.
+	SK uint64
+	// Reason is store.Found when the fact resolved, otherwise why it missed.
+	Reason store.MissReason
+	// Inferred is set when the version is an inferred member.
+	Inferred bool
+	// Default is set when SK is ResolveOptions.Default standing in for a miss.
+	Default bool
+	// Attrs are the version's attributes, with ResolveOptions.Attrs.
+	Attrs store.Attrs
+}
+
+// Found reports whether the fact resolved to a version.
+func (r Resolution) Found() bool { return r.Reason == store.Found }
+
+// Resolve is a batch as-of join: for each fact, the surrogate key (and with
+// opts.Attrs the attributes) of the version of its key in effect at its valid
+// time, as known at its transaction time, or a miss handled by opts.Miss. Facts
+// may come in any order; the output keeps theirs.
+//
+// Resolve does not look facts up one at a time. It encodes their keys, splits
+// them into disjoint key ranges (one per core, GOMAXPROCS), sorts each range by
+// key and descending valid time, and merges it with one forward pass of one
+// iterator over the current-state index, stepping through the versions of the
+// keys it needs and seeking only past long stretches it does not. Facts with an
+// older transaction time cost one as-of lookup each. Resolve reads one
+// consistent snapshot; with MissInferred it then commits one transaction.
+func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([]Resolution, error) {
+	s, t, release, err := open(r, table)
+	if err != nil {
+		return nil, err
+	}
+	out, err := resolveBatch(s, t, facts, opts.Attrs)
+	release()
+	if err != nil {
+		return nil, err
+	}
+	switch opts.Miss {
+	case MissError:
+		for i := range out {
+			if !out[i].Found() {
+				f := facts[i]
+				return nil, fmt.Errorf("bitempo: resolve fact %d: %w", i,
+					&Miss{Table: table, Key: f.Key, At: AsOf{Valid: f.At, Tx: f.Tx}, Reason: out[i].Reason})
+			}
+		}
+	case MissSkip:
+		out = slices.DeleteFunc(out, func(r Resolution) bool { return !r.Found() })
+	case MissNull:
+	case MissDefault:
+		for i := range out {
+			if !out[i].Found() {
+				out[i].SK, out[i].Default = opts.Default, true
+			}
+		}
+	case MissInferred:
+		if err := inferMembers(s, t, facts, out, opts.Attrs); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("bitempo: resolve: unknown miss policy %d", opts.Miss)
+	}
+	return out, nil
+}
+
+// inferMembers handles MissInferred: in one transaction, it inserts an inferred
+// member for each key unknown at the newest commit, from the earliest valid time
+// its facts need, and resolves those facts to it. A key that another writer
+// created since the snapshot was read is resolved against its new versions.
+func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolution, attrs bool) error {
+	type member struct {
+		key   store.Key
+		from  int64
+		facts []int
+	}
+	byTuple := map[string]*member{}
+	var order []*member
+	for i := range out {
+		f := &facts[i]
+		// No version can cover +∞ (periods are half-open), so nothing is inferred there.
+		if out[i].Reason != store.UnknownKey || resolveTx(s, f.Tx) < s.LastTx() || f.At == store.Infinity {
+			continue
+		}
+		tuple, err := t.AppendKey(nil, f.Key)
+		if err != nil {
+			return err
+		}
+		m := byTuple[string(tuple)]
+		if m == nil {
+			m = &member{key: f.Key, from: f.At}
+			byTuple[string(tuple)] = m
+			order = append(order, m)
+		}
+		m.from = min(m.from, f.At)
+		m.facts = append(m.facts, i)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	_, err := txn.Update(s.DB(), func(tx *txn.Tx) error {
+		for _, m := range order {
+			v, err := tx.InsertInferred(t.Name, m.key, m.from)
+			if err == nil {
+				for _, i := range m.facts {
+					out[i] = Resolution{Index: i, SK: v.SK, Inferred: true, Attrs: inferredAttrs(attrs)}
+				}
+				continue
+			}
+			if !errors.Is(err, txn.ErrKnownKey) {
+				return err
+			}
+			for _, i := range m.facts {
+				v, reason, err := tx.Get(t.Name, m.key, facts[i].At)
+				if err != nil {
+					return err
+				}
+				out[i] = Resolution{Index: i, Reason: reason}
+				if reason == store.Found {
+					out[i].SK, out[i].Inferred = v.SK, v.Inferred
+					if attrs {
+						out[i].Attrs = v.Attrs
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+func inferredAttrs(attrs bool) store.Attrs {
+	if attrs {
+		return store.Attrs{}
+	}
+	return nil
+}

@@ -1,0 +1,31 @@
+package query
+
+import (
+	"iter"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// Snapshot yields, in key order, the version of every key of keys in effect at
+// at.Valid as known at at.Tx: the table as it stood at that point of the
+// bitemporal plane, one version per key. Keys with no version there are left out.
+// It costs a seek or a few steps per key, whatever the keys' histories (at an old
+// transaction time, a few seeks per key). The scan reads one consistent snapshot,
+// so commits during the loop do not change what it returns, and it releases its
+// iterators when the loop ends, early or not.
+func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange) iter.Seq2[store.Version, error] {
+	return func(yield func(store.Version, error) bool) {
+		s, t, release, err := open(r, table)
+		if err != nil {
+			yield(store.Version{}, err)
+			return
+		}
+		defer release()
+		sp, err := keys.span(t)
+		if err != nil {
+			yield(store.Version{}, err)
+			return
+		}
+		rows(s.ScanAt(t, sp, at.Valid, resolveTx(s, at.Tx)), yield)
+	}
+}

@@ -1,0 +1,355 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+var customers = TableDef{Name: "customers", Key: []KeyColumn{{Name: "id", Type: String}}}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+
+	t.Run("missing store with MustExist or ReadOnly", func(t *testing.T) {
+		for _, o := range []Options{{MustExist: true}, {ReadOnly: true}} {
+			_, err := Open(filepath.Join(dir, "absent"), o)
+			if !errors.Is(err, ErrNotExist) {
+				t.Fatalf("%+v: got %v, want ErrNotExist", o, err)
+			}
+		}
+	})
+
+	t.Run("locked", func(t *testing.T) {
+		p := filepath.Join(dir, "locked")
+		db, err := Open(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := Open(p, Options{}); !errors.Is(err, ErrLocked) {
+			t.Fatalf("second open: got %v, want ErrLocked", err)
+		}
+		if _, err := Open(p, Options{ReadOnly: true}); !errors.Is(err, ErrLocked) {
+			t.Fatalf("read-only open of a locked store: got %v, want ErrLocked", err)
+		}
+	})
+
+	t.Run("directory with other files", func(t *testing.T) {
+		p := filepath.Join(dir, "home")
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "notes.txt"), []byte("hello"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(p, Options{}); !errors.Is(err, ErrNotBitempo) {
+			t.Fatalf("got %v, want ErrNotBitempo", err)
+		}
+		names, _ := os.ReadDir(p)
+		if len(names) != 1 {
+			t.Fatalf("open of a foreign directory wrote files: %v", names)
+		}
+	})
+
+	t.Run("a file instead of a directory", func(t *testing.T) {
+		p := filepath.Join(dir, "file")
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(p, Options{}); err == nil {
+			t.Fatal("opened a plain file as a store")
+		}
+	})
+
+	t.Run("plain Pebble database", func(t *testing.T) {
+		p := filepath.Join(dir, "pebble")
+		pdb, err := pebble.Open(p, &pebble.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pdb.Set([]byte("user-key"), []byte("v"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := pdb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(p, Options{}); !errors.Is(err, ErrNotBitempo) {
+			t.Fatalf("got %v, want ErrNotBitempo", err)
+		}
+	})
+
+	t.Run("newer format", func(t *testing.T) {
+		p := filepath.Join(dir, "newer")
+		db, err := Open(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.engine.commit([]kvWrite{{key: metaFormat, value: mustMarshal(uint64(formatVersion + 1))}}, true); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		_, err = Open(p, Options{})
+		if !errors.Is(err, ErrNewerFormat) {
+			t.Fatalf("got %v, want ErrNewerFormat", err)
+		}
+	})
+}
+
+func TestReadOnly(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "db")
+	db, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTable(customers); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ro, err := Open(p, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.Table("customers"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.CreateTable(TableDef{Name: "x", Key: customers.Key}); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("CreateTable on read-only store: %v", err)
+	}
+	if _, err := ro.BeginWrite(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("BeginWrite on read-only store: %v", err)
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := TableDef{
+		Name: "contracts", Kind: Changes, Axis: AxisDate,
+		Key:         []KeyColumn{{Name: "user", Type: Int64}, {Name: "contract", Type: String}},
+		TrackExcept: []string{"note"}, Compare: map[string]CompareOptions{"amount": {Round: true, Scale: 2}},
+	}
+	if _, err := db.CreateTable(def); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTable(customers); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTable(customers); !errors.Is(err, ErrTableExists) {
+		t.Fatalf("duplicate table: %v", err)
+	}
+	for _, bad := range []TableDef{
+		{Name: "", Key: customers.Key},
+		{Name: "nokey"},
+		{Name: "dupcol", Key: []KeyColumn{{Name: "a", Type: String}, {Name: "a", Type: String}}},
+		{Name: "both", Key: customers.Key, Track: []string{"x"}, TrackExcept: []string{"y"}},
+		{Name: "keytracked", Key: customers.Key, Track: []string{"id"}},
+		{Name: "badtype", Key: []KeyColumn{{Name: "a", Type: 9}}},
+	} {
+		if _, err := db.CreateTable(bad); !errors.Is(err, ErrInvalidTable) {
+			t.Errorf("%q: got %v, want ErrInvalidTable", bad.Name, err)
+		}
+	}
+	db.Close()
+
+	db, err = Open("db", Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	names := []string{}
+	for _, tb := range db.Tables() {
+		names = append(names, tb.Name)
+	}
+	if strings.Join(names, ",") != "contracts,customers" {
+		t.Fatalf("tables after reopen: %v", names)
+	}
+	c, err := db.Table("contracts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != Changes || c.Axis != AxisDate || c.Tracked("note") || !c.Tracked("amount") || !c.Compare["amount"].Round {
+		t.Fatalf("definition did not survive reopen: %+v", c.TableDef)
+	}
+	if _, err := db.Table("nope"); !errors.Is(err, ErrUnknownTable) {
+		t.Fatalf("unknown table: %v", err)
+	}
+	for _, key := range []Key{{int64(1)}, {"x", "y"}, {"1", "y"}, {int64(1), 2}} {
+		if _, err := c.AppendKey(nil, key); !errors.Is(err, ErrKeyShape) {
+			t.Errorf("key %v: got %v, want ErrKeyShape", key, err)
+		}
+	}
+	if _, err := c.AppendKey(nil, Key{7, "x"}); err != nil {
+		t.Errorf("int for an int64 column: %v", err)
+	}
+}
+
+// commitOne asserts one version through a Writer and returns the commit's tx.
+func commitOne(t *testing.T, db *DB, tb *Table, id string, from int64) int64 {
+	t.Helper()
+	w, err := db.BeginWrite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuple, _ := tb.AppendKey(nil, Key{id})
+	v := tb.NewVersion(Key{id}, tuple, from, Infinity, w.AllocSK(tb), Attrs{"n": int64(from)})
+	if err := w.Assert(tb, v); err != nil {
+		t.Fatal(err)
+	}
+	tx := w.Tx()
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+func TestTxTimeMonotonicAcrossRestarts(t *testing.T) {
+	fs := vfs.NewMem()
+	now := int64(1_000_000)
+	clock := func() int64 { return now }
+	db, err := Open("db", Options{FS: fs, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := db.CreateTable(customers)
+	tx1 := commitOne(t, db, tb, "a", 1)
+	if tx1 != now {
+		t.Fatalf("first tx %d, want the clock %d", tx1, now)
+	}
+	tx2 := commitOne(t, db, tb, "b", 1) // same clock reading
+	if tx2 != tx1+1 {
+		t.Fatalf("second tx %d, want %d", tx2, tx1+1)
+	}
+	db.Close()
+
+	now = 5 // the wall clock stepped back
+	db, err = Open("db", Options{FS: fs, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.LastTx() != tx2 {
+		t.Fatalf("LastTx after reopen %d, want %d", db.LastTx(), tx2)
+	}
+	tb, _ = db.Table("customers")
+	tx3 := commitOne(t, db, tb, "c", 1)
+	if tx3 != tx2+1 {
+		t.Fatalf("tx after the clock stepped back: %d, want %d", tx3, tx2+1)
+	}
+	now = 9_000_000
+	if tx4 := commitOne(t, db, tb, "d", 1); tx4 != now {
+		t.Fatalf("tx after the clock moved on: %d, want %d", tx4, now)
+	}
+	// Surrogate keys continued across the restart too.
+	s, _ := db.Snapshot()
+	defer s.Close()
+	tuple, _ := tb.AppendKey(nil, Key{"c"})
+	v, reason, err := s.VersionAt(tb, tuple, 1, Infinity)
+	if err != nil || reason != Found || v.SK != 3 {
+		t.Fatalf("sk after restart: %v %v %v, want sk 3", v, reason, err)
+	}
+	rep, err := Verify(db)
+	if err != nil || !rep.OK() {
+		t.Fatal(rep, err)
+	}
+}
+
+func TestAbortedWriterLeavesNothing(t *testing.T) {
+	db, err := Open("db", Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb, _ := db.CreateTable(customers)
+	w, _ := db.BeginWrite()
+	tuple, _ := tb.AppendKey(nil, Key{"x"})
+	if err := w.Assert(tb, tb.NewVersion(Key{"x"}, tuple, 0, 10, w.AllocSK(tb), nil)); err != nil {
+		t.Fatal(err)
+	}
+	w.Abort()
+	if db.LastTx() != 0 {
+		t.Fatal("aborted writer moved LastTx")
+	}
+	if tx := commitOne(t, db, tb, "y", 0); tx == 0 {
+		t.Fatal("writer after abort did not commit")
+	}
+	s, _ := db.Snapshot()
+	defer s.Close()
+	vs, err := s.KeyVersions(tb, tuple, Infinity)
+	if err != nil || len(vs) != 0 {
+		t.Fatalf("aborted write is visible: %v %v", vs, err)
+	}
+}
+
+// TestVerifyFindsDamage breaks records with raw writes and checks that Verify
+// names the table, key and invariant.
+func TestVerifyFindsDamage(t *testing.T) {
+	cases := []struct {
+		name      string
+		invariant int
+		damage    func(db *DB, tb *Table) []kvWrite
+	}{
+		{"overlapping current records", 2, func(db *DB, tb *Table) []kvWrite {
+			tuple, _ := tb.AppendKey(nil, Key{"a"})
+			val, _ := encoding.AppendRecord(nil, &encoding.RecordValue{ValidTo: 50, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1})
+			return []kvWrite{{key: currentKey(nil, tb.ID, tuple, 5), value: val}}
+		}},
+		{"inverted valid period", 1, func(db *DB, tb *Table) []kvWrite {
+			tuple, _ := tb.AppendKey(nil, Key{"a"})
+			val, _ := encoding.AppendRecord(nil, &encoding.RecordValue{ValidTo: 1, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1})
+			return []kvWrite{{key: currentKey(nil, tb.ID, tuple, 1), value: val}}
+		}},
+		{"record newer than the last commit", 4, func(db *DB, tb *Table) []kvWrite {
+			tuple, _ := tb.AppendKey(nil, Key{"a"})
+			val, _ := encoding.AppendRecord(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx() + 100, TxTo: Infinity, SK: 1})
+			return []kvWrite{{key: currentKey(nil, tb.ID, tuple, 1), value: val}}
+		}},
+		{"missing sk index entry", 5, func(db *DB, tb *Table) []kvWrite {
+			return []kvWrite{{key: skIndexKey(nil, tb.ID, 1, db.LastTx()), del: true}}
+		}},
+		{"garbage value", 0, func(db *DB, tb *Table) []kvWrite {
+			tuple, _ := tb.AppendKey(nil, Key{"a"})
+			return []kvWrite{{key: currentKey(nil, tb.ID, tuple, 1), value: []byte{0xc1, 0xff, 0x00}}}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := Open("db", Options{InMemory: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			tb, _ := db.CreateTable(customers)
+			commitOne(t, db, tb, "a", 1)
+			if rep, err := Verify(db); err != nil || !rep.OK() {
+				t.Fatalf("clean store: %v %v", rep, err)
+			}
+			if err := db.engine.commit(c.damage(db, tb), true); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Verify(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range rep.Problems {
+				if p.Invariant == c.invariant && p.Table == "customers" {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no problem for invariant %d in:\n%s", c.invariant, rep)
+			}
+		})
+	}
+}

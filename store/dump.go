@@ -1,0 +1,385 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// This file decodes raw keys and values (RawScan's output) with the layout of the
+// package doc and of events.go, for dumps and debugging.
+
+// FieldKind says how to read the value of a decoded Field.
+type FieldKind uint8
+
+// Field kinds.
+const (
+	// FieldPlain: a number, a name or a rendered structure.
+	FieldPlain FieldKind = iota
+	// FieldValidTime: an int64 valid-time tick of the entry's table (read it with
+	// the table's Axis).
+	FieldValidTime
+	// FieldTxTime: an int64 transaction time (microseconds since the Unix epoch).
+	FieldTxTime
+	// FieldKey: a natural key (Key).
+	FieldKey
+	// FieldAttrs: an attribute record (Attrs).
+	FieldAttrs
+)
+
+// Field is one named part of a decoded key or value.
+type Field struct {
+	Name  string
+	Kind  FieldKind
+	Value any
+}
+
+// Entry is one stored key and value, decoded.
+type Entry struct {
+	RawKV
+	// Keyspace is KeyspaceName of the key's first byte.
+	Keyspace string
+	// Table is the entry's table: from the table id of record keyspaces, or the
+	// catalog entry's own table. Nil for meta keys and unknown table ids.
+	Table *Table
+	// Key is the natural key of the entry, when its keyspace has one.
+	Key Key
+	// KeyFields are the other parts of the key after the table id and natural key
+	// (times, surrogate keys, ordinals, names), in key order.
+	KeyFields []Field
+	// Value holds the decoded value, field by field.
+	Value []Field
+	// Err, wrapping ErrCorrupt, says why the key or value did not decode; the
+	// fields decoded before the problem are kept.
+	Err error
+}
+
+// DecodeEntry decodes a raw key and value of this store. It never fails: what
+// does not decode is reported in Entry.Err.
+func (db *DB) DecodeEntry(kv RawKV) Entry {
+	e := Entry{RawKV: kv}
+	if len(kv.Key) == 0 {
+		e.Keyspace, e.Err = "unknown", fmt.Errorf("%w: empty key", ErrCorrupt)
+		return e
+	}
+	ks, rest := kv.Key[0], kv.Key[1:]
+	e.Keyspace = KeyspaceName(ks)
+	if ks == ksCheckpoints {
+		e.Keyspace = "checkpoints"
+	}
+	var err error
+	switch ks {
+	case ksMeta:
+		err = e.decodeMeta(rest)
+	case ksCatalog:
+		err = e.decodeCatalog(db, rest)
+	default:
+		err = e.decodeTableEntry(db, ks, rest)
+	}
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		e.Err = fmt.Errorf("%s key %x: %w", e.Keyspace, kv.Key, err)
+	case err != nil:
+		e.Err = fmt.Errorf("%w: %s key %x: %v", ErrCorrupt, e.Keyspace, kv.Key, err)
+	}
+	return e
+}
+
+func (e *Entry) addKey(name string, kind FieldKind, v any) {
+	e.KeyFields = append(e.KeyFields, Field{name, kind, v})
+}
+
+func (e *Entry) addValue(name string, kind FieldKind, v any) {
+	e.Value = append(e.Value, Field{name, kind, v})
+}
+
+func (e *Entry) decodeMeta(name []byte) error {
+	e.addKey("name", FieldPlain, string(name))
+	var v any
+	if err := msgpack.Unmarshal(e.RawKV.Value, &v); err != nil {
+		return err
+	}
+	kind := FieldPlain
+	if bytes.Equal(name, metaLastTx[1:]) {
+		kind = FieldTxTime
+		if n, ok := toInt64(v); ok {
+			v = n
+		}
+	}
+	e.addValue("value", kind, v)
+	return nil
+}
+
+func (e *Entry) decodeCatalog(db *DB, name []byte) error {
+	e.addKey("name", FieldPlain, string(name))
+	e.Table, _ = db.Table(string(name))
+	var rec catalogRecord
+	if err := msgpack.Unmarshal(e.RawKV.Value, &rec); err != nil {
+		return err
+	}
+	d := &rec.Def
+	cols := make([]string, len(d.Key))
+	for i, c := range d.Key {
+		cols[i] = c.Name + " " + c.Type.String()
+	}
+	e.addValue("id", FieldPlain, rec.ID)
+	e.addValue("kind", FieldPlain, d.Kind.String())
+	e.addValue("key", FieldPlain, strings.Join(cols, ", "))
+	e.addValue("axis", FieldPlain, d.Axis.String())
+	for _, f := range []struct {
+		name string
+		list []string
+	}{{"track", d.Track}, {"track_except", d.TrackExcept}, {"group_by", d.GroupBy}} {
+		if len(f.list) > 0 {
+			e.addValue(f.name, FieldPlain, strings.Join(f.list, ", "))
+		}
+	}
+	if d.Granularity > 0 {
+		e.addValue("granularity", FieldPlain, d.Granularity)
+	}
+	if d.Lateness > 0 {
+		e.addValue("lateness", FieldPlain, d.Lateness)
+	}
+	if d.IgnoreNulls {
+		e.addValue("ignore_nulls", FieldPlain, true)
+	}
+	return nil
+}
+
+// decodeTableEntry decodes the keyspaces whose keys start with a table id.
+func (e *Entry) decodeTableEntry(db *DB, ks byte, b []byte) error {
+	tid, b, err := encoding.DecodeUint32(b)
+	if err != nil {
+		return err
+	}
+	e.Table = db.tableByID(tid)
+	e.addKey("table_id", FieldPlain, tid)
+	switch ks {
+	case ksSK:
+		next, _, err := encoding.DecodeUint64(e.RawKV.Value)
+		e.addValue("next_sk", FieldPlain, next)
+		return err
+	case ksAttrs:
+		ord, _, err := encoding.DecodeUint32(b)
+		e.addKey("ordinal", FieldPlain, ord)
+		e.addValue("name", FieldPlain, string(e.RawKV.Value))
+		return err
+	case ksTxLog:
+		return e.decodeTxLog(b)
+	case ksBatches:
+		e.addKey("batch", FieldPlain, string(b))
+		tx, err := decodeBatchValue(e.RawKV.Value)
+		e.addValue("tx", FieldTxTime, tx)
+		return err
+	}
+	if e.Table == nil {
+		return fmt.Errorf("table id %d is not in the catalog", tid)
+	}
+	t := e.Table
+	switch ks {
+	case ksCurrent, ksHistory:
+		return e.decodeRecord(t, ks, b)
+	case ksSKIndex:
+		return e.decodeSKIndex(t, b)
+	case ksEvents:
+		return e.decodeEvent(t, b)
+	case ksGroups:
+		return e.decodeGroup(t, b)
+	case ksCheckpoints:
+		return e.decodeCheckpoint(t, b)
+	}
+	return fmt.Errorf("unknown keyspace 0x%02x", ks)
+}
+
+// decodeTuple decodes the natural key at the front of b into e.Key.
+func (e *Entry) decodeTuple(t *Table, b []byte) ([]byte, error) {
+	tuple, rest, err := t.splitTuple(b)
+	if err != nil {
+		return nil, err
+	}
+	e.Key, err = t.DecodeKey(tuple)
+	return rest, err
+}
+
+func (e *Entry) decodeRecord(t *Table, ks byte, b []byte) error {
+	rest, err := e.decodeTuple(t, b)
+	if err != nil {
+		return err
+	}
+	from, rest, err := encoding.DecodeTimeDesc(rest)
+	if err != nil {
+		return err
+	}
+	e.addKey("valid_from", FieldValidTime, from)
+	if ks == ksHistory {
+		txFrom, r, err := encoding.DecodeTimeDesc(rest)
+		if err != nil {
+			return err
+		}
+		e.addKey("tx_from", FieldTxTime, txFrom)
+		rest = r
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%d trailing key bytes", len(rest))
+	}
+	rv, err := encoding.DecodeRecord(e.RawKV.Value)
+	if err != nil {
+		return err
+	}
+	e.addValue("valid_to", FieldValidTime, rv.ValidTo)
+	e.addValue("tx_from", FieldTxTime, rv.TxFrom)
+	e.addValue("tx_to", FieldTxTime, rv.TxTo)
+	e.addValue("sk", FieldPlain, rv.SK)
+	if rv.Flags&encoding.FlagInferred != 0 {
+		e.addValue("inferred", FieldPlain, true)
+	}
+	e.addValue("attrs", FieldAttrs, rv.Attrs)
+	return nil
+}
+
+func (e *Entry) decodeSKIndex(t *Table, b []byte) error {
+	sk, rest, err := encoding.DecodeUint64(b)
+	if err != nil {
+		return err
+	}
+	e.addKey("sk", FieldPlain, sk)
+	txFrom, _, err := encoding.DecodeTimeDesc(rest)
+	if err != nil {
+		return err
+	}
+	e.addKey("tx_from", FieldTxTime, txFrom)
+	tuple, vrest, err := t.splitTuple(e.RawKV.Value)
+	if err != nil {
+		return err
+	}
+	key, err := t.DecodeKey(tuple)
+	if err != nil {
+		return err
+	}
+	e.Key = key
+	from, _, err := encoding.DecodeTimeAsc(vrest)
+	e.addValue("valid_from", FieldValidTime, from)
+	return err
+}
+
+func (e *Entry) decodeTxLog(b []byte) error {
+	tx, rest, err := encoding.DecodeTimeAsc(b)
+	if err != nil {
+		return err
+	}
+	e.addKey("tx", FieldTxTime, tx)
+	ord, _, err := encoding.DecodeUint32(rest)
+	if err != nil {
+		return err
+	}
+	e.addKey("ordinal", FieldPlain, ord)
+	var le txLogEntry
+	if err := msgpack.Unmarshal(e.RawKV.Value, &le); err != nil {
+		return err
+	}
+	op := map[int]string{txOpAssert: "assert", txOpRetire: "retire"}[le.Op]
+	if op == "" {
+		return fmt.Errorf("unknown txlog op %d", le.Op)
+	}
+	e.addValue("op", FieldPlain, op)
+	if e.Table != nil {
+		key, err := e.Table.DecodeKey(le.Tuple)
+		if err != nil {
+			return err
+		}
+		e.Key = key
+	}
+	e.addValue("valid_from", FieldValidTime, le.ValidFrom)
+	e.addValue("tx_from", FieldTxTime, le.TxFrom)
+	return nil
+}
+
+func (e *Entry) decodeEvent(t *Table, b []byte) error {
+	rest, err := e.decodeTuple(t, b)
+	if err != nil {
+		return err
+	}
+	at, rest, err := encoding.DecodeTimeAsc(rest)
+	if err != nil {
+		return err
+	}
+	e.addKey("at", FieldValidTime, at)
+	seq, _, err := encoding.DecodeTimeAsc(rest)
+	if err != nil {
+		return err
+	}
+	e.addKey("seq", FieldPlain, seq)
+	ev, err := decodeEventValue(e.RawKV.Value, at, seq)
+	if err != nil {
+		return err
+	}
+	e.addValue("op", FieldPlain, ev.Op.String())
+	if ev.Op == EventUpsert {
+		e.addValue("attrs", FieldAttrs, ev.Attrs)
+	}
+	return nil
+}
+
+func (e *Entry) decodeCheckpoint(t *Table, b []byte) error {
+	if _, err := e.decodeTuple(t, b); err != nil {
+		return err
+	}
+	c, err := decodeCheckpointValue(e.RawKV.Value)
+	if err != nil {
+		return err
+	}
+	e.addValue("through", FieldValidTime, c.Through)
+	e.addValue("open", FieldPlain, c.Open)
+	if c.Open {
+		e.addValue("from", FieldValidTime, c.From)
+		e.addValue("attrs", FieldAttrs, c.Attrs)
+	}
+	return nil
+}
+
+func (e *Entry) decodeGroup(t *Table, b []byte) error {
+	group, rest, err := encoding.DecodeKeyPrefix(b, len(t.GroupBy))
+	if err != nil {
+		return err
+	}
+	e.addKey("group", FieldKey, Key(group))
+	if rest, err = e.decodeTuple(t, rest); err != nil {
+		return err
+	}
+	from, rest, err := encoding.DecodeTimeDesc(rest)
+	if err != nil {
+		return err
+	}
+	e.addKey("valid_from", FieldValidTime, from)
+	txFrom, _, err := encoding.DecodeTimeDesc(rest)
+	e.addKey("tx_from", FieldTxTime, txFrom)
+	return err
+}
+
+func toInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case uint8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case uint64:
+		if n <= 1<<63-1 {
+			return int64(n), true
+		}
+	}
+	return 0, false
+}

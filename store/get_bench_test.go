@@ -1,0 +1,236 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+)
+
+// The benchmark store: benchKeys keys x benchVersions versions, built through the
+// Writer the way in-order SCD2 loads build them (each round closes every key's open
+// version and opens the next, in commits of 10k keys), so the history keyspace
+// holds the retired records a real store would. Built once per process, on disk.
+const (
+	benchKeys     = 100_000
+	benchVersions = 10
+	benchStep     = 1_000 // valid-time distance between versions
+)
+
+var (
+	benchOnce sync.Once
+	benchDB   *DB
+	benchTxs  []int64 // tx of each round's last commit
+	benchErr  error
+)
+
+func benchStore(b *testing.B) *DB {
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "bitempo-bench-*")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchDB, benchErr = Open(dir, Options{})
+		if benchErr != nil {
+			return
+		}
+		tb, err := benchDB.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
+		if err != nil {
+			benchErr = err
+			return
+		}
+		for round := 0; round < benchVersions && benchErr == nil; round++ {
+			for lo := 0; lo < benchKeys && benchErr == nil; lo += 10_000 {
+				benchErr = benchRound(benchDB, tb, round, lo, min(lo+10_000, benchKeys))
+			}
+			benchTxs = append(benchTxs, benchDB.LastTx())
+		}
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchDB
+}
+
+func benchKey(i int) Key { return Key{fmt.Sprintf("customer-%07d", i)} }
+
+// benchRound closes the open version of keys [lo, hi) at round*benchStep and opens
+// the next one.
+func benchRound(db *DB, tb *Table, round, lo, hi int) error {
+	w, err := db.BeginWrite()
+	if err != nil {
+		return err
+	}
+	at := int64(round * benchStep)
+	for i := lo; i < hi; i++ {
+		key := benchKey(i)
+		tuple, _ := tb.AppendKey(nil, key)
+		attrs := Attrs{"city": fmt.Sprintf("city-%d", (i+round)%97), "tier": int64(round), "score": float64(i) / 7}
+		if round > 0 {
+			prev, reason, err := w.Snapshot().VersionAt(tb, tuple, at, Infinity)
+			if err != nil || reason != Found {
+				w.Abort()
+				return fmt.Errorf("round %d key %d: %v %v", round, i, reason, err)
+			}
+			closed := prev
+			closed.ValidTo = at
+			if err := firstErr(w.Retire(tb, prev), w.Assert(tb, closed)); err != nil {
+				w.Abort()
+				return err
+			}
+		}
+		if err := w.Assert(tb, tb.NewVersion(key, tuple, at, Infinity, w.AllocSK(tb), attrs)); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	return w.Commit()
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkGet measures an as-of point read (what query.Get does: table lookup,
+// key encoding, VersionAt on a reused snapshot) beside the floor: a raw Pebble
+// SeekGE on the same current-index key with a prefix check and the value bytes,
+// on the same snapshot. ratio-to-floor is reported per sub-benchmark from a floor
+// measured in the same run.
+func BenchmarkGet(b *testing.B) {
+	db := benchStore(b)
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tb, _ := db.Table("dim")
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 1 << 16
+	keys := make([]Key, n)
+	valids := make([]int64, n)
+	for i := range keys {
+		keys[i] = benchKey(rng.IntN(benchKeys))
+		valids[i] = rng.Int64N(benchVersions * benchStep)
+	}
+	floor := measureFloor(b, s, tb, keys, valids)
+	read := func(tx int64) func(b *testing.B) {
+		return func(b *testing.B) {
+			var buf []byte
+			for i := 0; b.Loop(); i++ {
+				t, err := s.Table("dim")
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf, _ = t.AppendKey(buf[:0], keys[i%n])
+				_, reason, err := s.VersionAt(t, buf, valids[i%n], tx)
+				if err != nil || reason != Found {
+					b.Fatal(reason, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/floor, "ratio-to-floor")
+		}
+	}
+	b.Run("floor-raw-seekge", func(b *testing.B) {
+		it, _ := s.iter(ksCurrent)
+		var buf []byte
+		for i := 0; b.Loop(); i++ {
+			tuple, _ := tb.AppendKey(nil, keys[i%n])
+			buf = currentKey(buf[:0], tb.ID, tuple, valids[i%n])
+			if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:len(buf)-8]) || len(it.Value()) == 0 {
+				b.Fatal("floor read missed")
+			}
+		}
+	})
+	b.Run("latest-tx", read(Infinity))
+	b.Run("old-tx", read(benchTxs[benchVersions/2]))
+}
+
+// measureFloor times the raw read over the sample, outside the benchmark timer,
+// so each sub-benchmark can report its ratio to it.
+func measureFloor(b *testing.B, s *Snapshot, tb *Table, keys []Key, valids []int64) float64 {
+	it, err := s.iter(ksCurrent)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := testing.Benchmark(func(fb *testing.B) {
+		var buf, tuple []byte
+		for i := 0; fb.Loop(); i++ {
+			tuple, _ = tb.AppendKey(tuple[:0], keys[i%len(keys)])
+			buf = currentKey(buf[:0], tb.ID, tuple, valids[i%len(keys)])
+			if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:len(buf)-8]) {
+				fb.Fatal("floor read missed")
+			}
+			_ = it.Value()
+		}
+	})
+	return float64(res.NsPerOp())
+}
+
+// BenchmarkGetCorrections reads one key with 0 and one with 1,000 corrections (a
+// correction rewrites the middle of the key's timeline), at the latest and at an
+// old transaction time. At the latest transaction the cost must not grow.
+func BenchmarkGetCorrections(b *testing.B) {
+	db, err := Open(b.TempDir(), Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	tb, _ := db.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
+	for _, id := range []string{"clean", "corrected"} {
+		w, _ := db.BeginWrite()
+		tuple, _ := tb.AppendKey(nil, Key{id})
+		for v := 0; v < 10; v++ {
+			ver := tb.NewVersion(Key{id}, tuple, int64(v*100), int64(v*100+100), w.AllocSK(tb), Attrs{"v": int64(v)})
+			if err := w.Assert(tb, ver); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tb, _ = db.Table("dim")
+	tuple, _ := tb.AppendKey(nil, Key{"corrected"})
+	firstTx := db.LastTx()
+	for c := 0; c < 1000; c++ { // rewrite the version at [500, 600) a thousand times
+		w, _ := db.BeginWrite()
+		cur, _, err := w.Snapshot().VersionAt(tb, tuple, 550, Infinity)
+		if err != nil {
+			b.Fatal(err)
+		}
+		next := cur
+		next.Attrs = Attrs{"v": int64(5), "correction": int64(c)}
+		if err := firstErr(w.Retire(tb, cur), w.Assert(tb, next)); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, _ := db.Snapshot()
+	defer s.Close()
+	for _, id := range []string{"clean", "corrected"} {
+		for _, tc := range []struct {
+			name string
+			tx   int64
+		}{{"latest-tx", Infinity}, {"first-tx", firstTx}} {
+			b.Run(id+"/"+tc.name, func(b *testing.B) {
+				tuple, _ := tb.AppendKey(nil, Key{id})
+				for i := 0; b.Loop(); i++ {
+					_, reason, err := s.VersionAt(tb, tuple, int64(i%1000), tc.tx)
+					if err != nil || reason != Found {
+						b.Fatal(reason, err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,425 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// This file owns the temporal group index (keyspace 0x30) of tables declared with
+// TableDef.GroupBy. Every record of such a table is also stored under the values
+// of its group attributes, in the commit that writes the record, so that "the
+// versions of group G alive at transaction time T" is one range scan that touches
+// no other group. Like the primary records, the index has a current part and a
+// history part, so a read at the latest transaction time never steps over retired
+// records:
+//
+//	0x30 | tid | group tuple | 0x00 | tuple | desc(valid_from)                  -> record value (tx_to = +∞)
+//	0x30 | tid | group tuple | 0x01 | tuple | desc(valid_from) | desc(tx_from)   -> record value (tx_to set)
+//
+// "group tuple" is the values of the GroupBy attributes in encoding.AppendKey form
+// (self-delimiting, so the marker byte after it is unambiguous); the value is the
+// record's encoding.AppendRecord bytes, identical to its value in 0x10 or 0x11.
+// Assert writes the current entry; Retire deletes it and writes the history
+// entry with tx_to set. Each version is indexed under its own group values, so an
+// entity whose group attribute changes leaves one group and enters the other at
+// the change time.
+//
+// Semantics decided here: a version whose group attribute is null or absent
+// belongs to no group (a lookup cannot ask for the null group, as a join on a null
+// key matches nothing); the rejected alternative, a "null group" as in SQL GROUP
+// BY, would gather every entity that lacks the attribute into one giant group.
+// Group values must be strings, bytes or integers: a float or bool group value is
+// rejected before anything is written (floats make poor keys: 0.1+0.2 is not 0.3).
+
+// Sentinels of the group index.
+var (
+	// ErrGroupValue: a group attribute value the group index cannot hold (float,
+	// bool), or a group key that does not fit the table's GroupBy.
+	ErrGroupValue = errors.New("bitempo: invalid group value")
+	// ErrNotGrouped: a group lookup on a table declared without GroupBy.
+	ErrNotGrouped = errors.New("bitempo: table has no group index")
+)
+
+// Marker bytes after the group tuple.
+const (
+	groupCurrent byte = 0x00
+	groupHistory byte = 0x01
+)
+
+// GroupValueError describes a group value that cannot be indexed or looked up.
+type GroupValueError struct {
+	Table string
+	// Attr is the GroupBy attribute; empty when the whole key has the wrong length.
+	Attr   string
+	Value  any
+	Reason string
+}
+
+func (e *GroupValueError) Error() string {
+	if e.Attr == "" {
+		return fmt.Sprintf("bitempo: table %q group key: %s", e.Table, e.Reason)
+	}
+	return fmt.Sprintf("bitempo: table %q group attribute %q value %v (%T): %s", e.Table, e.Attr, e.Value, e.Value, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrGroupValue) true.
+func (e *GroupValueError) Is(target error) bool { return target == ErrGroupValue }
+
+// groupComponent returns the canonical tuple component of a group value, or
+// ok false for null.
+func (t *Table) groupComponent(attr string, v any) (c any, ok bool, err error) {
+	c, err = encoding.Canonical(v)
+	if err != nil {
+		return nil, false, &GroupValueError{Table: t.Name, Attr: attr, Value: v, Reason: err.Error()}
+	}
+	switch c.(type) {
+	case nil:
+		return nil, false, nil
+	case string, []byte, int64, uint64:
+		return c, true, nil
+	}
+	return nil, false, &GroupValueError{Table: t.Name, Attr: attr, Value: v, Reason: "group values must be strings, bytes or integers"}
+}
+
+// appendGroupTuple appends the group tuple of a record with attributes attrs. It
+// returns ok false, appending nothing, when a group attribute is null or absent.
+func (t *Table) appendGroupTuple(dst []byte, attrs Attrs) ([]byte, bool, error) {
+	n := len(dst)
+	for _, name := range t.GroupBy {
+		c, ok, err := t.groupComponent(name, attrs[name])
+		if err != nil || !ok {
+			return dst[:n], false, err
+		}
+		dst, _ = encoding.AppendComponent(dst, c)
+	}
+	return dst, true, nil
+}
+
+// CheckGroupAttrs returns a *GroupValueError (ErrGroupValue) if attrs hold a
+// group attribute value the table's group index cannot hold. Writers call it
+// before changing anything, so a bad value leaves no trace; Writer.Assert checks
+// again. It returns nil for tables without GroupBy.
+func (t *Table) CheckGroupAttrs(attrs Attrs) error {
+	if len(t.GroupBy) == 0 {
+		return nil
+	}
+	_, _, err := t.appendGroupTuple(nil, attrs)
+	return err
+}
+
+// AppendGroupKey appends the encoded group tuple of a lookup key: one value per
+// GroupBy attribute, in declaration order (string, []byte or any Go integer).
+func (t *Table) AppendGroupKey(dst []byte, group Key) ([]byte, error) {
+	if len(t.GroupBy) == 0 {
+		return dst, fmt.Errorf("%w: table %q", ErrNotGrouped, t.Name)
+	}
+	if len(group) != len(t.GroupBy) {
+		return dst, &GroupValueError{Table: t.Name, Reason: fmt.Sprintf("has %d values, the table groups by %d attributes %v", len(group), len(t.GroupBy), t.GroupBy)}
+	}
+	n := len(dst)
+	for i, name := range t.GroupBy {
+		c, ok, err := t.groupComponent(name, group[i])
+		if err == nil && !ok {
+			err = &GroupValueError{Table: t.Name, Attr: name, Value: nil, Reason: "null is in no group"}
+		}
+		if err != nil {
+			return dst[:n], err
+		}
+		dst, _ = encoding.AppendComponent(dst, c)
+	}
+	return dst, nil
+}
+
+// groupPrefix returns 0x30 | tid | group tuple.
+func groupPrefix(dst []byte, tid uint32, group []byte) []byte {
+	return append(tablePrefix(dst, ksGroups, tid), group...)
+}
+
+// groupEntryKey returns the index key of record v, or ok false when the record
+// belongs to no group. Current records omit tx_from.
+func groupEntryKey(t *Table, v *Version) (key []byte, ok bool, err error) {
+	key, ok, err = t.appendGroupTuple(tablePrefix(nil, ksGroups, t.ID), v.Attrs)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if v.TxTo == Infinity {
+		key = append(key, groupCurrent)
+		key = append(key, v.tuple...)
+		return encoding.AppendTimeDesc(key, v.ValidFrom), true, nil
+	}
+	key = append(key, groupHistory)
+	key = append(key, v.tuple...)
+	key = encoding.AppendTimeDesc(key, v.ValidFrom)
+	return encoding.AppendTimeDesc(key, v.TxFrom), true, nil
+}
+
+// groupAssert indexes the record v that Assert lays out; value is its encoding.
+func (w *Writer) groupAssert(t *Table, v *Version, value []byte) error {
+	if len(t.GroupBy) == 0 {
+		return nil
+	}
+	key, ok, err := groupEntryKey(t, v)
+	if err != nil || !ok {
+		return err
+	}
+	w.asserts = append(w.asserts, kvWrite{key: key, value: value})
+	return nil
+}
+
+// groupRetire moves the index entry of the record v that Retire retires (v.TxTo
+// already set, value its new encoding) from the current to the history part.
+// The delete joins the retires, which the commit applies before the asserts: a
+// record asserted in the same commit may reuse the current entry's key.
+func (w *Writer) groupRetire(t *Table, v *Version, value []byte) error {
+	if len(t.GroupBy) == 0 {
+		return nil
+	}
+	hist, ok, err := groupEntryKey(t, v)
+	if err != nil || !ok {
+		return nil // never indexed: asserts refuse such values
+	}
+	cur := *v
+	cur.TxTo = Infinity
+	curKey, _, _ := groupEntryKey(t, &cur)
+	w.retires = append(w.retires, kvWrite{key: curKey, del: true}, kvWrite{key: hist, value: value})
+	return nil
+}
+
+// GroupRecord is one record of a group as GroupRecords yields it. Its slices
+// belong to the scan and are valid only until the next iteration.
+type GroupRecord struct {
+	// Tuple is the encoded natural key of the record's entity.
+	Tuple                            []byte
+	ValidFrom, ValidTo, TxFrom, TxTo int64
+	SK                               uint64
+	Inferred                         bool
+	// Value is the record's encoding (encoding.AppendRecord).
+	Value []byte
+}
+
+// Attrs decodes the record's attributes (a fresh map).
+func (r *GroupRecord) Attrs() (Attrs, error) {
+	rv, err := encoding.DecodeRecord(r.Value)
+	if err != nil {
+		return nil, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
+	}
+	return rv.Attrs, nil
+}
+
+// GroupRecords yields the records of the group encoded as group (by
+// AppendGroupKey) that are alive at some transaction time in [minTx, maxTx]
+// (minTx = maxTx = T: the group's state at T), ordered by natural key, current
+// entries before retired ones. When minTx is at or after LastTx it reads only the
+// group's current entries. It costs one bounded range scan of the group, whatever
+// the size of the other groups.
+func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter.Seq2[*GroupRecord, error] {
+	return func(yield func(*GroupRecord, error) bool) {
+		if s.closed {
+			yield(nil, ErrClosed)
+			return
+		}
+		if len(t.GroupBy) == 0 {
+			yield(nil, fmt.Errorf("%w: table %q", ErrNotGrouped, t.Name))
+			return
+		}
+		prefix := groupPrefix(nil, t.ID, group)
+		lower := append(slices.Clip(prefix), groupCurrent)
+		upper := encoding.PrefixEnd(append(slices.Clip(prefix), groupHistory))
+		latest := minTx >= s.lastTx
+		if latest {
+			upper = encoding.PrefixEnd(lower)
+		}
+		it, err := s.newIter(lower, upper)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		var rec GroupRecord
+		for ok := it.First(); ok; ok = it.Next() {
+			if err := decodeGroupEntry(t, it.Key()[len(prefix):], it.Value(), &rec); err != nil {
+				_ = it.Close()
+				yield(nil, err)
+				return
+			}
+			if !latest && (rec.TxFrom > maxTx || rec.TxTo <= minTx) {
+				continue
+			}
+			if !yield(&rec, nil) {
+				_ = it.Close()
+				return
+			}
+		}
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			yield(nil, err)
+		}
+	}
+}
+
+// decodeGroupEntry decodes an index entry from the bytes after its group tuple.
+func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: table %q group index entry: %s", ErrCorrupt, t.Name, fmt.Sprintf(format, args...))
+	}
+	if len(suffix) == 0 || suffix[0] > groupHistory {
+		return bad("missing or unknown marker")
+	}
+	marker := suffix[0]
+	tuple, rest, err := t.splitTuple(suffix[1:])
+	if err != nil {
+		return err
+	}
+	from, rest, err := encoding.DecodeTimeDesc(rest)
+	if err != nil {
+		return bad("valid_from: %v", err)
+	}
+	var keyTxFrom int64
+	if marker == groupHistory {
+		if keyTxFrom, rest, err = encoding.DecodeTimeDesc(rest); err != nil {
+			return bad("tx_from: %v", err)
+		}
+	}
+	if len(rest) != 0 {
+		return bad("%d trailing key bytes", len(rest))
+	}
+	rv, err := encoding.DecodeRecordHead(value)
+	if err != nil {
+		return bad("%v", err)
+	}
+	if (marker == groupCurrent) != (rv.TxTo == Infinity) || (marker == groupHistory && keyTxFrom != rv.TxFrom) {
+		return bad("key and value disagree on the transaction period")
+	}
+	*rec = GroupRecord{
+		Tuple: tuple, ValidFrom: from, ValidTo: rv.ValidTo, TxFrom: rv.TxFrom, TxTo: rv.TxTo,
+		SK: rv.SK, Inferred: rv.Flags&encoding.FlagInferred != 0, Value: value,
+	}
+	return nil
+}
+
+func init() { RegisterCheck(verifyGroups) }
+
+// verifyGroups checks (as part of invariant 5) that the group index of every
+// grouped table holds exactly one entry per record that has a group, under the
+// record's group values and transaction state, with the record's exact value;
+// and that no other table has entries in keyspace 0x30.
+func verifyGroups(s *Snapshot, rep *Report) error {
+	grouped := map[uint32]bool{}
+	for _, t := range s.db.Tables() {
+		if len(t.GroupBy) == 0 {
+			continue
+		}
+		grouped[t.ID] = true
+		if err := verifyGroupTable(s, t, rep); err != nil {
+			return err
+		}
+	}
+	it, err := s.newIter([]byte{ksGroups}, []byte{ksGroups + 1})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; {
+		tid, _, err := encoding.DecodeUint32(it.Key()[1:])
+		if err != nil {
+			rep.add(Problem{Invariant: 0, Detail: fmt.Sprintf("groups key %x: %v", it.Key(), err)})
+			ok = it.Next()
+			continue
+		}
+		if !grouped[tid] {
+			rep.add(Problem{Invariant: 5, Detail: fmt.Sprintf("group index keys of table id %d, which is not a grouped table of the catalog", tid)})
+		}
+		if tid == ^uint32(0) {
+			break
+		}
+		ok = it.SeekGE(tablePrefix(nil, ksGroups, tid+1))
+	}
+	return it.Error()
+}
+
+// verifyGroupTable compares the group index of t with the table's records.
+func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
+	want := map[string][]byte{} // index key -> record value
+	for _, ks := range []byte{ksCurrent, ksHistory} {
+		err := rawRecords(s, t, ks, func(v *Version, value []byte) {
+			key, ok, err := groupEntryKey(t, v)
+			if err != nil {
+				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Records: []Version{*v}, Detail: fmt.Sprintf("record cannot be in the group index: %v", err)})
+				return
+			}
+			if ok {
+				want[string(key)] = value
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	prefix := tablePrefix(nil, ksGroups, t.ID)
+	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		value, found := want[string(it.Key())]
+		if !found {
+			rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, it.Key()[len(prefix):]), Detail: fmt.Sprintf("group index entry %x has no matching record", it.Key())})
+			continue
+		}
+		if !bytes.Equal(value, it.Value()) {
+			rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, it.Key()[len(prefix):]), Detail: fmt.Sprintf("group index entry %x differs from its record", it.Key())})
+		}
+		delete(want, string(it.Key()))
+	}
+	for key := range want {
+		rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, []byte(key)[len(prefix):]), Detail: fmt.Sprintf("record is missing from the group index (entry %x)", key)})
+	}
+	return it.Error()
+}
+
+// groupEntryNaturalKey decodes the natural key of a group index entry for a
+// report, or returns nil if the entry is corrupt.
+func groupEntryNaturalKey(t *Table, b []byte) Key {
+	rest, err := encoding.SkipKey(b, len(t.GroupBy))
+	if err != nil || len(rest) == 0 {
+		return nil
+	}
+	tuple, _, err := t.splitTuple(rest[1:])
+	if err != nil {
+		return nil
+	}
+	key, _ := t.DecodeKey(tuple)
+	return key
+}
+
+// rawRecords calls fn with every decodable record of table t in keyspace ks
+// (current or history) and its stored value. Records that do not decode are
+// skipped: Verify's own pass reports them.
+func rawRecords(s *Snapshot, t *Table, ks byte, fn func(v *Version, value []byte)) error {
+	prefix := tablePrefix(nil, ks, t.ID)
+	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		tuple, rest, err := t.splitTuple(it.Key()[len(prefix):])
+		if err != nil {
+			continue
+		}
+		from, _, err := encoding.DecodeTimeDesc(rest)
+		if err != nil {
+			continue
+		}
+		v, err := t.decodeVersion(tuple, from, it.Value())
+		if err != nil {
+			continue
+		}
+		fn(&v, bytes.Clone(it.Value()))
+	}
+	return it.Error()
+}

@@ -1,0 +1,831 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// This file holds the multi-key reads package query builds on: snapshot scans,
+// history scans, the sk index, the transaction log and sorted batch lookups. They
+// walk the record keyspaces key by key, seeking past a key's records instead of
+// stepping through its history, so their cost follows the number of keys and the
+// rows they return.
+//
+// Scans returned as iter.Seq2 own the iterators that keep their position across
+// iterations and close them when the loop ends, however it ends. Per-key lookups
+// inside a scan use the snapshot's cached iterators, which hold no position
+// between calls; so a loop body may issue other reads on the same snapshot, but
+// the snapshot must stay open, and on one goroutine, until the loop ends.
+
+// nextsBeforeSeek is how many Next calls a scan spends looking for the next key
+// (or the next version it needs) before it seeks instead. A key with few records
+// left is cheaper to step over than to seek past; one with many costs one seek.
+const nextsBeforeSeek = 4
+
+// Span is a range of natural keys of one table, as encoded tuples: every key whose
+// tuple k satisfies Start <= k < End, bytewise. A nil Start or End leaves that side
+// open. Partial keys (leading components, encoded by Table.AppendKeyPrefix) make
+// prefix and range scans: every key that starts with Start's components sorts at
+// or after Start, and every key that starts with End's sorts after End, so it is
+// excluded.
+type Span struct {
+	Start, End []byte
+}
+
+// PrefixSpan returns the span of the keys that start with the encoded partial
+// key prefix (all keys when prefix is empty).
+func PrefixSpan(prefix []byte) Span {
+	if len(prefix) == 0 {
+		return Span{}
+	}
+	return Span{Start: prefix, End: encoding.PrefixEnd(prefix)}
+}
+
+// empty reports whether the span holds no key at all.
+func (sp Span) empty() bool {
+	return sp.End != nil && bytes.Compare(sp.Start, sp.End) >= 0
+}
+
+// bounds returns the iterator bounds of the span in keyspace ks of table tid.
+func (sp Span) bounds(ks byte, tid uint32) (lower, upper []byte) {
+	pfx := tablePrefix(nil, ks, tid)
+	lower = append(slices.Clip(pfx), sp.Start...)
+	if sp.End != nil {
+		upper = append(slices.Clip(pfx), sp.End...)
+	} else {
+		upper = encoding.PrefixEnd(pfx)
+	}
+	return lower, upper
+}
+
+// from returns the span narrowed to keys at or after tuple.
+func (sp Span) from(tuple []byte) Span {
+	if bytes.Compare(tuple, sp.Start) > 0 {
+		sp.Start = tuple
+	}
+	return sp
+}
+
+// yielder delivers the values of an iter.Seq2 and remembers when the loop has
+// ended, so that an error found later (closing an iterator) is never passed to a
+// loop that has already stopped.
+type yielder[T any] struct {
+	yield func(T, error) bool
+	done  bool
+}
+
+func (y *yielder[T]) emit(v T) bool {
+	if !y.done && !y.yield(v, nil) {
+		y.done = true
+	}
+	return !y.done
+}
+
+func (y *yielder[T]) fail(err error) {
+	if err != nil && !y.done {
+		y.done = true
+		var zero T
+		y.yield(zero, err)
+	}
+}
+
+// recordKey splits a record key of the current index (suffix 8: valid_from) or
+// the history index (suffix 16: valid_from, tx_from) into its key prefix
+// (keyspace, table id, tuple) and its valid_from. pfxLen is the length of
+// keyspace and table id.
+func recordKey(k []byte, pfxLen, suffix int) (keyPfx []byte, validFrom int64, err error) {
+	if len(k) <= pfxLen+suffix {
+		return nil, 0, fmt.Errorf("%w: record key %x is too short", ErrCorrupt, k)
+	}
+	end := len(k) - suffix
+	validFrom, _, err = encoding.DecodeTimeDesc(k[end:])
+	return k[:end], validFrom, err
+}
+
+// skipKey moves it, positioned on a record of the key whose records start with
+// keyPfx, to the first record of the next key: a few Next calls, then one seek.
+func skipKey(it kvIter, keyPfx []byte) bool {
+	for range nextsBeforeSeek {
+		if !it.Next() {
+			return false
+		}
+		if !bytes.HasPrefix(it.Key(), keyPfx) {
+			return true
+		}
+	}
+	return it.SeekGE(encoding.PrefixEnd(keyPfx))
+}
+
+// keyCursor walks the distinct keys of one record keyspace of a table in order.
+type keyCursor struct {
+	it             kvIter
+	pfxLen, suffix int
+	ok             bool
+	keyPfx         []byte // keyspace | table id | tuple of the current key
+}
+
+func (s *Snapshot) newKeyCursor(ks byte, t *Table, span Span) (*keyCursor, error) {
+	lower, upper := span.bounds(ks, t.ID)
+	it, err := s.newIter(lower, upper)
+	if err != nil {
+		return nil, err
+	}
+	c := &keyCursor{it: it, pfxLen: len(lower) - len(span.Start), suffix: 8}
+	if ks == ksHistory {
+		c.suffix = 16
+	}
+	c.ok = it.First()
+	return c, c.load()
+}
+
+// load records the key of the iterator's position.
+func (c *keyCursor) load() error {
+	if !c.ok {
+		return c.it.Error()
+	}
+	keyPfx, _, err := recordKey(c.it.Key(), c.pfxLen, c.suffix)
+	c.keyPfx = append(c.keyPfx[:0], keyPfx...)
+	return err
+}
+
+func (c *keyCursor) tuple() []byte { return c.keyPfx[c.pfxLen:] }
+
+func (c *keyCursor) advance() error {
+	c.ok = skipKey(c.it, c.keyPfx)
+	return c.load()
+}
+
+// tableKeys walks the distinct keys that have records in the current index or,
+// when withHistory, in either index: the keys a read at a past transaction time
+// must consider.
+type tableKeys struct {
+	cursors []*keyCursor
+	tuple   []byte
+}
+
+func (s *Snapshot) newTableKeys(t *Table, span Span, withHistory bool) (*tableKeys, error) {
+	tk := &tableKeys{}
+	spaces := []byte{ksCurrent}
+	if withHistory {
+		spaces = append(spaces, ksHistory)
+	}
+	for _, ks := range spaces {
+		c, err := s.newKeyCursor(ks, t, span)
+		if c != nil {
+			tk.cursors = append(tk.cursors, c)
+		}
+		if err != nil {
+			return tk, err
+		}
+	}
+	return tk, nil
+}
+
+// next moves to the next key in tuple order; the tuple is valid until the next
+// call.
+func (tk *tableKeys) next() (bool, error) {
+	var least []byte
+	for _, c := range tk.cursors {
+		if c.ok && (least == nil || bytes.Compare(c.tuple(), least) < 0) {
+			least = c.tuple()
+		}
+	}
+	if least == nil {
+		return false, nil
+	}
+	tk.tuple = append(tk.tuple[:0], least...)
+	for _, c := range tk.cursors {
+		if c.ok && bytes.Equal(c.tuple(), tk.tuple) {
+			if err := c.advance(); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+func (tk *tableKeys) close() error {
+	var first error
+	for _, c := range tk.cursors {
+		if err := c.it.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// ScanAt yields, in key order, the version of every key of span in effect at
+// valid time valid as known at transaction time tx; keys with no such version are
+// left out. At or after LastTx it reads the current-state index with at most one
+// seek per key (none when the key's newest version is the one in effect); at an
+// older transaction time it walks the keys of both indexes and costs a few seeks
+// per key, never a walk through a key's history.
+func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Version, error] {
+	return func(yield func(Version, error) bool) {
+		y := &yielder[Version]{yield: yield}
+		switch {
+		case s.closed:
+			y.fail(ErrClosed)
+		case span.empty():
+		case tx >= s.lastTx:
+			y.fail(s.scanCurrentAt(t, span, valid, y))
+		default:
+			y.fail(s.scanPastAt(t, span, valid, tx, y))
+		}
+	}
+}
+
+func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Version]) (err error) {
+	lower, upper := span.bounds(ksCurrent, t.ID)
+	it, err := s.newIter(lower, upper)
+	if err != nil {
+		return err
+	}
+	defer func() { err = firstError(err, it.Close()) }()
+	pfxLen := len(lower) - len(span.Start)
+	var keyPfx, seek []byte
+	for ok := it.First(); ok; {
+		kp, from, err := recordKey(it.Key(), pfxLen, 8)
+		if err != nil {
+			return err
+		}
+		keyPfx = append(keyPfx[:0], kp...)
+		if from > valid { // the newest version starts later: seek to the one in effect
+			seek = encoding.AppendTimeDesc(append(seek[:0], keyPfx...), valid)
+			if ok = it.SeekGE(seek); !ok || !bytes.HasPrefix(it.Key(), keyPfx) {
+				continue // no version starts at or before valid; at the next key
+			}
+			if _, from, err = recordKey(it.Key(), pfxLen, 8); err != nil {
+				return err
+			}
+		}
+		head, err := encoding.DecodeRecordHead(it.Value())
+		if err != nil {
+			return fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+		}
+		if valid < head.ValidTo {
+			v, err := t.decodeVersion(keyPfx[pfxLen:], from, it.Value())
+			if err != nil {
+				return err
+			}
+			if !y.emit(v) {
+				return nil
+			}
+		}
+		ok = skipKey(it, keyPfx)
+	}
+	return it.Error()
+}
+
+func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[Version]) (err error) {
+	keys, err := s.newTableKeys(t, span, true)
+	defer func() { err = firstError(err, keys.close()) }()
+	if err != nil {
+		return err
+	}
+	for {
+		more, err := keys.next()
+		if !more || err != nil {
+			return err
+		}
+		v, found, err := s.pastCandidate(t, keys.tuple, valid, tx)
+		if err != nil {
+			return err
+		}
+		if found && valid < v.ValidTo && !y.emit(v) {
+			return nil
+		}
+	}
+}
+
+// pastCandidate returns the record alive at tx with the greatest valid_from <=
+// valid, from the current index or history, without explaining a miss.
+func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64) (Version, bool, error) {
+	best, found, err := s.currentCandidate(t, tuple, valid, tx)
+	if err != nil {
+		return Version{}, false, err
+	}
+	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found)
+	if err != nil {
+		return Version{}, false, err
+	}
+	if hfound && (!found || hist.ValidFrom > best.ValidFrom) {
+		best, found = hist, true
+	}
+	return best, found, nil
+}
+
+// HistoryPos is a position in a history scan: the version of the key encoded as
+// Tuple that starts at ValidFrom. A scan resumed after it yields what follows it.
+type HistoryPos struct {
+	Tuple     []byte
+	ValidFrom int64
+}
+
+// ScanHistory yields the versions alive at transaction time tx of every key of
+// span that overlap the valid period [from, to), ordered by key and then valid
+// time, starting after position after when it is not nil. At or after LastTx it
+// reads the current-state index backwards from the start of the period: a few
+// seeks per key plus one step per version returned. At an older transaction time
+// it reads each key's whole timeline at tx (KeyVersions), so a key costs the number
+// of its records.
+func (s *Snapshot) ScanHistory(t *Table, span Span, tx, from, to int64, after *HistoryPos) iter.Seq2[Version, error] {
+	return func(yield func(Version, error) bool) {
+		y := &yielder[Version]{yield: yield}
+		if after != nil {
+			span = span.from(after.Tuple)
+		}
+		switch {
+		case s.closed:
+			y.fail(ErrClosed)
+		case span.empty() || from >= to:
+		case tx >= s.lastTx:
+			y.fail(s.historyCurrent(t, span, from, to, after, y))
+		default:
+			y.fail(s.historyPast(t, span, tx, from, to, after, y))
+		}
+	}
+}
+
+func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
+	lower, upper := span.bounds(ksCurrent, t.ID)
+	it, err := s.newIter(lower, upper)
+	if err != nil {
+		return err
+	}
+	defer func() { err = firstError(err, it.Close()) }()
+	h := &keyHistory{s: s, t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
+	for ok := it.First(); ok; ok = it.SeekGE(encoding.PrefixEnd(h.keyPfx)) {
+		kp, _, err := recordKey(it.Key(), h.pfxLen, 8)
+		if err != nil {
+			return err
+		}
+		h.keyPfx = append(h.keyPfx[:0], kp...)
+		h.resume = after != nil && bytes.Equal(kp[h.pfxLen:], after.Tuple)
+		if h.resume {
+			h.after = after.ValidFrom
+		}
+		if more, err := h.run(); !more || err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// keyHistory yields the versions of one key overlapping [from, to) from the
+// current index, in ascending valid order. The index holds a key's versions
+// newest first, so it seeks to the start of the period and steps backwards.
+type keyHistory struct {
+	s      *Snapshot
+	t      *Table
+	it     kvIter
+	pfxLen int
+	from   int64
+	to     int64
+	keyPfx []byte
+	resume bool  // the key is the one the scan resumes in
+	after  int64 // with resume: yield only versions starting after it
+	seek   []byte
+	y      *yielder[Version]
+}
+
+// run yields the key's versions; it reports false when the loop has ended.
+func (h *keyHistory) run() (bool, error) {
+	var ok bool
+	if h.resume && h.after >= h.from {
+		ok = h.it.SeekLT(h.seekKey(h.after)) // the first version starting after h.after
+	} else {
+		// The version with the greatest valid_from <= from may overlap the period.
+		ok = h.it.SeekGE(h.seekKey(h.from))
+		if ok && bytes.HasPrefix(h.it.Key(), h.keyPfx) {
+			v, err := h.decode()
+			if err != nil {
+				return false, err
+			}
+			if v.ValidTo > h.from && (!h.resume || v.ValidFrom > h.after) && !h.y.emit(v) {
+				return false, nil
+			}
+			ok = h.it.Prev()
+		} else {
+			ok = h.it.SeekLT(h.seekKey(h.from))
+		}
+	}
+	for ; ok && bytes.HasPrefix(h.it.Key(), h.keyPfx); ok = h.it.Prev() {
+		v, err := h.decode()
+		if err != nil {
+			return false, err
+		}
+		if v.ValidFrom >= h.to {
+			break
+		}
+		if !h.y.emit(v) {
+			return false, nil
+		}
+	}
+	return true, h.it.Error()
+}
+
+func (h *keyHistory) seekKey(t int64) []byte {
+	h.seek = encoding.AppendTimeDesc(append(h.seek[:0], h.keyPfx...), t)
+	return h.seek
+}
+
+func (h *keyHistory) decode() (Version, error) {
+	_, from, err := recordKey(h.it.Key(), h.pfxLen, 8)
+	if err != nil {
+		return Version{}, err
+	}
+	return h.t.decodeVersion(h.keyPfx[h.pfxLen:], from, h.it.Value())
+}
+
+func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
+	keys, err := s.newTableKeys(t, span, true)
+	defer func() { err = firstError(err, keys.close()) }()
+	if err != nil {
+		return err
+	}
+	for {
+		more, err := keys.next()
+		if !more || err != nil {
+			return err
+		}
+		versions, err := s.KeyVersions(t, keys.tuple, tx)
+		if err != nil {
+			return err
+		}
+		resume := after != nil && bytes.Equal(keys.tuple, after.Tuple)
+		for _, v := range versions {
+			if v.ValidTo <= from || v.ValidFrom >= to || (resume && v.ValidFrom <= after.ValidFrom) {
+				continue
+			}
+			if !y.emit(v) {
+				return nil
+			}
+		}
+	}
+}
+
+// RecordBySK returns the newest record of surrogate key sk asserted at or before
+// transaction time tx, and false if there is none. It is the record of sk alive at
+// tx when one is (records of one sk have disjoint transaction periods, invariant
+// 3), otherwise the record whose retirement ended sk (its TxTo <= tx). One seek in
+// the sk index and one in the record indexes.
+func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, error) {
+	if s.closed {
+		return Version{}, false, ErrClosed
+	}
+	it, err := s.iter(ksSKIndex)
+	if err != nil {
+		return Version{}, false, err
+	}
+	seek := skIndexKey(nil, t.ID, sk, tx)
+	prefix := seek[:len(seek)-8]
+	if !it.SeekGE(seek) || !bytes.HasPrefix(it.Key(), prefix) {
+		return Version{}, false, it.Error()
+	}
+	txFrom, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+	if err != nil {
+		return Version{}, false, fmt.Errorf("%w: sk index key %x: %v", ErrCorrupt, it.Key(), err)
+	}
+	tuple, rest, err := t.splitTuple(it.Value())
+	if err != nil {
+		return Version{}, false, err
+	}
+	validFrom, _, err := encoding.DecodeTimeAsc(rest)
+	if err != nil {
+		return Version{}, false, fmt.Errorf("%w: sk index value %x: %v", ErrCorrupt, it.Value(), err)
+	}
+	v, err := s.record(t, bytes.Clone(tuple), validFrom, txFrom)
+	return v, err == nil, err
+}
+
+// record reads the record of a key that starts at validFrom and was asserted at
+// txFrom, from the current index or, once retired, from history. The sk index and
+// the transaction log point at records this way; a pointer to nothing is
+// corruption (invariant 5).
+func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Version, error) {
+	cur, err := s.iter(ksCurrent)
+	if err != nil {
+		return Version{}, err
+	}
+	key := currentKey(nil, t.ID, tuple, validFrom)
+	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
+		v, err := t.decodeVersion(tuple, validFrom, cur.Value())
+		if err != nil || v.TxFrom == txFrom {
+			return v, err
+		}
+	}
+	hist, err := s.iter(ksHistory)
+	if err != nil {
+		return Version{}, err
+	}
+	key = historyKey(key[:0], t.ID, tuple, validFrom, txFrom)
+	if hist.SeekGE(key) && bytes.Equal(hist.Key(), key) {
+		return t.decodeVersion(tuple, validFrom, hist.Value())
+	}
+	if err := firstError(cur.Error(), hist.Error()); err != nil {
+		return Version{}, err
+	}
+	return Version{}, fmt.Errorf("%w: table %q: no record of key %x valid from %d asserted at %d", ErrCorrupt, t.Name, tuple, validFrom, txFrom)
+}
+
+// LogOp is what a transaction-log entry records.
+type LogOp uint8
+
+// Transaction-log operations.
+const (
+	// LogAssert: the transaction asserted the record.
+	LogAssert LogOp = txOpAssert
+	// LogRetire: the transaction retired the record.
+	LogRetire LogOp = txOpRetire
+)
+
+func (o LogOp) String() string {
+	switch o {
+	case LogAssert:
+		return "assert"
+	case LogRetire:
+		return "retire"
+	}
+	return fmt.Sprintf("LogOp(%d)", uint8(o))
+}
+
+// LogPos is the position of an entry in a table's transaction log: the
+// transaction and the entry's ordinal within it. Later commits only append
+// entries at greater positions, so a position stays valid for ever.
+type LogPos struct {
+	Tx      int64
+	Ordinal uint32
+}
+
+// Next returns the position just after p.
+func (p LogPos) Next() LogPos {
+	if p.Ordinal == ^uint32(0) {
+		return LogPos{Tx: p.Tx + 1}
+	}
+	return LogPos{Tx: p.Tx, Ordinal: p.Ordinal + 1}
+}
+
+// LogEntry is one entry of the transaction log with the record it names, as the
+// snapshot holds it: a record asserted in the window may show a retirement that
+// came later.
+type LogEntry struct {
+	Pos     LogPos
+	Op      LogOp
+	Version Version
+}
+
+// TxLog yields the table's transaction-log entries from position from (inclusive)
+// through every entry of transaction until, in commit order: one contiguous
+// range read, plus one point read per entry for its record.
+func (s *Snapshot) TxLog(t *Table, from LogPos, until int64) iter.Seq2[LogEntry, error] {
+	return func(yield func(LogEntry, error) bool) {
+		y := &yielder[LogEntry]{yield: yield}
+		if s.closed {
+			y.fail(ErrClosed)
+			return
+		}
+		if from.Tx > until {
+			return
+		}
+		y.fail(s.txLog(t, from, until, y))
+	}
+}
+
+func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry]) (err error) {
+	lower := txLogKey(nil, t.ID, from.Tx, from.Ordinal)
+	upper := encoding.PrefixEnd(tablePrefix(nil, ksTxLog, t.ID))
+	if until < Infinity {
+		upper = txLogKey(nil, t.ID, until+1, 0)
+	}
+	it, err := s.newIter(lower, upper)
+	if err != nil {
+		return err
+	}
+	defer func() { err = firstError(err, it.Close()) }()
+	pfxLen := len(tablePrefix(nil, ksTxLog, t.ID))
+	for ok := it.First(); ok; ok = it.Next() {
+		tx, rest, err := encoding.DecodeTimeAsc(it.Key()[pfxLen:])
+		var ord uint32
+		if err == nil {
+			ord, _, err = encoding.DecodeUint32(rest)
+		}
+		var e txLogEntry
+		if err == nil {
+			err = msgpack.Unmarshal(it.Value(), &e)
+		}
+		if err == nil && e.Op != txOpAssert && e.Op != txOpRetire {
+			err = fmt.Errorf("unknown op %d", e.Op)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: table %q txlog entry %x: %v", ErrCorrupt, t.Name, it.Key(), err)
+		}
+		v, err := s.record(t, e.Tuple, e.ValidFrom, e.TxFrom)
+		if err != nil {
+			return err
+		}
+		if !y.emit(LogEntry{Pos: LogPos{Tx: tx, Ordinal: ord}, Op: LogOp(e.Op), Version: v}) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+// Fork returns a snapshot of the same consistent view with iterators of its own,
+// for reading on another goroutine in parallel with s (a Snapshot is meant for one
+// goroutine). Closing the fork releases only its iterators; close every fork
+// before s.
+func (s *Snapshot) Fork() (*Snapshot, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return &Snapshot{db: s.db, view: borrowedView{s.view}, lastTx: s.lastTx, iters: map[byte]kvIter{}}, nil
+}
+
+// borrowedView is a fork's view: its owner closes it.
+type borrowedView struct{ kvView }
+
+func (borrowedView) close() error { return nil }
+
+// Probe is one lookup of a batch: the version of the key encoded as Tuple in
+// effect at valid time Valid, as known at transaction time Tx.
+type Probe struct {
+	Tuple []byte
+	Valid int64
+	Tx    int64
+}
+
+// LookupSorted answers a batch of probes sorted by Tuple ascending and, for equal
+// tuples, by Valid descending (a key's versions are stored newest first), calling
+// fn once per probe in order with the probe's index, the version found and the
+// reason for a miss (v is then zero). Probes at or after LastTx are merged
+// against the current-state index in one forward pass of one iterator, which
+// steps through a key's versions or seeks ahead when the next probe is far; older
+// probes cost one VersionAt each. v is valid only during fn: its Key is nil (the
+// caller knows the key) and its Attrs are decoded only when attrs is set. A batch
+// that is not sorted fails before any lookup.
+func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i int, v *Version, r MissReason)) (err error) {
+	if s.closed {
+		return ErrClosed
+	}
+	var first, last = -1, -1
+	for i := range probes {
+		if i > 0 {
+			c := bytes.Compare(probes[i-1].Tuple, probes[i].Tuple)
+			if c > 0 || (c == 0 && probes[i-1].Valid < probes[i].Valid) {
+				return fmt.Errorf("bitempo: LookupSorted: probe %d is out of order", i)
+			}
+		}
+		if probes[i].Tx >= s.lastTx {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return s.lookupPast(t, probes, 0, attrs, fn)
+	}
+	pfx := tablePrefix(nil, ksCurrent, t.ID)
+	lower := append(slices.Clip(pfx), probes[first].Tuple...)
+	it, err := s.newIter(lower, encoding.PrefixEnd(append(slices.Clip(pfx), probes[last].Tuple...)))
+	if err != nil {
+		return err
+	}
+	defer func() { err = firstError(err, it.Close()) }()
+	m := &merge{s: s, t: t, it: it, pfxLen: len(pfx), attrs: attrs, ok: it.First()}
+	var v Version // one for the whole batch: fn sees it only during its call
+	var r MissReason
+	for i := range probes {
+		p := &probes[i]
+		if p.Tx < s.lastTx {
+			if err := s.lookupPast(t, probes[i:i+1], i, attrs, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if m.keyPfx == nil || !bytes.Equal(m.keyPfx[m.pfxLen:], p.Tuple) {
+			if err := m.enterKey(p.Tuple); err != nil {
+				return err
+			}
+		}
+		if v, r, err = m.lookup(p.Valid); err != nil {
+			return err
+		}
+		fn(i, &v, r)
+	}
+	return it.Error()
+}
+
+func (s *Snapshot) lookupPast(t *Table, probes []Probe, base int, attrs bool, fn func(i int, v *Version, r MissReason)) error {
+	for i := range probes {
+		v, r, err := s.VersionAt(t, probes[i].Tuple, probes[i].Valid, probes[i].Tx)
+		if err != nil {
+			return err
+		}
+		v.Key = nil // as documented: the caller knows the key
+		if !attrs {
+			v.Attrs = nil
+		}
+		fn(base+i, &v, r)
+	}
+	return nil
+}
+
+// merge is the state of LookupSorted's forward pass over the current index.
+type merge struct {
+	s       *Snapshot
+	t       *Table
+	it      kvIter
+	pfxLen  int
+	attrs   bool
+	ok      bool   // the iterator is positioned
+	keyPfx  []byte // keyspace | table id | tuple of the key being probed
+	inKey   bool   // the iterator is on a record of that key
+	exists  bool   // the key has a record
+	atFirst bool   // the iterator is on the key's newest record
+	seek    []byte
+}
+
+// enterKey positions the iterator on the newest record of tuple's key, stepping
+// over what lies before it or seeking when that is more than a few records.
+func (m *merge) enterKey(tuple []byte) error {
+	m.keyPfx = append(tablePrefix(m.keyPfx[:0], ksCurrent, m.t.ID), tuple...)
+	for steps := 0; m.ok; steps++ {
+		if bytes.Compare(m.it.Key(), m.keyPfx) >= 0 {
+			break
+		}
+		if steps == nextsBeforeSeek {
+			m.ok = m.it.SeekGE(m.keyPfx)
+			break
+		}
+		m.ok = m.it.Next()
+	}
+	m.inKey = m.ok && bytes.HasPrefix(m.it.Key(), m.keyPfx)
+	m.exists, m.atFirst = m.inKey, m.inKey
+	return m.it.Error()
+}
+
+// lookup finds the version of the current key in effect at valid, moving forward
+// from the iterator's position (probes of a key come in descending valid order).
+func (m *merge) lookup(valid int64) (Version, MissReason, error) {
+	if !m.exists {
+		return Version{}, UnknownKey, nil
+	}
+	for moves := 0; m.inKey; moves++ {
+		_, from, err := recordKey(m.it.Key(), m.pfxLen, 8)
+		if err != nil {
+			return Version{}, 0, err
+		}
+		if from <= valid {
+			return m.found(from, valid)
+		}
+		if moves < nextsBeforeSeek {
+			m.ok = m.it.Next()
+		} else {
+			m.seek = encoding.AppendTimeDesc(append(m.seek[:0], m.keyPfx...), valid)
+			m.ok = m.it.SeekGE(m.seek)
+		}
+		m.atFirst = false
+		m.inKey = m.ok && bytes.HasPrefix(m.it.Key(), m.keyPfx)
+	}
+	return Version{}, BeforeFirst, m.it.Error()
+}
+
+// found classifies the iterator's record, the key's version with the greatest
+// valid_from <= valid.
+func (m *merge) found(from, valid int64) (Version, MissReason, error) {
+	head, err := encoding.DecodeRecordHead(m.it.Value())
+	if err != nil {
+		return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
+	}
+	switch {
+	case valid >= head.ValidTo && m.atFirst:
+		return Version{}, AfterLast, nil
+	case valid >= head.ValidTo:
+		return Version{}, InGap, nil
+	}
+	if m.attrs {
+		if head, err = encoding.DecodeRecord(m.it.Value()); err != nil {
+			return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
+		}
+	}
+	return Version{
+		ValidFrom: from, ValidTo: head.ValidTo, TxFrom: head.TxFrom, TxTo: head.TxTo, SK: head.SK,
+		Attrs: head.Attrs, Inferred: head.Flags&encoding.FlagInferred != 0, tuple: m.keyPfx[m.pfxLen:],
+	}, Found, nil
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tiny is a scale for tests: every workload on every engine in seconds.
+var tiny = scale{name: "tiny", keys: 300, versions: 6, lookups: 2_000, slowLookups: 100,
+	oldKeys: 20, corrections: 100, facts: 3_000, aggUsers: 20, aggRows: 300, batch: 100, runs: 1}
+
+// TestEnginesAgree runs every workload on every engine and requires every
+// engine to succeed with the same checksum as bitempo.
+func TestEnginesAgree(t *testing.T) {
+	var log bytes.Buffer
+	h := newHarness(generate(tiny, 7), t.TempDir(), engineKinds, &log)
+	h.run(workloads)
+	defer func() {
+		if err := h.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if f := h.failures(); len(f) > 0 {
+		t.Fatalf("failures:\n%s\nlog:\n%s", strings.Join(f, "\n"), log.String())
+	}
+	if want := len(workloads) * len(engineKinds); len(h.results) != want {
+		t.Fatalf("%d results, want %d", len(h.results), want)
+	}
+	for _, r := range h.results {
+		if r.sum.rows == 0 {
+			t.Errorf("workload %s on %s checked no rows", r.w.name, r.engine)
+		}
+	}
+}
+
+// TestSmallScaleCommand runs the command as CI does, for a subset of the
+// workloads, and checks its table and markdown.
+func TestSmallScaleCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results.md")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--scale", "small", "--only", "3,resolve", "--runs", "1", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"3 lookup-latest", "5 resolve", "duckdb", "every engine agrees"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Machine", "CPU: ", "Go: go", "| 5 resolve | sqlite |", "Every engine returned the same checksum"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestMismatchFails checks that an engine that answers differently makes the
+// run fail, naming the workload and both checksums.
+func TestMismatchFails(t *testing.T) {
+	broken := engineKind{name: "broken", version: func() string { return "broken" }, open: func(dir string) (engine, error) {
+		e, err := openPebble(dir)
+		return offByOne{e}, err
+	}}
+	var log bytes.Buffer
+	h := newHarness(generate(tiny, 7), t.TempDir(), []engineKind{engineKinds[0], broken}, &log)
+	h.run([]*workload{findWorkload("lookup-latest")})
+	defer h.close()
+	f := h.failures()
+	if len(f) != 1 || !strings.Contains(f[0], "lookup-latest: checksums differ") || !strings.Contains(f[0], "broken: ") {
+		t.Fatalf("failures = %q", f)
+	}
+}
+
+// offByOne is an engine whose lookups read one round late.
+type offByOne struct{ engine }
+
+func (o offByOne) lookup(key string, valid int64) (version, bool, error) {
+	return o.engine.lookup(key, valid+step)
+}
+
+func TestSelectWorkloads(t *testing.T) {
+	ws, err := selectWorkloads([]string{"5,1", "W3", "snapshot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, w := range ws {
+		ids = append(ids, w.id)
+	}
+	if got := ids; len(got) != 4 || got[0] != 1 || got[1] != 3 || got[2] != 5 || got[3] != 6 {
+		t.Fatalf("ids = %v, want [1 3 5 6]", got)
+	}
+	if _, err := selectWorkloads([]string{"9"}); err == nil {
+		t.Fatal("workload 9 accepted")
+	}
+}
+
+// TestUpsertRules pins the shared SCD2 rules the peers use on the cases where
+// a late change interacts with its neighbours.
+func TestUpsertRules(t *testing.T) {
+	a, b := attrs{city: "oslo"}, attrs{city: "bergen"}
+	for _, tc := range []struct {
+		name string
+		in   []version
+		at   int64
+		a    attrs
+		want []version
+	}{
+		{"first", nil, 10, a, []version{{10, inf, a}}},
+		{"equal", []version{{10, inf, a}}, 20, a, []version{{10, inf, a}}},
+		{"change", []version{{10, inf, a}}, 20, b, []version{{10, 20, a}, {20, inf, b}}},
+		{"replace at start", []version{{10, 20, a}, {20, inf, b}}, 20, a, []version{{10, inf, a}}},
+		{"late lands between", []version{{10, 30, a}, {30, inf, a}}, 20, b, []version{{10, 20, a}, {20, 30, b}, {30, inf, a}}},
+		{"late merges into next", []version{{10, 30, a}, {30, inf, b}}, 20, b, []version{{10, 20, a}, {20, inf, b}}},
+		{"before first merges", []version{{10, inf, a}}, 5, a, []version{{5, inf, a}}},
+		{"before first", []version{{10, inf, a}}, 5, b, []version{{5, 10, b}, {10, inf, a}}},
+	} {
+		got := upsert(append([]version(nil), tc.in...), tc.at, tc.a)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// bitempoEngine runs the workloads through bitempo's public API with its
+// defaults: synced commits, a 64 MiB block cache, a 16 MiB memtable.
+type bitempoEngine struct {
+	db      *store.DB
+	snap    *store.Snapshot // reads of workloads 3-6
+	roundTx []int64         // workload 4: the transaction time after each round
+	facts   []query.Fact
+	rows    []query.LeftRow // workload 8
+	aggs    []query.Agg
+}
+
+const (
+	dimTable = "dim"
+	oldTable = "old"
+	cdcTable = "cdc"
+	aggTable = "contracts"
+)
+
+func openBitempo(dir string) (engine, error) {
+	db, err := store.Open(dir, store.Options{CacheSize: cacheBytes, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	return &bitempoEngine{db: db}, nil
+}
+
+func bitempoVersion() string { return "this tree (synced commits, 64 MiB block cache)" }
+
+var keyColumn = []store.KeyColumn{{Name: "id", Type: store.String}}
+
+func (e *bitempoEngine) createDim() error {
+	_, err := e.db.CreateTable(store.TableDef{Name: dimTable, Key: keyColumn})
+	return err
+}
+
+func (e *bitempoEngine) ingest(changes []change, batch int) error {
+	for lo := 0; lo < len(changes); lo += batch {
+		part := changes[lo:min(lo+batch, len(changes))]
+		_, err := txn.Update(e.db, func(tx *txn.Tx) error {
+			for _, c := range part {
+				if _, err := tx.Upsert(dimTable, store.Key{c.key}, storeAttrs(c.attrs), c.at); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *bitempoEngine) dimVersions(fn func(string, version)) error {
+	return e.allVersions(dimTable, fn)
+}
+
+func (e *bitempoEngine) allVersions(table string, fn func(string, version)) error {
+	for v, err := range query.HistoryRange(e.db, table, query.KeyRange{}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
+		if err != nil {
+			return err
+		}
+		bv, err := fromStore(&v)
+		if err != nil {
+			return err
+		}
+		fn(v.Key[0].(string), bv)
+	}
+	return nil
+}
+
+func (e *bitempoEngine) startReads() error {
+	s, err := e.db.Snapshot()
+	if err != nil {
+		return err
+	}
+	e.snap = s
+	return nil
+}
+
+func (e *bitempoEngine) lookup(key string, valid int64) (version, bool, error) {
+	return e.get(dimTable, key, query.AsOf{Valid: valid})
+}
+
+func (e *bitempoEngine) get(table, key string, at query.AsOf) (version, bool, error) {
+	v, err := query.Get(e.snap, table, store.Key{key}, at)
+	if errors.Is(err, query.ErrNotFound) {
+		return version{}, false, nil
+	}
+	if err != nil {
+		return version{}, false, err
+	}
+	bv, err := fromStore(&v)
+	return bv, err == nil, err
+}
+
+// loadCorrections replays workload 4's history through transactions: the
+// initial versions, then each correction round as Puts of a version's own period
+// with new attributes, in commits of 1,000 writes, noting the transaction time
+// after each round.
+func (e *bitempoEngine) loadCorrections(c *corrections) error {
+	if _, err := e.db.CreateTable(store.TableDef{Name: oldTable, Key: keyColumn}); err != nil {
+		return err
+	}
+	var initial []fixation
+	for k, vs := range c.periods {
+		for v := range vs {
+			initial = append(initial, fixation{k: k, v: v, a: vs[v].attrs})
+		}
+	}
+	for _, round := range append([][]fixation{initial}, c.rounds...) {
+		for lo := 0; lo < len(round); lo += 1_000 {
+			part := round[lo:min(lo+1_000, len(round))]
+			_, err := txn.Update(e.db, func(tx *txn.Tx) error {
+				for _, f := range part {
+					p := c.periods[f.k][f.v]
+					if err := tx.Put(oldTable, store.Key{c.keys[f.k]}, storeAttrs(f.a), p.from, p.to); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		e.roundTx = append(e.roundTx, e.db.LastTx())
+	}
+	return e.startReads()
+}
+
+func (e *bitempoEngine) lookupAsOf(key string, valid int64, round int) (version, bool, error) {
+	return e.get(oldTable, key, query.AsOf{Valid: valid, Tx: e.roundTx[round]})
+}
+
+func (e *bitempoEngine) stageFacts(facts []probe) error {
+	e.facts = make([]query.Fact, len(facts))
+	for i, f := range facts {
+		e.facts[i] = query.Fact{Key: store.Key{f.key}, At: f.valid}
+	}
+	return nil
+}
+
+func (e *bitempoEngine) resolve(out []answer) error {
+	res, err := query.Resolve(e.snap, dimTable, e.facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
+	if err != nil {
+		return err
+	}
+	for i := range res {
+		if !res[i].Found() {
+			continue
+		}
+		a, err := toAttrs(res[i].Attrs)
+		if err != nil {
+			return err
+		}
+		out[res[i].Index] = answer{found: true, v: version{attrs: a}}
+	}
+	return nil
+}
+
+func (e *bitempoEngine) snapshot(valid int64, fn func(string, version)) error {
+	for v, err := range query.Snapshot(e.snap, dimTable, query.AsOf{Valid: valid}, query.KeyRange{}) {
+		if err != nil {
+			return err
+		}
+		bv, err := fromStore(&v)
+		if err != nil {
+			return err
+		}
+		fn(v.Key[0].(string), bv)
+	}
+	return nil
+}
+
+func (e *bitempoEngine) createChanges() error {
+	_, err := e.db.CreateTable(store.TableDef{Name: cdcTable, Key: keyColumn, Kind: store.Changes})
+	return err
+}
+
+func (e *bitempoEngine) applyCDC(batchID string, events []cdcEvent) error {
+	evs := make([]txn.Event, len(events))
+	for i, ev := range events {
+		evs[i] = txn.Event{Key: store.Key{ev.key}, At: ev.at, Seq: ev.seq, Op: txn.OpUpsert}
+		if ev.del {
+			evs[i].Op = txn.OpDelete
+		} else {
+			evs[i].Attrs = storeAttrs(ev.attrs)
+		}
+	}
+	_, err := txn.Apply(e.db, cdcTable, batchID, evs)
+	return err
+}
+
+func (e *bitempoEngine) changesVersions(fn func(string, version)) error {
+	return e.allVersions(cdcTable, fn)
+}
+
+// loadAggregates loads the contracts with Puts of their versions, in commits of
+// 1,000, into a table grouped by user_id.
+func (e *bitempoEngine) loadAggregates(a *aggData) error {
+	def := store.TableDef{Name: aggTable, Key: []store.KeyColumn{{Name: "contract_id", Type: store.String}}, GroupBy: []string{"user_id"}}
+	if _, err := e.db.CreateTable(def); err != nil {
+		return err
+	}
+	type put struct {
+		c *contract
+		v contractVersion
+	}
+	var puts []put
+	for i := range a.contracts {
+		for _, v := range a.contracts[i].versions {
+			puts = append(puts, put{c: &a.contracts[i], v: v})
+		}
+	}
+	for lo := 0; lo < len(puts); lo += 1_000 {
+		_, err := txn.Update(e.db, func(tx *txn.Tx) error {
+			for _, p := range puts[lo:min(lo+1_000, len(puts))] {
+				attrs := store.Attrs{"user_id": p.c.user, "amount": p.v.amount, "status": p.v.status}
+				if err := tx.Put(aggTable, store.Key{p.c.id}, attrs, p.v.from, p.v.to); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, spec := range aggSpecs {
+		agg, err := query.ParseAgg(spec)
+		if err != nil {
+			return err
+		}
+		e.aggs = append(e.aggs, agg)
+	}
+	e.rows = make([]query.LeftRow, len(a.rows))
+	for i, r := range a.rows {
+		e.rows[i] = query.LeftRow{Group: store.Key{r.user}, TS: r.ts}
+	}
+	return e.startReads()
+}
+
+func (e *bitempoEngine) backfill(out []features) error {
+	for r, err := range query.Backfill(e.snap, aggTable, e.rows, e.aggs, query.BackfillOptions{}) {
+		if err != nil {
+			return err
+		}
+		for i, v := range r.Values {
+			if out[r.Index][i], err = featureValue(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *bitempoEngine) close() error {
+	var err error
+	if e.snap != nil {
+		err = e.snap.Close()
+	}
+	return errors.Join(err, e.db.Close())
+}
+
+func storeAttrs(a attrs) store.Attrs { return store.Attrs{"city": a.city, "tier": a.tier} }
+
+func toAttrs(sa store.Attrs) (attrs, error) {
+	city, ok1 := sa["city"].(string)
+	tier, ok2 := sa["tier"].(int64)
+	if !ok1 || !ok2 {
+		return attrs{}, fmt.Errorf("unexpected attributes %v", sa)
+	}
+	return attrs{city: city, tier: tier}, nil
+}
+
+func fromStore(v *store.Version) (version, error) {
+	a, err := toAttrs(v.Attrs)
+	return version{from: v.ValidFrom, to: v.ValidTo, attrs: a}, err
+}

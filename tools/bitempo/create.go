@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bitempo/bitempo/store"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) createCmd() *cobra.Command {
+	var (
+		keys, keyTypes, track, trackExcept []string
+		kind, axis, granularity            string
+		ignoreNulls                        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME --key COL[,COL...]",
+		Short: "Create a table (and the store, if it does not exist yet)",
+		Long: `Create a table in the catalog. The key columns name the natural key; key types
+default to string. A periods table takes versions and SCD2 changes (load --from/--to
+or --at); a changes table is owned by a CDC feed (load --at [--seq] [--op-col]).
+Tracked attributes decide what makes a new version: all non-key attributes by
+default, or only --track, or all but --track-except. The axis says how valid times
+are written: time (RFC 3339), date (YYYY-MM-DD) or int.`,
+		Example: `  bitempo create customers --key customer_id --axis date
+  bitempo create prices --key sku,store --key-types string,int64 --track price
+  bitempo create accounts --key account_id --kind changes --granularity day`,
+		Args: argsRange(1, 1, "a table NAME"),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			def, err := tableDef(args[0], keys, keyTypes, kind, axis, granularity, track, trackExcept)
+			if err != nil {
+				return err
+			}
+			def.IgnoreNulls = ignoreNulls
+			db, err := store.Open(a.db, store.Options{Logger: discardLogger()})
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			t, err := db.CreateTable(def)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "created table %s in %s: %s\n", t.Name, a.db, describeTable(t))
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&keys, "key", nil, "key columns, in order (required)")
+	f.StringSliceVar(&keyTypes, "key-types", nil, "types of the key columns: string, int64, uint64 or bytes (hex) (default string)")
+	f.StringVar(&kind, "kind", "periods", "table kind: periods or changes")
+	f.StringSliceVar(&track, "track", nil, "tracked attributes: only a change to one of these makes a new version")
+	f.StringSliceVar(&trackExcept, "track-except", nil, "attributes that are not tracked (changes overwrite them in place)")
+	f.StringVar(&axis, "axis", "time", "valid-time axis: time (RFC 3339), date (YYYY-MM-DD) or int")
+	f.StringVar(&granularity, "granularity", "", "valid-time granularity of a changes table: day, hour, minute, second or a tick count")
+	f.BoolVar(&ignoreNulls, "ignore-nulls", false, "changes tables: an attribute absent from an event keeps its previous value")
+	return cmd
+}
+
+// tableDef builds a table definition from create's flags.
+func tableDef(name string, keys, keyTypes []string, kind, axis, granularity string, track, trackExcept []string) (store.TableDef, error) {
+	def := store.TableDef{Name: name, Track: track, TrackExcept: trackExcept}
+	if len(keys) == 0 {
+		return def, usagef("create: --key is required (the natural key columns, e.g. --key customer_id)")
+	}
+	if len(keyTypes) > 0 && len(keyTypes) != len(keys) {
+		return def, usagef("create: --key-types has %d types for %d key columns", len(keyTypes), len(keys))
+	}
+	if len(track) > 0 && len(trackExcept) > 0 {
+		return def, usagef("create: give --track or --track-except, not both")
+	}
+	for i, k := range keys {
+		col := store.KeyColumn{Name: strings.TrimSpace(k), Type: store.String}
+		if len(keyTypes) > 0 {
+			typ, err := store.ParseKeyType(strings.TrimSpace(keyTypes[i]))
+			if err != nil {
+				return def, usagef("create: --key-types: %s", clean(err))
+			}
+			col.Type = typ
+		}
+		def.Key = append(def.Key, col)
+	}
+	var err error
+	if def.Kind, err = store.ParseKind(kind); err != nil {
+		return def, usagef("create: --kind: %s", clean(err))
+	}
+	if def.Axis, err = store.ParseAxis(axis); err != nil {
+		return def, usagef("create: --axis: %s", clean(err))
+	}
+	if granularity != "" {
+		if def.Granularity, err = parseGranularity(def.Axis, granularity); err != nil {
+			return def, usagef("create: --granularity: %v", err)
+		}
+	}
+	return def, nil
+}
+
+// describeTable summarises a table definition in one line.
+func describeTable(t *store.Table) string {
+	cols := make([]string, len(t.Key))
+	for i, c := range t.Key {
+		cols[i] = c.Name + " " + c.Type.String()
+	}
+	s := fmt.Sprintf("%s table, key (%s), %s axis", t.Kind, strings.Join(cols, ", "), t.Axis)
+	switch {
+	case len(t.Track) > 0:
+		s += ", tracking " + strings.Join(t.Track, ", ")
+	case len(t.TrackExcept) > 0:
+		s += ", tracking all but " + strings.Join(t.TrackExcept, ", ")
+	}
+	if t.Granularity > 0 {
+		s += fmt.Sprintf(", granularity %d ticks", t.Granularity)
+	}
+	return s
+}

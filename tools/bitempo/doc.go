@@ -1,0 +1,48 @@
+// Command bitempo is the command line tool of the bitempo store: it creates
+// tables, loads CSV and JSONL files, answers as-of questions (get, scan, history,
+// audit, changes, resolve), draws timelines, dumps the raw keys and verifies a
+// store. `bitempo demo` builds a small store and walks through all of it;
+// `bitempo COMMAND --help` documents each command with an example.
+//
+// # Conventions
+//
+//   - Every command takes --db DIR (default ./bitempo.db). Flags may come before
+//     or after the positional arguments.
+//   - Read commands, dump, verify and stats open the store read-only; create may
+//     create the store; every other command requires it to exist.
+//   - Valid times are read and printed on the table's axis: RFC 3339 in UTC with
+//     microseconds (time), YYYY-MM-DD (date) or integers (int); flags also take
+//     "now". Transaction times are RFC 3339. Open ends (±∞) print empty (null in
+//     JSON).
+//   - Output is a table on a terminal and CSV otherwise (--format table|csv|json).
+//     Columns: key columns, valid_from, valid_to, sk, attributes in the order the
+//     table first saw them, and with --with-tx tx_from and tx_to.
+//   - Errors are one line on stderr. Exit status 2: the command line is wrong;
+//     1: the command failed, or found nothing (get), or found a problem (verify).
+//
+// # Decisions
+//
+//   - A load reads and checks the whole file before it writes anything, so a bad
+//     row or an overlap fails it with nothing committed. The checked rows are then
+//     committed in transactions of --batch-size rows (default 10000; 0 for one
+//     transaction), which bounds the size of a commit; a commit that fails midway
+//     (disk full) leaves the earlier batches committed and says how far it got.
+//     Reloading is safe: versions already stored, upserts already in effect and
+//     CDC batch ids already applied change nothing. (Rejected: one transaction
+//     per file, which holds a whole large file's writes in one Pebble batch.)
+//   - Rows that are SCD2 changes (--at) are applied in ascending --at order, file
+//     order breaking ties, so the result does not depend on how the file is
+//     sorted; two rows of one key at one time with different attributes are
+//     counted as conflicts and the later row wins. (Rejected: file order, which
+//     gives a different history for the same rows sorted differently.)
+//   - Attribute types are inferred per column, not per cell: a column is int64 if
+//     every non-empty cell is an integer without leading zeros (so 0123 stays a
+//     string), else float64 if every cell is a decimal, else bool, else string.
+//     A time column (--types col=time) is validated and stored as an RFC 3339 UTC
+//     string, since the catalog keeps no attribute types that would let a tick
+//     count print as a time. In JSONL an absent field is left out of the record
+//     (a partial update for tables with --ignore-nulls) and null is null.
+//   - An empty --from cell means the beginning of time, so that scan output (an
+//     open start prints empty) loads back as it was written.
+//   - Bytes key components are written in hex.
+package main

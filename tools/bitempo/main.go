@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/bitempo/bitempo/store"
+	"github.com/spf13/cobra"
+)
+
+// app holds what every command shares: the global flags and the process's streams.
+type app struct {
+	db     string
+	quiet  bool
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// stdoutTTY and stderrTTY say whether the streams are terminals: the default
+	// output format and the progress bar depend on it.
+	stdoutTTY, stderrTTY bool
+}
+
+func main() {
+	a := &app{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr),
+	}
+	os.Exit(a.run(os.Args[1:]))
+}
+
+// run executes one command line and returns the exit status. It never lets a
+// panic escape as a Go stack trace: an internal error is one line on stderr.
+func (a *app) run(args []string) (status int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(a.stderr, "bitempo: internal error: %v\n", r)
+			status = exitFailure
+		}
+	}()
+	root := a.rootCmd()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	status = exitStatus(err)
+	msg := message(err, a.db)
+	if status == exitUsage {
+		path := "bitempo"
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		msg += fmt.Sprintf(" (see: %s --help)", path)
+	}
+	fmt.Fprintln(a.stderr, msg)
+	return status
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bitempo",
+		Short: "Load, query, picture and check a bitempo store",
+		Long: `bitempo is the command line tool of the bitempo bitemporal store: it creates
+tables, loads CSV and JSONL files, answers as-of questions, draws timelines, dumps
+the raw keys and verifies the store's invariants.
+
+Start with the demo, which builds ./bitempo-demo.db and explains what it shows:
+
+  bitempo demo
+
+Every command takes --db DIR (default ./bitempo.db). Flags may come before or
+after the arguments. Valid times are read and printed according to the table's
+axis: RFC 3339 (time), YYYY-MM-DD (date) or integers (int); transaction times are
+always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory")
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary lines on stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddCommand(
+		a.demoCmd(),
+		a.createCmd(),
+		a.loadCmd(),
+		a.getCmd(),
+		a.historyCmd(),
+		a.auditCmd(),
+		a.scanCmd(),
+		a.changesCmd(),
+		a.resolveCmd(),
+		a.dumpCmd(),
+		a.verifyCmd(),
+		a.statsCmd(),
+	)
+	return root
+}
+
+// action wraps a command's work so that its errors exit with status 1, while
+// usage errors keep status 2.
+func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := fn(cmd, args)
+		if err == nil {
+			return nil
+		}
+		if _, ok := err.(*usageError); ok {
+			return err
+		}
+		if _, ok := err.(*failure); ok {
+			return err
+		}
+		return &failure{err: err}
+	}
+}
+
+// argsRange checks the number of positional arguments with a usage error.
+func argsRange(lo, hi int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || (hi >= 0 && len(args) > hi) {
+			return usagef("%s: want %s, got %d arguments", cmd.Name(), what, len(args))
+		}
+		return nil
+	}
+}
+
+// open opens the store of --db. Read commands open it read-only, so they run
+// beside a writer's lock-free readers and can never change it; every command but
+// create and demo requires the store to exist.
+func (a *app) open(readOnly bool) (*store.DB, error) {
+	return store.Open(a.db, store.Options{
+		ReadOnly:  readOnly,
+		MustExist: true,
+		Logger:    discardLogger(),
+	})
+}
+
+// discardLogger silences Pebble's log: the tool reports errors itself, on one line.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// table looks a table up, listing the store's tables when the name is unknown.
+func (a *app) table(db *store.DB, name string) (*store.Table, error) {
+	t, err := db.Table(name)
+	if !errors.Is(err, store.ErrUnknownTable) {
+		return t, err
+	}
+	var names []string
+	for _, t := range db.Tables() {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w; %s has no tables yet (bitempo create NAME --key COL)", err, a.db)
+	}
+	return nil, fmt.Errorf("%w; the tables of %s are: %s", err, a.db, strings.Join(names, ", "))
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) statsCmd() *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Count keys, versions, records and events per table, and the store's size",
+		Long: `Print one row per table: keys (natural keys with any record), versions (the
+current records: the table's state now), records (every record ever asserted),
+retired (records a later transaction replaced) and events (CDC events kept by a
+changes table). A first line gives the store's size on disk (Pebble's files) and
+its last transaction; with --format csv or json it goes to stderr, so stdout
+holds only rows.`,
+		Example: `  bitempo stats
+  bitempo stats --format json`,
+		Args: argsRange(0, 0, "no arguments"),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(true)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			w, err := out.writer(a)
+			if err != nil {
+				return err
+			}
+			size, files, err := dirSize(a.db)
+			if err != nil {
+				return err
+			}
+			s, err := db.Snapshot()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			line := fmt.Sprintf("store %s: %d tables, last tx %s, pebble size %d bytes (%s) in %d files",
+				a.db, len(db.Tables()), orNone(formatInstant(s.LastTx())), size, humanBytes(size), files)
+			if _, ok := w.(*tableWriter); ok {
+				fmt.Fprintln(a.stdout, line)
+			} else if !a.quiet {
+				fmt.Fprintln(a.stderr, "bitempo: "+line)
+			}
+			if err := w.header([]string{"table", "kind", "keys", "versions", "records", "retired", "events"}); err != nil {
+				return err
+			}
+			for _, t := range db.Tables() {
+				st, err := s.TableStats(t)
+				if err != nil {
+					return err
+				}
+				err = w.row([]cell{valueCell(t.Name), valueCell(t.Kind.String()), valueCell(st.Keys),
+					valueCell(st.Versions), valueCell(st.Records), valueCell(st.Retired), valueCell(st.Events)})
+				if err != nil {
+					return err
+				}
+			}
+			return w.close()
+		}),
+	}
+	out.register(cmd, false)
+	return cmd
+}
+
+// dirSize sums the sizes of the files under dir.
+func dirSize(dir string) (int64, int, error) {
+	var size int64
+	var files int
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			size += info.Size()
+			files++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("size of %s: %w", dir, err)
+	}
+	return size, files, nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func orNone(s string) string {
+	if s == "" || s == formatInstant(0) {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,312 @@
+package txn
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/store"
+	"pgregory.net/rapid"
+)
+
+// TestApplyProperty checks Apply against refDerive, a from-scratch derivation
+// written for clarity, for random event sets: applied in several arrival orders
+// and batchings, with duplicated events and replayed batch ids, the table after
+// every batch equals the reference derivation of the events applied so far,
+// Verify is clean, every arrival ends with byte-identical versions, and reading
+// at an earlier batch's transaction time returns the table as it stood then.
+// On failure rapid prints the seed and a shrunk case.
+func TestApplyProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		def := drawChangesDef(rt)
+		events := rapid.SliceOfN(drawEvent(), 1, 24).Draw(rt, "events")
+		var finals []string
+		for arrival := range 3 {
+			order := events
+			if arrival > 0 {
+				order = rapid.Permutation(events).Draw(rt, fmt.Sprintf("order%d", arrival))
+			}
+			finals = append(finals, runArrival(rt, def, order, arrival))
+		}
+		if def.Lateness == 0 {
+			for i := 1; i < len(finals); i++ {
+				if finals[i] != finals[0] {
+					rt.Fatalf("arrival %d ends with\n%s\narrival 0 with\n%s", i, finals[i], finals[0])
+				}
+			}
+		}
+	})
+}
+
+// drawChangesDef draws a changes table: tracked attributes, comparison options,
+// partial updates, granularity and lateness.
+func drawChangesDef(rt *rapid.T) store.TableDef {
+	def := store.TableDef{Name: "t", Kind: store.Changes, Key: []store.KeyColumn{{Name: "k", Type: store.String}}}
+	if rapid.Bool().Draw(rt, "untrackedY") {
+		def.TrackExcept = []string{"y"}
+	}
+	if rapid.Bool().Draw(rt, "foldY") {
+		def.Compare = map[string]store.CompareOptions{"y": {Trim: true, FoldCase: true}}
+	}
+	def.IgnoreNulls = rapid.Bool().Draw(rt, "ignoreNulls")
+	def.Granularity = rapid.SampledFrom([]int64{0, 0, 3}).Draw(rt, "granularity")
+	def.Lateness = rapid.SampledFrom([]int64{0, 0, 0, 4}).Draw(rt, "lateness")
+	return def
+}
+
+// drawEvent draws events over few keys, times and values, so that ties,
+// collapses, runs and tombstones are frequent.
+func drawEvent() *rapid.Generator[Event] {
+	return rapid.Custom(func(rt *rapid.T) Event {
+		e := Event{
+			Key: store.Key{rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "key")},
+			At:  int64(rapid.IntRange(-4, 12).Draw(rt, "at")),
+			Seq: int64(rapid.IntRange(0, 1).Draw(rt, "seq")),
+			Op:  rapid.SampledFrom([]Op{OpUpsert, OpUpsert, OpUpsert, OpDelete}).Draw(rt, "op"),
+		}
+		if e.Op == OpUpsert {
+			e.Attrs = store.Attrs{}
+			if x := rapid.IntRange(0, 3).Draw(rt, "x"); x < 3 {
+				e.Attrs["x"] = []any{int64(1), int64(2), nil}[x]
+			}
+			if y := rapid.IntRange(0, 3).Draw(rt, "y"); y < 3 {
+				e.Attrs["y"] = []string{"p", " P", "q"}[y]
+			}
+		}
+		return e
+	})
+}
+
+// runArrival applies events in the given order, split into random batches with
+// random duplicates and replays, checking every step. It returns the final
+// versions, rendered byte-exactly.
+func runArrival(rt *rapid.T, def store.TableDef, order []Event, arrival int) string {
+	db, err := store.Open("", store.Options{InMemory: true, NoSync: true})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	defer db.Close()
+	tbl, err := db.CreateTable(def)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	label := func(s string) string { return fmt.Sprintf("%s%d", s, arrival) }
+	var applied []Event
+	type past struct {
+		tx   int64
+		want string
+	}
+	var history []past
+	var batches [][]Event
+	var committed []int // indexes of the batches that committed
+	for rest := order; len(rest) > 0; {
+		n := 1 + rapid.IntRange(0, len(rest)-1).Draw(rt, label("batch"))
+		if arrival == 0 {
+			n = len(rest)
+		}
+		batch := slices.Clone(rest[:n])
+		rest = rest[n:]
+		if len(applied) > 0 && rapid.Bool().Draw(rt, label("dup")) {
+			batch = append(batch, applied[rapid.IntRange(0, len(applied)-1).Draw(rt, label("dupOf"))])
+		}
+		if len(committed) > 0 && rapid.IntRange(0, 3).Draw(rt, label("replay")) == 0 {
+			i := committed[rapid.IntRange(0, len(committed)-1).Draw(rt, label("replayOf"))]
+			res, err := Apply(db, "t", fmt.Sprintf("b%d", i), batch)
+			if err != nil || !res.Replayed {
+				rt.Fatalf("replay of batch %d: %+v, %v", i, res, err)
+			}
+		}
+		id := fmt.Sprintf("b%d", len(batches))
+		batches = append(batches, batch)
+		res, err := Apply(db, "t", id, batch)
+		if errors.Is(err, ErrTooLate) && def.Lateness > 0 {
+			continue // rejected whole; the reference never sees it
+		}
+		if err != nil {
+			rt.Fatalf("apply %s %v: %v", id, batch, err)
+		}
+		if res.Accepted+res.Duplicates > len(batch) || res.Accepted+res.Duplicates+res.Conflicts < len(batch) {
+			rt.Fatalf("apply %s: counts %+v do not account for %d events", id, res, len(batch))
+		}
+		committed = append(committed, len(batches)-1)
+		applied = append(applied, batch...)
+		want := renderRef(refDerive(tbl, applied))
+		if got := renderStored(rt, db, tbl, store.Infinity); got != want {
+			rt.Fatalf("after batch %s of %v:\ngot\n%s\nwant\n%s", id, applied, got, want)
+		}
+		if rep, err := store.Verify(db); err != nil || !rep.OK() {
+			rt.Fatalf("verify after batch %s: %v %v", id, err, rep)
+		}
+		history = append(history, past{res.Tx, want})
+	}
+	for i, h := range history {
+		if got := renderStored(rt, db, tbl, h.tx); got != h.want {
+			rt.Fatalf("read at tx %d (step %d):\ngot\n%s\nwant\n%s", h.tx, i, got, h.want)
+		}
+	}
+	return renderStored(rt, db, tbl, store.Infinity)
+}
+
+// refVersion is a version of the reference model.
+type refVersion struct {
+	key      string
+	from, to int64
+	attrs    store.Attrs
+}
+
+// refDerive derives a changes table from scratch, the way DESIGN.md states the
+// rules, with no incremental machinery.
+func refDerive(tbl *store.Table, events []Event) []refVersion {
+	// 1. The event set: one event per (key, at, seq). A delete beats an upsert;
+	//    of two upserts the smaller attribute encoding wins.
+	type pos struct {
+		key     string
+		at, seq int64
+	}
+	set := map[pos]Event{}
+	for _, e := range events {
+		p := pos{e.Key[0].(string), e.At, e.Seq}
+		if old, ok := set[p]; !ok || refBeats(e, old) {
+			set[p] = e
+		}
+	}
+	positions := make([]pos, 0, len(set))
+	for p := range set {
+		positions = append(positions, p)
+	}
+	slices.SortFunc(positions, func(a, b pos) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if a.at != b.at {
+			return cmpInt64(a.at, b.at)
+		}
+		return cmpInt64(a.seq, b.seq)
+	})
+
+	// 2. Per key, in (at, seq) order: complete partial updates, truncate to the
+	//    granule, and keep the state of each granule's last event.
+	type granuleState struct {
+		key     string
+		g       int64
+		deleted bool
+		attrs   store.Attrs
+	}
+	var states []granuleState
+	var carry store.Attrs
+	for i, p := range positions {
+		if i == 0 || positions[i-1].key != p.key {
+			carry = nil
+		}
+		e := set[p]
+		if e.Op == OpDelete {
+			carry = nil
+		} else {
+			full := store.Attrs{}
+			if tbl.IgnoreNulls {
+				for k, v := range carry {
+					full[k] = v
+				}
+			}
+			for k, v := range e.Attrs {
+				full[k] = v
+			}
+			carry = full
+		}
+		g := refFloor(p.at, tbl.Granularity)
+		st := granuleState{p.key, g, e.Op == OpDelete, carry}
+		if n := len(states); n > 0 && states[n-1].key == p.key && states[n-1].g == g {
+			states[n-1] = st
+		} else {
+			states = append(states, st)
+		}
+	}
+
+	// 3. Runs: an upsert tracked-equal to the open version's attributes extends
+	//    it (taking its attributes); another upsert ends it and opens a new one;
+	//    a delete ends it.
+	var out []refVersion
+	open := false
+	for i, st := range states {
+		if i > 0 && states[i-1].key != st.key {
+			open = false
+		}
+		last := len(out) - 1
+		switch {
+		case st.deleted:
+			if open {
+				out[last].to = st.g
+			}
+			open = false
+		case open && trackedEqual(tbl, out[last].attrs, st.attrs):
+			out[last].attrs = st.attrs
+		default:
+			if open {
+				out[last].to = st.g
+			}
+			out = append(out, refVersion{st.key, st.g, store.Infinity, st.attrs})
+			open = true
+		}
+	}
+	return out
+}
+
+func refBeats(e, old Event) bool {
+	if e.Op == OpDelete || old.Op == OpDelete {
+		return e.Op == OpDelete && old.Op != OpDelete
+	}
+	a, _ := encoding.AppendAttrs(nil, e.Attrs)
+	b, _ := encoding.AppendAttrs(nil, old.Attrs)
+	return bytes.Compare(a, b) < 0
+}
+
+// refFloor floors at to a multiple of g (no granularity when g <= 1).
+func refFloor(at, g int64) int64 {
+	if g <= 1 {
+		return at
+	}
+	q := at / g
+	if at%g != 0 && at < 0 {
+		q--
+	}
+	return q * g
+}
+
+func renderRef(vs []refVersion) string {
+	var b strings.Builder
+	for _, v := range vs {
+		enc, _ := encoding.AppendAttrs(nil, v.attrs)
+		fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.key, v.from, v.to, enc)
+	}
+	return b.String()
+}
+
+// renderStored renders the versions of every key of the table alive at tx, in
+// the same form as renderRef: valid periods and attribute bytes, no sk.
+func renderStored(rt *rapid.T, db *store.DB, tbl *store.Table, tx int64) string {
+	s, err := db.Snapshot()
+	if err != nil {
+		rt.Fatal(err)
+	}
+	defer s.Close()
+	tuples, err := s.ChangesKeys(tbl)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	var b strings.Builder
+	for _, tuple := range tuples {
+		vs, err := s.KeyVersions(tbl, tuple, tx)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for _, v := range vs {
+			enc, _ := encoding.AppendAttrs(nil, v.Attrs)
+			fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.Key, v.ValidFrom, v.ValidTo, enc)
+		}
+	}
+	return b.String()
+}

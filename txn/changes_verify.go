@@ -1,0 +1,155 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// Invariant 6 of DESIGN.md: every changes table's current versions equal a
+// from-scratch derivation of its event set (its checkpoints plus its event log).
+// store.Verify runs this check once package txn is linked in.
+func init() { store.RegisterCheck(verifyChanges) }
+
+// verifyChanges checks every table: changes tables against their event logs,
+// periods tables for event-log data they must not have, and applied batch ids
+// for transaction times after the last commit.
+func verifyChanges(s *store.Snapshot, rep *store.Report) error {
+	for _, t := range s.DB().Tables() {
+		if t.Kind != store.Changes {
+			has, err := s.HasChangesData(t)
+			if err != nil {
+				return err
+			}
+			if has {
+				rep.AddProblem(store.Problem{Invariant: 5, Table: t.Name, Detail: "a periods table holds event-log, batch or checkpoint entries"})
+			}
+			continue
+		}
+		if err := verifyBatches(s, t, rep); err != nil {
+			return err
+		}
+		tuples, err := s.ChangesKeys(t)
+		if errors.Is(err, store.ErrCorrupt) {
+			rep.AddProblem(store.Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, tuple := range tuples {
+			if err := verifyChangesKey(s, t, tuple, rep); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func verifyBatches(s *store.Snapshot, t *store.Table, rep *store.Report) error {
+	for b, err := range s.Batches(t) {
+		if errors.Is(err, store.ErrCorrupt) {
+			rep.AddProblem(store.Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if b.Tx <= 0 || b.Tx > s.LastTx() {
+			rep.AddProblem(store.Problem{Invariant: 4, Table: t.Name, Detail: fmt.Sprintf("batch %q was applied at tx %d, outside (0, last commit %d]", b.ID, b.Tx, s.LastTx())})
+		}
+	}
+	return nil
+}
+
+// verifyChangesKey derives one key from scratch and compares the result with
+// its current versions: valid periods and attributes, not surrogate keys (those
+// depend on the order in which events arrived).
+func verifyChangesKey(s *store.Snapshot, t *store.Table, tuple []byte, rep *store.Report) error {
+	key, err := t.DecodeKey(tuple)
+	problem := func(inv int, detail string, recs []store.Version) {
+		rep.AddProblem(store.Problem{Invariant: inv, Table: t.Name, Key: key, Records: recs, Detail: detail})
+	}
+	if err != nil {
+		problem(0, err.Error(), nil)
+		return nil
+	}
+	cp, hasCP, err := s.Checkpoint(t, tuple)
+	if errors.Is(err, store.ErrCorrupt) {
+		problem(0, err.Error(), nil)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st, cut := runState{}, store.NegInfinity
+	if hasCP {
+		st, cut = cpState(cp), cp.Through
+	}
+	var evs []cdcEvent
+	for e, err := range s.KeyEvents(t, tuple, store.NegInfinity, store.NegInfinity) {
+		if errors.Is(err, store.ErrCorrupt) {
+			problem(0, err.Error(), nil)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		g, ok := granuleOf(e.At, t.Granularity)
+		if !ok || e.At == store.Infinity || (hasCP && g < cp.Through) {
+			problem(6, fmt.Sprintf("event at %d seq %d is outside the derivable range (checkpoint through %d)", e.At, e.Seq, cp.Through), nil)
+			return nil
+		}
+		evs = append(evs, loggedEvent(e))
+	}
+	runs, _, _ := derive(t, st, evs)
+	if st.open {
+		cut = st.from
+	}
+	stored, err := s.KeyVersions(t, tuple, store.Infinity)
+	if err != nil {
+		return err
+	}
+	i := 0
+	for ; i < len(stored) && stored[i].ValidFrom < cut; i++ {
+		if stored[i].ValidTo > cut {
+			problem(6, fmt.Sprintf("compacted version reaches past the checkpoint boundary %d", cut), stored[i:i+1])
+		}
+	}
+	if !runsMatch(runs, stored[i:]) {
+		problem(6, "current versions differ from a derivation of the event log, which gives "+formatRuns(runs), stored[i:])
+	}
+	return nil
+}
+
+// runsMatch reports whether versions have exactly the runs' periods and
+// attributes.
+func runsMatch(runs []run, versions []store.Version) bool {
+	if len(runs) != len(versions) {
+		return false
+	}
+	for i, r := range runs {
+		v := &versions[i]
+		if v.ValidFrom != r.from || v.ValidTo != r.to || v.Inferred || !attrsIdentical(v.Attrs, r.attrs) {
+			return false
+		}
+	}
+	return true
+}
+
+func formatRuns(runs []run) string {
+	if len(runs) == 0 {
+		return "no versions"
+	}
+	parts := make([]string, len(runs))
+	for i, r := range runs {
+		to := "+inf"
+		if r.to != store.Infinity {
+			to = fmt.Sprint(r.to)
+		}
+		parts[i] = fmt.Sprintf("[%d, %s) %v", r.from, to, map[string]any(r.attrs))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,54 @@
+package txn_test
+
+import (
+	"flag"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/bitempo/bitempo/fuzz/model/oplog"
+)
+
+var (
+	modelSeed = flag.Uint64("model.seed", 0, "seed of TestModel's operation logs (0: time-based)")
+	modelTxns = flag.Int("model.txns", 0, "transactions per TestModel log (0: the default)")
+	modelEdge = flag.Bool("model.edge", false, "mix change-detection edge values (decimal ties, 2^53+1, İ) into TestModel's logs")
+)
+
+// TestModel applies thousands of random operations, grouped in random
+// transactions (some of which fail by returning an error or panicking), to the
+// store and to the reference model, and compares them after every transaction:
+// the operations' results and read-your-writes views, the commits, each touched
+// key's audit trail, versions alive at sampled transaction times, Get at every
+// boundary instant at the latest and at sampled past transaction times, a table
+// snapshot and a history window; Verify must be clean after each. On failure it
+// prints the seed and the shortest failing log it can find.
+//
+// -model.edge adds values on which change detection commonly goes wrong
+// (oplog's edge pools); see the model's package doc, rule 5.
+func TestModel(t *testing.T) {
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	logs, txns := 8, 200
+	if testing.Short() {
+		logs, txns = 3, 150
+	}
+	if *modelTxns > 0 {
+		txns = *modelTxns
+	}
+	t.Logf("seed %d (rerun with -model.seed=%d)", seed, seed)
+	for i := range logs {
+		logSeed := seed + uint64(i)
+		l := oplog.Random(rand.New(rand.NewPCG(logSeed, 1)), txns, *modelEdge)
+		err := oplog.RunFresh(l, logSeed, false)
+		if err == nil {
+			continue
+		}
+		t.Logf("log %d (seed %d, %d transactions, %d operations) failed: %v", i, logSeed, len(l.Txns), l.Ops(), err)
+		short := oplog.Shrink(l, func(c oplog.Log) error { return oplog.RunFresh(c, logSeed, true) }, 30*time.Second)
+		t.Fatalf("shortest failing log found (%d transactions, %d operations):\n%s\nfails with: %v",
+			len(short.Txns), short.Ops(), short, oplog.RunFresh(short, logSeed, true))
+	}
+}
