@@ -318,7 +318,7 @@ func cdcTrackedEqual(tbl *store.Table, a, b store.Attrs) bool {
 	}
 	ya, yb := a["y"], b["y"]
 	if opt := tbl.Compare["y"]; opt.Trim && opt.FoldCase && ya != nil && yb != nil {
-		return strings.ToLower(strings.TrimSpace(ya.(string))) == strings.ToLower(strings.TrimSpace(yb.(string)))
+		return strings.EqualFold(strings.TrimSpace(ya.(string)), strings.TrimSpace(yb.(string)))
 	}
 	return ya == yb
 }

@@ -43,6 +43,9 @@ import (
 //   - Windows on valid_from need a time axis: on a table with an int axis they
 //     are rejected, since "7 days" of sequence numbers means nothing.
 //   - An input or window column may name a key column; its value is the key's.
+//   - A version whose group attribute is null is in no group (store's group
+//     index), yet table-wide aggregations count it, as they count inferred
+//     placeholders: both are versions of the table in effect at ts.
 
 // ErrAggValue: a value an aggregation cannot take (a SUM or AVG input that is not
 // a number, a window column that is not an integer time, an integer sum beyond
@@ -368,7 +371,7 @@ func (p *plan) point(ms []member, ts int64) (Features, error) {
 		if err != nil {
 			return Features{}, err
 		}
-		out.Values[k] = v
+		out.Values[k] = v.any()
 	}
 	return out, nil
 }
@@ -491,40 +494,97 @@ func (a *accum) addNumber(v any, sign int) bool {
 }
 
 // result returns the feature's value for the current set.
-func (a *accum) result() (any, error) {
+func (a *accum) result() (val, error) {
 	switch a.feat.op {
 	case AggCount:
-		return a.n, nil
+		return intVal(a.n), nil
 	case AggExists:
-		return a.n > 0, nil
+		return val{kind: valBool, n: uint64(boolInt(a.n > 0))}, nil
 	case AggCountDistinct:
-		return int64(len(a.distinct)), nil
+		return intVal(int64(len(a.distinct))), nil
 	case AggSum:
 		if a.n == 0 {
-			return nil, nil
+			return val{}, nil
 		}
 		if a.floats > 0 {
-			return a.fsum.float64(), nil
+			return floatVal(a.fsum.float64()), nil
 		}
 		if v, ok := a.isum.value(); ok {
-			return v, nil
+			return valueOf(v), nil
 		}
-		return nil, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, Reason: "integer sum overflows int64 and uint64"}
+		return val{}, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, Reason: "integer sum overflows int64 and uint64"}
 	case AggAvg:
 		if a.n == 0 {
-			return nil, nil
+			return val{}, nil
 		}
 		total := a.isum.float64()
 		if a.floats > 0 {
 			total = a.fsum.float64()
 		}
-		return total / float64(a.n), nil
+		return floatVal(total / float64(a.n)), nil
 	}
 	top, ok := a.top()
 	if !ok {
-		return nil, nil
+		return val{}, nil
 	}
-	return a.value(top), nil
+	return valueOf(a.value(top)), nil
+}
+
+// val is a feature value without boxing: scalars in n, anything else (strings,
+// byte strings) in ref. A backfill keeps n and kind only, so its result buffer
+// holds no pointers for the garbage collector to scan.
+type val struct {
+	kind uint8
+	n    uint64
+	ref  any
+}
+
+// Kinds of val.
+const (
+	valNull uint8 = iota
+	valBool
+	valInt
+	valUint
+	valFloat
+	valRef
+)
+
+func intVal(i int64) val     { return val{kind: valInt, n: uint64(i)} }
+func floatVal(f float64) val { return val{kind: valFloat, n: math.Float64bits(f)} }
+
+// valueOf converts an attribute value.
+func valueOf(v any) val {
+	switch x := v.(type) {
+	case nil:
+		return val{}
+	case bool:
+		return val{kind: valBool, n: uint64(boolInt(x))}
+	case int64:
+		return intVal(x)
+	case uint64:
+		return val{kind: valUint, n: x}
+	case float64:
+		return floatVal(x)
+	}
+	return val{kind: valRef, ref: v}
+}
+
+// any returns the value as an attribute value (nil, bool, int64, uint64, float64
+// or the referenced value).
+func (v val) any() any {
+	switch v.kind {
+	case valBool:
+		return v.n != 0
+	case valInt:
+		return int64(v.n)
+	case valUint:
+		return v.n
+	case valFloat:
+		return math.Float64frombits(v.n)
+	case valRef:
+		return v.ref
+	}
+	return nil
 }
 
 // The heap keeps the best member on top: the least value for MIN, the greatest

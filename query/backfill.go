@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 
 	"github.com/bitempo/bitempo/store"
@@ -55,18 +56,17 @@ type BackfillRow struct {
 // sorted by transaction time and ts; each group's records are read once from the
 // group index, and for each transaction time the rows read at, one sweep over
 // ts adds a version to each feature's running state when ts reaches its start and
-// removes it when ts reaches its end. So the cost is one range scan per group
-// plus O((versions + rows) log versions), not one scan per row. Rows of a group
-// that read at many distinct transaction times cost one pass over the group's
-// records per distinct time.
+// removes it when ts reaches its end. A group of v versions and r rows costs one
+// range scan plus O(v log v + r log r), not one scan per row. Rows of a group that
+// read at many distinct transaction times cost one pass over the group's records
+// per distinct time.
 //
-// Results are yielded as soon as every earlier row is done: input already
-// clustered by group streams, a shuffled input is held until its first row's
-// group is done (memory: one value per row and feature). Values stay valid after
-// the loop. A failure (an unknown table, an invalid spec or group key, a value an
-// aggregation cannot take) is yielded once and ends the backfill. Table-wide
-// backfills read every version of the table alive at each distinct transaction
-// time into memory.
+// A row is yielded once every earlier row is done: input clustered by group
+// streams group by group, a shuffled input is mostly held until the end (16 bytes
+// per row and feature). Each row's Values is a fresh slice. A failure (an unknown
+// table, an invalid spec or group key, a value an aggregation cannot take) is
+// yielded once and ends the backfill. Table-wide backfills read every version of
+// the table alive at each distinct transaction time into memory.
 func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[BackfillRow, error] {
 	return func(yield func(BackfillRow, error) bool) {
 		s, release, err := r.AcquireSnapshot()
@@ -97,16 +97,28 @@ type backfill struct {
 	order  []int32
 	txs    []int64 // resolved transaction time per row
 
-	vals     []any // row i's features are vals[i*nf : (i+1)*nf]
+	cells    []cell // row i's features are cells[i*nf : (i+1)*nf]
+	refs     []any  // values of valRef cells
 	ready    []bool
 	next     int // first row not yet yielded
 	computed int
 	reported int // rows computed at the last Progress call
 	calls    int // Progress calls so far
 
-	// Reused sweep buffers, per filter.
+	// Reused buffers: members of the current group, and per filter the sweep's
+	// edges and membership states.
+	memBuf       []member
+	valBuf       []any
+	tupleBuf     []byte
 	starts, ends [][]edge
 	states       [][]uint8
+}
+
+// cell is a computed feature value waiting for its row to be yielded: a val
+// without its pointer (a valRef's n indexes backfill.refs).
+type cell struct {
+	kind uint8
+	n    uint64
 }
 
 // edge is a member entering (or leaving) a filter's set at time at.
@@ -116,6 +128,9 @@ type edge struct {
 }
 
 func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) (*backfill, error) {
+	if len(rows) > math.MaxInt32 {
+		return nil, fmt.Errorf("bitempo: backfill of %d rows: at most %d per call", len(rows), math.MaxInt32)
+	}
 	t, err := s.Table(table)
 	if err != nil {
 		return nil, err
@@ -137,7 +152,7 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if err := b.bucket(); err != nil {
 		return nil, err
 	}
-	b.vals = make([]any, len(rows)*b.nf)
+	b.cells = make([]cell, len(rows)*b.nf)
 	b.ready = make([]bool, len(rows))
 	return b, nil
 }
@@ -190,7 +205,14 @@ func (b *backfill) run(yield func(BackfillRow, error) bool) {
 		}
 		b.progress(g+1, false)
 		for b.next < len(b.rows) && b.ready[b.next] {
-			row := BackfillRow{Index: b.next, Values: b.vals[b.next*b.nf : (b.next+1)*b.nf : (b.next+1)*b.nf]}
+			row := BackfillRow{Index: b.next, Values: make([]any, b.nf)}
+			for k, c := range b.cells[b.next*b.nf : (b.next+1)*b.nf] {
+				v := val{kind: c.kind, n: c.n}
+				if c.kind == valRef {
+					v.ref = b.refs[c.n]
+				}
+				row.Values[k] = v.any()
+			}
 			b.next++
 			if !yield(row, nil) {
 				return
@@ -273,9 +295,11 @@ func (b *backfill) group(g int) error {
 }
 
 // loadGroup reads the records of a group alive at some time in [minTx, maxTx]
-// whose valid period meets [minTS, maxTS].
+// whose valid period meets [minTS, maxTS]. The members live in buffers reused
+// by the next group.
 func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
-	var ms []member
+	ms, vals, tuples := b.memBuf[:0], b.valBuf[:0], b.tupleBuf[:0]
+	na := len(b.p.attrs)
 	for rec, err := range b.s.GroupRecords(b.p.t, group, minTx, maxTx) {
 		if err != nil {
 			return nil, err
@@ -287,13 +311,19 @@ func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]
 		if err != nil {
 			return nil, err
 		}
-		m, err := b.p.newMember(rec.Tuple, rec.ValidFrom, rec.ValidTo, attrs, nil)
-		if err != nil {
+		// A buffer that grows moves on to a new array; members already built keep
+		// pointing at the old one, which nothing writes any more.
+		t0, v0 := len(tuples), len(vals)
+		tuples = append(tuples, rec.Tuple...)
+		vals = slices.Grow(vals, na)[:v0+na]
+		m := member{tuple: tuples[t0:len(tuples):len(tuples)], from: rec.ValidFrom, to: rec.ValidTo,
+			txFrom: rec.TxFrom, txTo: rec.TxTo, vals: vals[v0 : v0+na : v0+na]}
+		if err := b.p.fill(&m, attrs, nil); err != nil {
 			return nil, err
 		}
-		m.txFrom, m.txTo = rec.TxFrom, rec.TxTo
 		ms = append(ms, m)
 	}
+	b.memBuf, b.valBuf, b.tupleBuf = ms, vals, tuples
 	return ms, nil
 }
 
@@ -355,13 +385,17 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 				return fmt.Errorf("backfill row %d: %w", ri, err)
 			}
 		}
-		out := b.vals[int(ri)*b.nf : (int(ri)+1)*b.nf]
+		out := b.cells[int(ri)*b.nf : (int(ri)+1)*b.nf]
 		for k := range accs {
 			v, err := accs[k].result()
 			if err != nil {
 				return fmt.Errorf("backfill row %d: %w", ri, err)
 			}
-			out[k] = v
+			if v.kind == valRef {
+				v.n = uint64(len(b.refs))
+				b.refs = append(b.refs, v.ref)
+			}
+			out[k] = cell{kind: v.kind, n: v.n}
 		}
 		b.ready[ri] = true
 		b.computed++

@@ -10,19 +10,28 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bitempo/bitempo/store"
 )
 
 // This file is Resolve's batch join: encode the facts' keys, split the batch into
 // disjoint key ranges, sort each range and merge it against the current-state
-// index with one forward pass, one range per core.
+// index with one forward pass of one iterator, on every core.
 
 // minPerWorker is the smallest share of a batch worth a goroutine of its own.
 const minPerWorker = 1 << 14
 
-// maxWorkers bounds the goroutines (and key ranges) of one batch.
+// maxWorkers bounds the goroutines of one batch.
 const maxWorkers = 256
+
+// rangeSize is about how many facts one key range holds. A range is sorted and
+// merged by one goroutine with one forward pass of one iterator; ranges of this
+// size sort within the processor's caches, and many ranges balance the cores.
+const rangeSize = 1 << 16
+
+// maxRanges bounds the key ranges of one batch (a range number is a uint16).
+const maxRanges = 1 << 16
 
 // probe is one fact ready to sort and merge. It holds no pointers, so a batch of
 // a million costs the garbage collector nothing to scan: its key is an offset
@@ -72,15 +81,21 @@ func (bt *batch) compare(a, b probe) int {
 }
 
 // resolveBatch resolves every fact on snapshot s, leaving each miss with its
-// reason, in three stages that each run on every core: encode a slice of the
-// input each; deal the probes into key ranges cut at sampled keys (every probe
-// of a key lands in one range); sort and merge one range each, on a fork of s.
+// reason. It encodes the facts' keys (a slice of the input per core), deals them
+// into disjoint key ranges cut at sampled keys, so that every fact of a key lands
+// in one range, then each core takes ranges one at a time, sorts each and merges
+// it, on its own fork of s.
 func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool) ([]Resolution, error) {
 	if len(facts) > math.MaxUint32 {
 		return nil, fmt.Errorf("bitempo: resolve: %d facts in one batch, at most %d", len(facts), uint32(math.MaxUint32))
 	}
-	out := make([]Resolution, len(facts))
 	workers := max(1, min(runtime.GOMAXPROCS(0), maxWorkers, len(facts)/minPerWorker))
+	return resolveSplit(s, t, facts, attrs, workers, min(maxRanges, max(workers, (len(facts)+rangeSize-1)/rangeSize)))
+}
+
+// resolveSplit is resolveBatch with its number of goroutines and key ranges.
+func resolveSplit(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, workers, nranges int) ([]Resolution, error) {
+	out := make([]Resolution, len(facts))
 	bt := &batch{s: s, t: t, facts: facts, keys: make([][]byte, workers), chunks: make([][]probe, workers)}
 	errs := make([]error, workers)
 	parallel(workers, func(c int) { errs[c] = bt.encode(c, c*len(facts)/workers, (c+1)*len(facts)/workers) })
@@ -88,10 +103,11 @@ func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool) (
 		return nil, err
 	}
 	ranges := bt.chunks
-	if workers > 1 {
-		ranges = bt.deal(bt.splitters(workers))
+	if nranges > 1 {
+		ranges = bt.deal(bt.splitters(nranges))
 	}
-	parallel(workers, func(r int) { errs[r] = bt.merge(ranges[r], attrs, out, workers > 1) })
+	var next atomic.Int64
+	parallel(workers, func(w int) { errs[w] = bt.mergeRanges(ranges, &next, attrs, out, workers > 1) })
 	return out, errors.Join(errs...)
 }
 
@@ -154,10 +170,10 @@ func (bt *batch) splitters(n int) []probe {
 // probes per range, then copies them to its own slots of each range.
 func (bt *batch) deal(splitters []probe) [][]probe {
 	n := len(splitters) + 1
-	where := make([][]uint8, len(bt.chunks)) // the range of each probe (maxWorkers <= 256)
+	where := make([][]uint16, len(bt.chunks)) // the range of each probe (maxRanges)
 	counts := make([][]int, len(bt.chunks))
 	parallel(len(bt.chunks), func(c int) {
-		where[c], counts[c] = make([]uint8, len(bt.chunks[c])), make([]int, n)
+		where[c], counts[c] = make([]uint16, len(bt.chunks[c])), make([]int, n)
 		for i := range bt.chunks[c] {
 			p := &bt.chunks[c][i]
 			r, _ := slices.BinarySearchFunc(splitters, p, func(s probe, p *probe) int {
@@ -166,7 +182,7 @@ func (bt *batch) deal(splitters []probe) [][]probe {
 				}
 				return 1
 			})
-			where[c][i] = uint8(r)
+			where[c][i] = uint16(r)
 			counts[c][r]++
 		}
 	})
@@ -193,18 +209,9 @@ func (bt *batch) deal(splitters []probe) [][]probe {
 	return ranges
 }
 
-// merge sorts one key range's probes and resolves them with one forward pass,
-// on a fork of the snapshot when other ranges are merged at the same time.
-func (bt *batch) merge(probes []probe, attrs bool, out []Resolution, fork bool) (err error) {
-	if len(probes) == 0 {
-		return nil
-	}
-	slices.SortFunc(probes, bt.compare)
-	lookups := make([]store.Probe, len(probes))
-	for i := range probes {
-		p := &probes[i]
-		lookups[i] = store.Probe{Tuple: bt.tuple(p), Valid: p.valid, Tx: p.tx}
-	}
+// mergeRanges sorts and merges key ranges, taking the next range not yet taken
+// until none is left, on a fork of the snapshot when other goroutines do the same.
+func (bt *batch) mergeRanges(ranges [][]probe, next *atomic.Int64, attrs bool, out []Resolution, fork bool) (err error) {
 	s := bt.s
 	if fork {
 		if s, err = s.Fork(); err != nil {
@@ -212,7 +219,28 @@ func (bt *batch) merge(probes []probe, attrs bool, out []Resolution, fork bool) 
 		}
 		defer func() { err = errors.Join(err, s.Close()) }()
 	}
-	return s.LookupSorted(bt.t, lookups, attrs, func(i int, v *store.Version, reason store.MissReason) {
+	var lookups []store.Probe
+	for r := next.Add(1) - 1; r < int64(len(ranges)); r = next.Add(1) - 1 {
+		if lookups, err = bt.merge(s, ranges[r], lookups, attrs, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// merge sorts one key range and resolves it with one forward pass of one
+// iterator. lookups is a buffer it reuses and returns.
+func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe, attrs bool, out []Resolution) ([]store.Probe, error) {
+	if len(probes) == 0 {
+		return lookups, nil
+	}
+	slices.SortFunc(probes, bt.compare)
+	lookups = slices.Grow(lookups[:0], len(probes))[:len(probes)]
+	for i := range probes {
+		p := &probes[i]
+		lookups[i] = store.Probe{Tuple: bt.tuple(p), Valid: p.valid, Tx: p.tx}
+	}
+	err := s.LookupSorted(bt.t, lookups, attrs, func(i int, v *store.Version, reason store.MissReason) {
 		index := int(probes[i].index)
 		res := &out[index]
 		res.Index, res.Reason = index, reason
@@ -220,4 +248,5 @@ func (bt *batch) merge(probes []probe, attrs bool, out []Resolution, fork bool) 
 			res.SK, res.Inferred, res.Attrs = v.SK, v.Inferred, v.Attrs
 		}
 	})
+	return lookups, err
 }

@@ -12,4 +12,46 @@
 // at that transaction time, the valid time is before its first version, in a gap
 // between versions, or after its last version. errors.Is(err, ErrNotFound) holds
 // for every miss, and errors.Is(err, ErrInGap) etc. for each reason.
+//
+// # Scans
+//
+// Snapshot, History, HistoryRange, Audit, Changes and Gaps return iter.Seq2
+// sequences. Each reads one consistent snapshot from the start of the loop to its
+// end, so commits made during the loop change nothing it returns, and releases
+// its iterators (and, on a *store.DB, its snapshot) when the loop ends, however it
+// ends. A failure to read is the last pair a sequence yields. Scans select keys
+// with a KeyRange: a prefix of leading key columns, and/or a [Start, End) range.
+//
+// # Decisions (DESIGN.md leaves these open)
+//
+//   - A transaction time after the newest commit reads as the newest commit.
+//     Versions are returned as stored: one read at an old transaction time shows
+//     in TxTo the retirement that came later, as Get does. The change feed is the
+//     exception: Changes(since, until] reads as known at until (a later TxTo shows
+//     as store.Infinity), so a window reads the same whenever it is read.
+//   - Snapshot leaves out keys with no version at its point rather than yielding
+//     their misses; Get explains a single key's miss.
+//   - Paging uses cursors, never offsets: a cursor is an opaque URL-safe string
+//     naming the last row returned (its key and valid_from, or its transaction-log
+//     position) and, for History, the transaction time the first page read, which
+//     every later page reads again. Offsets would skip or repeat rows when a
+//     commit lands between pages.
+//   - Gaps reports holes between consecutive versions of a key. A closed last
+//     version is not a gap (reads after it miss with ErrAfterLast), and a key with
+//     no version at the transaction time is not reported at all.
+//   - GetBySK of a surrogate key whose version a transaction removed (deleted, or
+//     absorbed by a neighbour) is an *SKMiss that names the retiring transaction,
+//     rather than the last record of the key: a fact holding that sk resolves
+//     again, or reads the version as known at its own load time.
+//   - Resolve keeps the input order and reports the first miss in input order
+//     under MissError, so its errors do not depend on how the batch was split.
+//     Facts with their own, older transaction time cost one as-of lookup each;
+//     facts at the newest commit are merged.
+//   - MissInferred is the one read path that writes: it imports package txn and
+//     commits one transaction with txn.Tx.InsertInferred. A placeholder covers
+//     [earliest valid time its facts need, +∞), not (-∞, +∞): a fact from before
+//     the dimension's real history would otherwise silently resolve to the
+//     placeholder. Placeholders are created only for keys unknown at the newest
+//     commit, never before or between a known key's versions, where a miss is a
+//     load bug the gap report shows and a placeholder would hide.
 package query

@@ -72,7 +72,7 @@ func randomFacts(rng *rand.Rand, n, keys int, txs []int64) []query.Fact {
 // TestResolveMatchesGet resolves 100k random facts (10k with -short) in one
 // batch, which takes the parallel path, and compares every answer with a Get.
 func TestResolveMatchesGet(t *testing.T) {
-	n, keys := 100_000, 5000
+	n, keys := 100_000, 3000
 	if testing.Short() {
 		n, keys = 10_000, 1000
 	}

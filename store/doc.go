@@ -36,12 +36,23 @@
 //	0x13 txlog   | tid | asc(tx) | ordinal (4 bytes BE) -> msgpack [op, tuple, valid_from, tx_from]
 //	    One entry per record asserted (op 0) or retired (op 1) by transaction tx, in
 //	    commit order: the change feed Changes(T1, T2] scans one contiguous range.
-//	0x20 events  | tid | tuple | asc(at) | asc(seq)  -> msgpack event (changes tables)
-//	    The per-key CDC event log from which a changes table's versions derive.
+//	0x04 attrs   | tid | ordinal (4 bytes BE)       -> attribute name
+//	    The table's attribute names in the order writes (or DeclareAttrNames) first
+//	    used them; tools print columns in this order.
+//	0x20 events  | tid | tuple | asc(at) | asc(seq)  -> msgpack [op, attrs | nil]
+//	    The per-key CDC event log of a changes table, from which its versions
+//	    derive (invariant 6). See events.go.
 //	0x21 batches | tid | batch id                    -> int64 commit tx
 //	    Batch ids applied to a changes table, for idempotent re-application.
-//	0x30 groups  | tid | group tuple | tuple | desc(valid_from) | desc(tx_from) -> nil
-//	    Temporal group index of tables declared with GroupBy.
+//	0x22 checkpoints | tid | tuple                   -> msgpack [through, open, from, attrs | nil]
+//	    The derivation state of a key just before valid time `through`, replacing
+//	    the events older than the table's lateness horizon, which were compacted.
+//	0x30 groups  | tid | group tuple | 0x00 | tuple | desc(valid_from)                -> record value
+//	0x30 groups  | tid | group tuple | 0x01 | tuple | desc(valid_from) | desc(tx_from) -> record value
+//	    The temporal group index of tables declared with GroupBy: a copy of every
+//	    record filed under its group attributes' values, current records (0x00)
+//	    apart from retired ones (0x01), so "the versions of group G active at
+//	    (V, T)" is a range scan of G that touches no other group. See groups.go.
 //
 // # Invariants
 //
@@ -53,7 +64,10 @@
 //  3. A surrogate key is unique among the records alive at any instant and always
 //     names the same natural key.
 //  4. Transaction times are strictly increasing; no record is newer than last_tx.
-//  5. The sk index, the transaction log and the catalog agree with the records.
+//  5. The sk index, the transaction log, the group index and the catalog agree
+//     with the records.
+//  6. A changes table's versions equal a from-scratch derivation of its event log
+//     (checked by package txn, which owns the derivation, via RegisterCheck).
 //
 // # Concurrency
 //

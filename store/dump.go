@@ -206,6 +206,15 @@ func (e *Entry) decodeTuple(t *Table, b []byte) ([]byte, error) {
 }
 
 func (e *Entry) decodeRecord(t *Table, ks byte, b []byte) error {
+	if err := e.decodeRecordKey(t, ks == ksHistory, b); err != nil {
+		return err
+	}
+	return e.decodeRecordValue()
+}
+
+// decodeRecordKey decodes tuple | desc(valid_from) [| desc(tx_from)], the tail of
+// a record key in 0x10 / 0x11 and of a group index key.
+func (e *Entry) decodeRecordKey(t *Table, history bool, b []byte) error {
 	rest, err := e.decodeTuple(t, b)
 	if err != nil {
 		return err
@@ -215,7 +224,7 @@ func (e *Entry) decodeRecord(t *Table, ks byte, b []byte) error {
 		return err
 	}
 	e.addKey("valid_from", FieldValidTime, from)
-	if ks == ksHistory {
+	if history {
 		txFrom, r, err := encoding.DecodeTimeDesc(rest)
 		if err != nil {
 			return err
@@ -226,6 +235,11 @@ func (e *Entry) decodeRecord(t *Table, ks byte, b []byte) error {
 	if len(rest) != 0 {
 		return fmt.Errorf("%d trailing key bytes", len(rest))
 	}
+	return nil
+}
+
+// decodeRecordValue decodes an encoding.RecordValue.
+func (e *Entry) decodeRecordValue() error {
 	rv, err := encoding.DecodeRecord(e.RawKV.Value)
 	if err != nil {
 		return err
@@ -347,17 +361,13 @@ func (e *Entry) decodeGroup(t *Table, b []byte) error {
 		return err
 	}
 	e.addKey("group", FieldKey, Key(group))
-	if rest, err = e.decodeTuple(t, rest); err != nil {
+	if len(rest) == 0 || rest[0] > groupHistory {
+		return fmt.Errorf("missing or unknown group index marker")
+	}
+	if err := e.decodeRecordKey(t, rest[0] == groupHistory, rest[1:]); err != nil {
 		return err
 	}
-	from, rest, err := encoding.DecodeTimeDesc(rest)
-	if err != nil {
-		return err
-	}
-	e.addKey("valid_from", FieldValidTime, from)
-	txFrom, _, err := encoding.DecodeTimeDesc(rest)
-	e.addKey("tx_from", FieldTxTime, txFrom)
-	return err
+	return e.decodeRecordValue()
 }
 
 func toInt64(v any) (int64, bool) {

@@ -438,3 +438,28 @@ func (s *Snapshot) HasChangesData(t *Table) (bool, error) {
 	}
 	return false, nil
 }
+
+// KeyVersionsTail returns the current versions of a key with ValidFrom >= from,
+// plus up to before versions that start earlier, in ascending valid order, and
+// whether that is every current version of the key. It reads the current index
+// newest first and stops there: the cost is the tail, not the key's history.
+func (s *Snapshot) KeyVersionsTail(t *Table, tuple []byte, from int64, before int) ([]Version, bool, error) {
+	if s.closed {
+		return nil, false, ErrClosed
+	}
+	var out []Version
+	complete := true
+	err := s.keyRecords(t, tuple, ksCurrent, func(v Version) bool {
+		if v.ValidFrom < from {
+			if before == 0 {
+				complete = false
+				return false
+			}
+			before--
+		}
+		out = append(out, v)
+		return true
+	})
+	slices.Reverse(out)
+	return out, complete, err
+}

@@ -39,14 +39,19 @@ func (s *Snapshot) RawScan(lower, upper []byte) iter.Seq2[RawKV, error] {
 	}
 }
 
-// RawSet writes value under key (or deletes key when value is nil) in one synced
-// batch, bypassing the layout, the catalog and every invariant. It exists so tests
-// can plant corrupt records and tools can repair a store by hand; the DB's cached
-// state (last transaction time, catalog, surrogate-key counters) is not updated,
-// so reopen the store after raw writes. It waits for any write transaction.
-func (db *DB) RawSet(key, value []byte) error {
-	if len(key) == 0 {
-		return fmt.Errorf("bitempo: raw write of an empty key")
+// RawWrite writes entries in one synced batch, bypassing the layout, the
+// catalog and every invariant: each entry sets its key to its value, or deletes
+// the key when the value is nil. It exists so tests can plant corrupt records and
+// tools can repair a store by hand. The DB's cached state (last transaction
+// time, catalog, surrogate-key counters) is not updated, so reopen the store
+// after raw writes. It waits for any write transaction to finish.
+func (db *DB) RawWrite(entries ...RawKV) error {
+	writes := make([]kvWrite, len(entries))
+	for i, e := range entries {
+		if len(e.Key) == 0 {
+			return fmt.Errorf("bitempo: raw write of an empty key")
+		}
+		writes[i] = kvWrite{key: bytes.Clone(e.Key), value: bytes.Clone(e.Value), del: e.Value == nil}
 	}
 	db.writer.Lock()
 	defer db.writer.Unlock()
@@ -58,9 +63,14 @@ func (db *DB) RawSet(key, value []byte) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	w := kvWrite{key: bytes.Clone(key), value: bytes.Clone(value), del: value == nil}
-	if err := db.engine.commit([]kvWrite{w}, true); err != nil {
+	if err := db.engine.commit(writes, true); err != nil {
 		return fmt.Errorf("bitempo: raw write: %w", err)
 	}
 	return nil
+}
+
+// RawSet is RawWrite of one entry: it sets key to value, or deletes key when
+// value is nil.
+func (db *DB) RawSet(key, value []byte) error {
+	return db.RawWrite(RawKV{Key: key, Value: value})
 }

@@ -160,21 +160,16 @@ func (c *keyCursor) advance() error {
 	return c.load()
 }
 
-// tableKeys walks the distinct keys that have records in the current index or,
-// when withHistory, in either index: the keys a read at a past transaction time
-// must consider.
+// tableKeys walks the distinct keys that have records in the current index or in
+// history: the keys a read at a past transaction time must consider.
 type tableKeys struct {
 	cursors []*keyCursor
 	tuple   []byte
 }
 
-func (s *Snapshot) newTableKeys(t *Table, span Span, withHistory bool) (*tableKeys, error) {
+func (s *Snapshot) newTableKeys(t *Table, span Span) (*tableKeys, error) {
 	tk := &tableKeys{}
-	spaces := []byte{ksCurrent}
-	if withHistory {
-		spaces = append(spaces, ksHistory)
-	}
-	for _, ks := range spaces {
+	for _, ks := range []byte{ksCurrent, ksHistory} {
 		c, err := s.newKeyCursor(ks, t, span)
 		if c != nil {
 			tk.cursors = append(tk.cursors, c)
@@ -221,10 +216,11 @@ func (tk *tableKeys) close() error {
 
 // ScanAt yields, in key order, the version of every key of span in effect at
 // valid time valid as known at transaction time tx; keys with no such version are
-// left out. At or after LastTx it reads the current-state index with at most one
-// seek per key (none when the key's newest version is the one in effect); at an
-// older transaction time it walks the keys of both indexes and costs a few seeks
-// per key, never a walk through a key's history.
+// left out. At or after LastTx it reads the current-state index with at most two
+// seeks per key: one to the version in effect, unless it is the key's newest,
+// and one past the key's older versions, unless a few steps reach the next key.
+// At an older transaction time it walks the keys of both indexes and costs a few
+// seeks per key. It never walks through a key's history.
 func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Version, error] {
 	return func(yield func(Version, error) bool) {
 		y := &yielder[Version]{yield: yield}
@@ -283,7 +279,7 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 }
 
 func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[Version]) (err error) {
-	keys, err := s.newTableKeys(t, span, true)
+	keys, err := s.newTableKeys(t, span)
 	defer func() { err = firstError(err, keys.close()) }()
 	if err != nil {
 		return err
@@ -359,8 +355,8 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 		return err
 	}
 	defer func() { err = firstError(err, it.Close()) }()
-	h := &keyHistory{s: s, t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
-	for ok := it.First(); ok; ok = it.SeekGE(encoding.PrefixEnd(h.keyPfx)) {
+	h := &keyHistory{t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
+	for ok := it.First(); ok; {
 		kp, _, err := recordKey(it.Key(), h.pfxLen, 8)
 		if err != nil {
 			return err
@@ -373,6 +369,11 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 		if more, err := h.run(); !more || err != nil {
 			return err
 		}
+		next := encoding.PrefixEnd(h.keyPfx)
+		if bytes.Compare(next, upper) >= 0 {
+			break // the span holds no further key (a single-key history ends here)
+		}
+		ok = it.SeekGE(next)
 	}
 	return it.Error()
 }
@@ -381,7 +382,6 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 // current index, in ascending valid order. The index holds a key's versions
 // newest first, so it seeks to the start of the period and steps backwards.
 type keyHistory struct {
-	s      *Snapshot
 	t      *Table
 	it     kvIter
 	pfxLen int
@@ -394,26 +394,39 @@ type keyHistory struct {
 	y      *yielder[Version]
 }
 
-// run yields the key's versions; it reports false when the loop has ended.
+// run yields the key's versions, starting with the iterator on the key's newest
+// record; it reports false when the loop has ended.
 func (h *keyHistory) run() (bool, error) {
 	var ok bool
-	if h.resume && h.after >= h.from {
+	switch {
+	case h.resume && h.after >= h.from:
 		ok = h.it.SeekLT(h.seekKey(h.after)) // the first version starting after h.after
-	} else {
-		// The version with the greatest valid_from <= from may overlap the period.
-		ok = h.it.SeekGE(h.seekKey(h.from))
-		if ok && bytes.HasPrefix(h.it.Key(), h.keyPfx) {
-			v, err := h.decode()
-			if err != nil {
+	case h.from == NegInfinity:
+		ok = h.it.SeekLT(encoding.PrefixEnd(h.keyPfx)) // the key's first version
+	default:
+		// The version with the greatest valid_from <= from may overlap the period;
+		// when it is the newest, it is the only one that can.
+		v, err := h.decode()
+		if err != nil {
+			return false, err
+		}
+		newest := v.ValidFrom <= h.from
+		if !newest {
+			if ok = h.it.SeekGE(h.seekKey(h.from)); !ok || !bytes.HasPrefix(h.it.Key(), h.keyPfx) {
+				ok = h.it.SeekLT(h.seekKey(h.from)) // every version starts after from
+				break
+			}
+			if v, err = h.decode(); err != nil {
 				return false, err
 			}
-			if v.ValidTo > h.from && (!h.resume || v.ValidFrom > h.after) && !h.y.emit(v) {
-				return false, nil
-			}
-			ok = h.it.Prev()
-		} else {
-			ok = h.it.SeekLT(h.seekKey(h.from))
 		}
+		if v.ValidTo > h.from && (!h.resume || v.ValidFrom > h.after) && !h.y.emit(v) {
+			return false, nil
+		}
+		if newest {
+			return true, nil
+		}
+		ok = h.it.Prev()
 	}
 	for ; ok && bytes.HasPrefix(h.it.Key(), h.keyPfx); ok = h.it.Prev() {
 		v, err := h.decode()
@@ -444,7 +457,7 @@ func (h *keyHistory) decode() (Version, error) {
 }
 
 func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
-	keys, err := s.newTableKeys(t, span, true)
+	keys, err := s.newTableKeys(t, span)
 	defer func() { err = firstError(err, keys.close()) }()
 	if err != nil {
 		return err

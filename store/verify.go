@@ -95,7 +95,7 @@ func Verify(r Reader) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, ks := range []byte{ksCurrent, ksHistory, ksSKIndex, ksTxLog, ksSK} {
+	for _, ks := range []byte{ksSK, ksAttrs, ksCurrent, ksHistory, ksSKIndex, ksTxLog, ksEvents, ksBatches, ksCheckpoints} {
 		if err := verifyTableIDs(s, ks, known, rep); err != nil {
 			return nil, err
 		}

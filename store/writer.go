@@ -27,7 +27,6 @@ type Writer struct {
 	ordinals map[uint32]uint32
 	newAttrs map[uint32][]string
 	done     bool
-	buf      []byte
 }
 
 // BeginWrite starts a write transaction, waiting for the previous one to finish.
@@ -123,6 +122,7 @@ const (
 
 // txLogEntry is the value of a transaction-log key.
 type txLogEntry struct {
+	//lint:ignore U1000 msgpack reads this field's tag: encode the entry as an array
 	_msgpack  struct{} `msgpack:",as_array"`
 	Op        int
 	Tuple     []byte

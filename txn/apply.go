@@ -322,11 +322,13 @@ type keyPlan struct {
 	below   []cdcEvent // logged events in [old checkpoint, min(p, through))
 }
 
-// planKey reads what applying the batch's events of one key needs: the key's
-// versions, its newest event and checkpoint, and the logged events from the
-// resume point on (and those the horizon newly passes).
+// planKey reads what applying the batch's events of one key needs: the tail of
+// the key's versions from the batch's earliest granule on, its newest event and
+// checkpoint, and the logged events from the resume point on (and those the
+// horizon newly passes).
 func (tx *Tx) planKey(t *store.Table, kev *keyEvents) (*keyPlan, error) {
-	ks, err := tx.state(t, kev.key)
+	m, _ := granuleOf(kev.events[0].at, t.Granularity) // the batch's earliest granule
+	ks, err := tx.stateTail(t, kev.key, m)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +345,6 @@ func (tx *Tx) planKey(t *store.Table, kev *keyEvents) (*keyPlan, error) {
 	if p.tooLate() != nil {
 		return p, nil // reported by firstTooLate; nothing else is needed
 	}
-	m := p.granule(p.fresh[0].at)
 	newest := p.granule(p.newest.At)
 	rp := resume(ks.cur, m, newest, p.hasNewest)
 	p.p, p.st = rp.p, rp.st

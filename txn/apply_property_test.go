@@ -82,8 +82,10 @@ func drawEvent() *rapid.Generator[Event] {
 }
 
 // runArrival applies events in the given order, split into random batches with
-// random duplicates and replays, checking every step. It returns the final
-// versions, rendered byte-exactly.
+// random duplicates and replays, and groups runs of batches into one
+// transaction. Inside a transaction, Applys are checked at random through
+// Tx.Versions (read-your-writes); after each commit the store is checked and
+// verified. It returns the final versions, rendered byte-exactly.
 func runArrival(rt *rapid.T, def store.TableDef, order []Event, arrival int) string {
 	db, err := store.Open("", store.Options{InMemory: true, NoSync: true})
 	if err != nil {
@@ -95,60 +97,103 @@ func runArrival(rt *rapid.T, def store.TableDef, order []Event, arrival int) str
 		rt.Fatal(err)
 	}
 	label := func(s string) string { return fmt.Sprintf("%s%d", s, arrival) }
+	var batches [][]Event
+	for rest := order; len(rest) > 0; {
+		n := len(rest)
+		if arrival > 0 {
+			n = 1 + rapid.IntRange(0, len(rest)-1).Draw(rt, label("batch"))
+		}
+		batches = append(batches, slices.Clone(rest[:n]))
+		rest = rest[n:]
+	}
 	var applied []Event
+	var committed []int // indexes of the batches that committed
 	type past struct {
 		tx   int64
 		want string
 	}
 	var history []past
-	var batches [][]Event
-	var committed []int // indexes of the batches that committed
-	for rest := order; len(rest) > 0; {
-		n := 1 + rapid.IntRange(0, len(rest)-1).Draw(rt, label("batch"))
-		if arrival == 0 {
-			n = len(rest)
-		}
-		batch := slices.Clone(rest[:n])
-		rest = rest[n:]
-		if len(applied) > 0 && rapid.Bool().Draw(rt, label("dup")) {
-			batch = append(batch, applied[rapid.IntRange(0, len(applied)-1).Draw(rt, label("dupOf"))])
-		}
-		if len(committed) > 0 && rapid.IntRange(0, 3).Draw(rt, label("replay")) == 0 {
-			i := committed[rapid.IntRange(0, len(committed)-1).Draw(rt, label("replayOf"))]
-			res, err := Apply(db, "t", fmt.Sprintf("b%d", i), batch)
-			if err != nil || !res.Replayed {
-				rt.Fatalf("replay of batch %d: %+v, %v", i, res, err)
+	for next := 0; next < len(batches); {
+		group := 1 + rapid.IntRange(0, 2).Draw(rt, label("perTx"))
+		var pending []int
+		c, err := Update(db, func(tx *Tx) error {
+			for ; group > 0 && next < len(batches); group, next = group-1, next+1 {
+				batch := batches[next]
+				if len(applied) > 0 && rapid.Bool().Draw(rt, label("dup")) {
+					batch = append(batch, applied[rapid.IntRange(0, len(applied)-1).Draw(rt, label("dupOf"))])
+					batches[next] = batch
+				}
+				if done := append(slices.Clone(committed), pending...); len(done) > 0 && rapid.IntRange(0, 3).Draw(rt, label("replay")) == 0 {
+					i := done[rapid.IntRange(0, len(done)-1).Draw(rt, label("replayOf"))]
+					if res, err := tx.Apply("t", fmt.Sprintf("b%d", i), batch); err != nil || !res.Replayed {
+						return fmt.Errorf("replay of batch %d: %+v, %v", i, res, err)
+					}
+				}
+				res, err := tx.Apply("t", fmt.Sprintf("b%d", next), batch)
+				if errors.Is(err, ErrTooLate) && def.Lateness > 0 {
+					continue // rejected whole; the reference never sees it
+				}
+				if err != nil {
+					return fmt.Errorf("apply b%d %v: %w", next, batch, err)
+				}
+				if res.Accepted+res.Duplicates > len(batch) || res.Accepted+res.Duplicates+res.Conflicts < len(batch) {
+					return fmt.Errorf("apply b%d: counts %+v do not account for %d events", next, res, len(batch))
+				}
+				pending = append(pending, next)
+				applied = append(applied, batch...)
+				if !rapid.Bool().Draw(rt, label("readInTx")) {
+					continue // reading completes partial states: not always
+				}
+				want := renderRef(refDerive(tbl, applied))
+				if got := renderInTx(rt, tx, applied); got != want {
+					return fmt.Errorf("inside the transaction after b%d of %v:\ngot\n%s\nwant\n%s", next, applied, got, want)
+				}
 			}
-		}
-		id := fmt.Sprintf("b%d", len(batches))
-		batches = append(batches, batch)
-		res, err := Apply(db, "t", id, batch)
-		if errors.Is(err, ErrTooLate) && def.Lateness > 0 {
-			continue // rejected whole; the reference never sees it
-		}
+			return nil
+		})
 		if err != nil {
-			rt.Fatalf("apply %s %v: %v", id, batch, err)
+			rt.Fatal(err)
 		}
-		if res.Accepted+res.Duplicates > len(batch) || res.Accepted+res.Duplicates+res.Conflicts < len(batch) {
-			rt.Fatalf("apply %s: counts %+v do not account for %d events", id, res, len(batch))
-		}
-		committed = append(committed, len(batches)-1)
-		applied = append(applied, batch...)
+		committed = append(committed, pending...)
 		want := renderRef(refDerive(tbl, applied))
 		if got := renderStored(rt, db, tbl, store.Infinity); got != want {
-			rt.Fatalf("after batch %s of %v:\ngot\n%s\nwant\n%s", id, applied, got, want)
+			rt.Fatalf("after commit %d of %v:\ngot\n%s\nwant\n%s", c.Tx, applied, got, want)
 		}
 		if rep, err := store.Verify(db); err != nil || !rep.OK() {
-			rt.Fatalf("verify after batch %s: %v %v", id, err, rep)
+			rt.Fatalf("verify after commit %d: %v %v", c.Tx, err, rep)
 		}
-		history = append(history, past{res.Tx, want})
+		if c.Tx != 0 {
+			history = append(history, past{c.Tx, want})
+		}
 	}
 	for i, h := range history {
 		if got := renderStored(rt, db, tbl, h.tx); got != h.want {
-			rt.Fatalf("read at tx %d (step %d):\ngot\n%s\nwant\n%s", h.tx, i, got, h.want)
+			rt.Fatalf("read at tx %d (commit %d):\ngot\n%s\nwant\n%s", h.tx, i, got, h.want)
 		}
 	}
 	return renderStored(rt, db, tbl, store.Infinity)
+}
+
+// renderInTx renders, through Tx.Versions, the versions of every key the events
+// mention, as renderStored does.
+func renderInTx(rt *rapid.T, tx *Tx, events []Event) string {
+	var keys []string
+	for _, e := range events {
+		keys = append(keys, e.Key[0].(string))
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range slices.Compact(keys) {
+		vs, err := tx.Versions("t", store.Key{k})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for _, v := range vs {
+			enc, _ := encoding.AppendAttrs(nil, v.Attrs)
+			fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.Key, v.ValidFrom, v.ValidTo, enc)
+		}
+	}
+	return b.String()
 }
 
 // refVersion is a version of the reference model.

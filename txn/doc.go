@@ -44,4 +44,9 @@
 //     upsert's attributes, starting at the upsert's time if that is earlier.
 //   - Attribute names must not repeat key column names.
 //   - An empty transaction commits nothing and uses no transaction time.
+//
+// Changes tables (CDC) have their own rules: Apply's decisions (ties, surrogate
+// keys of re-derived versions, the per-key lateness horizon, batch ids) are
+// written at the top of apply.go, and the derivation of versions from events in
+// derive.go; the scenario files in testdata/apply teach them by example.
 package txn

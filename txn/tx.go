@@ -2,6 +2,7 @@ package txn
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -29,6 +30,9 @@ type keyState struct {
 	tuple []byte
 	orig  []store.Version
 	cur   []store.Version
+	// partial: orig and cur hold only the key's latest versions (Apply loads
+	// the tail it can change); state completes them before any other use.
+	partial bool
 }
 
 // Commit describes a committed transaction.
@@ -149,7 +153,7 @@ func (tx *Tx) state(t *store.Table, key store.Key) (*keyState, error) {
 		return nil, err
 	}
 	if ks, ok := tx.keys[string(tx.buf)]; ok {
-		return ks, nil
+		return ks, tx.completeState(ks)
 	}
 	tuple := bytes.Clone(tx.buf[4:])
 	versions, err := tx.w.Snapshot().KeyVersions(t, tuple, store.Infinity)
@@ -180,6 +184,15 @@ func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 	}
 	if _, err := encoding.AppendAttrs(nil, out); err != nil {
 		return nil, &AttrError{t.Name, "", err}
+	}
+	if err := t.CheckGroupAttrs(out); err != nil {
+		name := ""
+		var ge *store.GroupValueError
+		if errors.As(err, &ge) {
+			name = ge.Attr
+			err = fmt.Errorf("%w: %v (%T) as a group value: %s", store.ErrGroupValue, ge.Value, ge.Value, ge.Reason)
+		}
+		return nil, &AttrError{t.Name, name, err}
 	}
 	return out, nil
 }

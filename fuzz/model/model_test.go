@@ -277,7 +277,7 @@ func TestValuesEqual(t *testing.T) {
 		{" Oslo ", "oslo", Options{Trim: true, FoldCase: true}, true},
 		{" Oslo ", "Oslo", Options{FoldCase: true}, false},
 		{"Oslo", "oslo", Options{Trim: true}, false},
-		{"K", "\u212a", Options{FoldCase: true}, true}, // Kelvin sign folds to K
+		{"K", "\u212a", Options{FoldCase: true}, true},  // Kelvin sign folds to K
 		{"i", "\u0130", Options{FoldCase: true}, false}, // İ has no simple folding
 		{"x", []byte("x"), Options{}, false},
 		{int64(1), "1", Options{}, false},

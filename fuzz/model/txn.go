@@ -28,7 +28,7 @@ func (o Outcome) String() string {
 // aborts it.
 type Txn struct {
 	m      *Model
-	nextSK map[string]uint64            // per table
+	nextSK map[string]uint64              // per table
 	lines  map[string]map[string][]Record // table -> key -> timeline
 	done   bool
 }

@@ -10,7 +10,7 @@ import (
 
 // tiny is a scale for tests: every workload on every engine in seconds.
 var tiny = scale{name: "tiny", keys: 300, versions: 6, lookups: 2_000, slowLookups: 100,
-	oldKeys: 20, corrections: 100, facts: 3_000, aggUsers: 20, aggRows: 300, batch: 100, runs: 1}
+	oldKeys: 20, corrections: 100, facts: 3_000, aggUsers: 20, aggRows: 300, batch: 100, runs: 1, writeRuns: 1}
 
 // TestEnginesAgree runs every workload on every engine and requires every
 // engine to succeed with the same checksum as bitempo.

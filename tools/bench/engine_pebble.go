@@ -316,11 +316,14 @@ func (e *pebbleEngine) mergeFacts(ps []sortedProbe, out []answer) error {
 		return err
 	}
 	var buf []byte
+	positioned := false
 	for _, p := range ps {
 		buf = keyPrefix(buf[:0], 0, p.key)
 		n := len(buf)
 		buf = appendDesc(buf, p.valid)
-		if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:n]) {
+		ok := seekForward(it, buf, positioned)
+		positioned = true
+		if !ok || !bytes.HasPrefix(it.Key(), buf[:n]) {
 			continue
 		}
 		v := decodeVersionValue(decodeDesc(it.Key()[n:]), it.Value())
@@ -329,6 +332,24 @@ func (e *pebbleEngine) mergeFacts(ps []sortedProbe, out []answer) error {
 		}
 	}
 	return errors.Join(it.Error(), it.Close())
+}
+
+// seekForward positions it at the first key >= target, where targets only grow:
+// it steps with Next while that is likely cheaper than a seek (the next fact's
+// version is usually a few entries ahead) and seeks past longer stretches.
+func seekForward(it *pebble.Iterator, target []byte, positioned bool) bool {
+	if positioned {
+		for range 8 {
+			if !it.Valid() {
+				return false
+			}
+			if bytes.Compare(it.Key(), target) >= 0 {
+				return true
+			}
+			it.Next()
+		}
+	}
+	return it.SeekGE(target)
 }
 
 // snapshot walks the whole table once: per key, the first version (newest

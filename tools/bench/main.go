@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&only, "only", "workloads to run, by number or name, comma separated or repeated (default all): "+workloadNames())
 	fs.Var(&engineNames, "engines", "engines to run, comma separated (default all: bitempo,pebble,sqlite,duckdb)")
 	out := fs.String("out", "", "also write the results as markdown, with machine details, to this file")
-	runs := fs.Int("runs", 0, "repetitions per measurement (default: the scale's)")
+	runs := fs.Int("runs", 0, "repetitions of every measurement (default: the scale's, 3 for reads; 3 for writes at small, 1 above)")
 	seed := fs.Uint64("seed", 1, "seed of the generated data")
 	dir := fs.String("dir", "", "parent directory for the databases (default: the system's temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *runs > 0 {
-		sc.runs = *runs
+		sc.runs, sc.writeRuns = *runs, *runs
 	}
 	ws, err := selectWorkloads(only)
 	if err != nil {

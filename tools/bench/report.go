@@ -78,9 +78,10 @@ func (h *harness) writeMarkdown(w io.Writer, command string, started time.Time, 
 	sc := h.sc
 	fmt.Fprintf(w, "\n## Data\n\n%d keys x %d changes (%d SCD2 changes, %d late in workload 2 order); %d lookups "+
 		"(DuckDB: the first %d); workload 4: %d keys x %d versions x %d corrections; %d facts; CDC feed of %d events; "+
-		"workload 8: %d users x 10 contracts x %d versions, %d rows; commits of %d; median of %d runs.\n\n",
+		"workload 8: %d users x 10 contracts x %d versions, %d rows; commits of %d; median of %d runs (%d for the write "+
+		"workloads 1, 2 and 7, each a fresh database).\n\n",
 		sc.keys, sc.versions, len(h.d.inOrder), countLate(h.d), sc.lookups, sc.slowLookups, sc.oldKeys, sc.versions,
-		sc.corrections, sc.facts, len(h.d.cdc), sc.aggUsers, sc.versions, sc.aggRows, sc.batch, sc.runs)
+		sc.corrections, sc.facts, len(h.d.cdc), sc.aggUsers, sc.versions, sc.aggRows, sc.batch, sc.runs, sc.writeRuns)
 	fmt.Fprintln(w, "## Results")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Per op and throughput are wall-clock, from the median run. Time vs bitempo: the engine's median time per "+

@@ -22,17 +22,18 @@ type scale struct {
 	aggUsers, aggRows int
 	// batch is the number of changes or events per commit.
 	batch int
-	// runs is how many times each measurement is repeated (the median counts).
-	runs int
+	// runs is how many times each read measurement is repeated, writeRuns each
+	// write workload (1, 2, 7: a fresh database per run); the median counts.
+	runs, writeRuns int
 }
 
 var scales = []scale{
 	{name: "small", keys: 1_000, versions: 10, lookups: 10_000, slowLookups: 500,
-		oldKeys: 30, corrections: 100, facts: 10_000, aggUsers: 50, aggRows: 1_000, batch: 1_000, runs: 3},
+		oldKeys: 30, corrections: 100, facts: 10_000, aggUsers: 50, aggRows: 1_000, batch: 1_000, runs: 3, writeRuns: 3},
 	{name: "medium", keys: 100_000, versions: 10, lookups: 100_000, slowLookups: 1_000,
-		oldKeys: 10_000, corrections: 100, facts: 1_000_000, aggUsers: 5_000, aggRows: 100_000, batch: 1_000, runs: 3},
+		oldKeys: 10_000, corrections: 100, facts: 1_000_000, aggUsers: 5_000, aggRows: 100_000, batch: 1_000, runs: 3, writeRuns: 1},
 	{name: "large", keys: 1_000_000, versions: 10, lookups: 100_000, slowLookups: 1_000,
-		oldKeys: 100_000, corrections: 100, facts: 10_000_000, aggUsers: 50_000, aggRows: 1_000_000, batch: 1_000, runs: 1},
+		oldKeys: 100_000, corrections: 100, facts: 10_000_000, aggUsers: 50_000, aggRows: 1_000_000, batch: 1_000, runs: 1, writeRuns: 1},
 }
 
 func scaleByName(name string) (scale, error) {

@@ -20,7 +20,7 @@ func runCDC(h *harness, k engineKind) (measurement, error) {
 		batches = append(batches, h.d.cdc[lo:min(lo+h.sc.batch, len(h.d.cdc))])
 	}
 	m := measurement{ops: len(h.d.cdc)}
-	for run := range h.sc.runs {
+	for run := range h.sc.writeRuns {
 		e, err := h.fresh(k, "cdc")
 		if err != nil {
 			return m, err
@@ -35,7 +35,7 @@ func runCDC(h *harness, k engineKind) (measurement, error) {
 			}
 		}
 		m.times = append(m.times, w.stop())
-		if err == nil && run == h.sc.runs-1 {
+		if err == nil && run == h.sc.writeRuns-1 {
 			m.sum, err = tableChecksum(e.changesVersions)
 		}
 		if err := errors.Join(err, h.discard(e)); err != nil {

@@ -19,8 +19,8 @@ func runIngestLate(h *harness, k engineKind) (measurement, error) {
 
 func runIngest(h *harness, k engineKind, feed []change, keepBase bool) (measurement, error) {
 	m := measurement{ops: len(feed)}
-	for run := range h.sc.runs {
-		last := run == h.sc.runs-1
+	for run := range h.sc.writeRuns {
+		last := run == h.sc.writeRuns-1
 		e, err := h.fresh(k, "ingest")
 		if err != nil {
 			return m, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bitempo/bitempo/store"
@@ -11,6 +12,7 @@ import (
 func (a *app) createCmd() *cobra.Command {
 	var (
 		keys, keyTypes, track, trackExcept []string
+		groupBy                            []string
 		kind, axis, granularity            string
 		ignoreNulls                        bool
 	)
@@ -22,10 +24,13 @@ default to string. A periods table takes versions and SCD2 changes (load --from/
 or --at); a changes table is owned by a CDC feed (load --at [--seq] [--op-col]).
 Tracked attributes decide what makes a new version: all non-key attributes by
 default, or only --track, or all but --track-except. The axis says how valid times
-are written: time (RFC 3339), date (YYYY-MM-DD) or int.`,
+are written: time (RFC 3339), date (YYYY-MM-DD) or int. --group-by declares a
+temporal index on attributes (contracts grouped by user_id) for backfill, which
+aggregates a group's versions in effect at each requested time.`,
 		Example: `  bitempo create customers --key customer_id --axis date
   bitempo create prices --key sku,store --key-types string,int64 --track price
-  bitempo create accounts --key account_id --kind changes --granularity day`,
+  bitempo create accounts --key account_id --kind changes --granularity day
+  bitempo create contracts --key contract_id --axis date --group-by user_id`,
 		Args: argsRange(1, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			def, err := tableDef(args[0], keys, keyTypes, kind, axis, granularity, track, trackExcept)
@@ -33,6 +38,13 @@ are written: time (RFC 3339), date (YYYY-MM-DD) or int.`,
 				return err
 			}
 			def.IgnoreNulls = ignoreNulls
+			for _, g := range groupBy {
+				g = strings.TrimSpace(g)
+				if g == "" || slices.Contains(def.GroupBy, g) {
+					return usagef("create: --group-by %q: want distinct attribute names", strings.Join(groupBy, ","))
+				}
+				def.GroupBy = append(def.GroupBy, g)
+			}
 			db, err := store.Open(a.db, store.Options{Logger: discardLogger()})
 			if err != nil {
 				return err
@@ -55,6 +67,7 @@ are written: time (RFC 3339), date (YYYY-MM-DD) or int.`,
 	f.StringVar(&axis, "axis", "time", "valid-time axis: time (RFC 3339), date (YYYY-MM-DD) or int")
 	f.StringVar(&granularity, "granularity", "", "valid-time granularity of a changes table: day, hour, minute, second or a tick count")
 	f.BoolVar(&ignoreNulls, "ignore-nulls", false, "changes tables: an attribute absent from an event keeps its previous value")
+	f.StringSliceVar(&groupBy, "group-by", nil, "attributes whose values group the versions, indexed for backfill (strings or integers)")
 	return cmd
 }
 
@@ -108,6 +121,9 @@ func describeTable(t *store.Table) string {
 		s += ", tracking " + strings.Join(t.Track, ", ")
 	case len(t.TrackExcept) > 0:
 		s += ", tracking all but " + strings.Join(t.TrackExcept, ", ")
+	}
+	if len(t.GroupBy) > 0 {
+		s += ", grouped by " + strings.Join(t.GroupBy, ", ")
 	}
 	if t.Granularity > 0 {
 		s += fmt.Sprintf(", granularity %d ticks", t.Granularity)

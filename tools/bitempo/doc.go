@@ -1,7 +1,8 @@
 // Command bitempo is the command line tool of the bitempo store: it creates
 // tables, loads CSV and JSONL files, answers as-of questions (get, scan, history,
-// audit, changes, resolve), draws timelines, dumps the raw keys and verifies a
-// store. `bitempo demo` builds a small store and walks through all of it;
+// audit, changes, resolve), computes point-in-time features of grouped tables for
+// the rows of a file (backfill), draws timelines, dumps the raw keys and verifies
+// a store. `bitempo demo` builds a small store and walks through all of it;
 // `bitempo COMMAND --help` documents each command with an example.
 //
 // # Conventions
@@ -45,4 +46,10 @@
 //   - An empty --from cell means the beginning of time, so that scan output (an
 //     open start prints empty) loads back as it was written.
 //   - Bytes key components are written in hex.
+//   - backfill types the group values of the left file as load types attribute
+//     values (inferred per column, or --types), so a left file and a data file
+//     with the same cells name the same groups; a table-wide aggregation is asked
+//     for by leaving out --group-by and --key (rejected: a separate flag, which
+//     could contradict them). An empty group cell fails the command, as a missing
+//     key fails resolve. A ts cell may say now, for scoring rows.
 package main

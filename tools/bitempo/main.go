@@ -65,8 +65,9 @@ func (a *app) rootCmd() *cobra.Command {
 		Use:   "bitempo",
 		Short: "Load, query, picture and check a bitempo store",
 		Long: `bitempo is the command line tool of the bitempo bitemporal store: it creates
-tables, loads CSV and JSONL files, answers as-of questions, draws timelines, dumps
-the raw keys and verifies the store's invariants.
+tables, loads CSV and JSONL files, answers as-of questions, computes point-in-time
+features (backfill), draws timelines, dumps the raw keys and verifies the store's
+invariants.
 
 Start with the demo, which builds ./bitempo-demo.db and explains what it shows:
 
@@ -96,6 +97,7 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.scanCmd(),
 		a.changesCmd(),
 		a.resolveCmd(),
+		a.backfillCmd(),
 		a.dumpCmd(),
 		a.verifyCmd(),
 		a.statsCmd(),
