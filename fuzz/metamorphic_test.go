@@ -52,7 +52,7 @@ func TestMetamorphic(t *testing.T) {
 	}
 	n := 100
 	if testing.Short() {
-		n = 40
+		n = 20
 	}
 	t.Logf("seed %d (rerun with -meta.seed=%d)", seed, seed)
 	l := oplog.Random(rand.New(rand.NewPCG(seed, 3)), n, false)

@@ -68,6 +68,9 @@ func (bt *batch) compareKeys(a, b *probe) int {
 	if a.pfx != b.pfx {
 		return cmp.Compare(a.pfx, b.pfx)
 	}
+	if a.n <= 9 && b.n <= 9 { // tag and pfx are the whole keys (one int64 column, say)
+		return cmp.Compare(a.n, b.n)
+	}
 	return bytes.Compare(bt.tuple(a), bt.tuple(b))
 }
 

@@ -33,7 +33,7 @@ func TestModel(t *testing.T) {
 	}
 	logs, txns := 8, 200
 	if testing.Short() {
-		logs, txns = 3, 150
+		logs, txns = 3, 100
 	}
 	if *modelTxns > 0 {
 		txns = *modelTxns

@@ -55,8 +55,18 @@
 //     flag) is unchanged at commit is not rewritten. A commit that changes nothing
 //     uses no transaction time, and the surrogate keys it allocated are handed out
 //     again, as are those of an aborted transaction.
+//  7. A record is alive at transaction time tx when tx_from <= tx < tx_to; a
+//     current record (tx_to = +∞) also at tx = +∞, so reading at +∞ reads the
+//     current state. Get at (v, tx) returns the alive record covering v, or why
+//     there is none: no record of the key is alive (unknown key), v is before
+//     the first, at or after the end of the last, or between two (in a gap).
 //
 // Rule 5 is stricter than DESIGN.md, which names the options but not the
-// rounding of ties or the folding table; the model follows SQL (ROUND on
-// NUMERIC) and Unicode simple folding, as store.CompareOptions documents.
+// rounding of ties, the reading of floats or the folding table; the model
+// follows SQL (ROUND on NUMERIC, floats read as their shortest decimal) and
+// Unicode simple folding, as store.CompareOptions documents. Package txn's
+// change detection differs on such values (it rounds the binary value half to
+// even, compares integers with floats through float64, and folds case as
+// ToLower(ToUpper(s))), so the randomized tests draw them only when asked
+// (TestModel's -model.edge).
 package model

@@ -156,10 +156,10 @@ func (a *app) backfill(table string, bf *backfillFlags) error {
 	if !a.quiet {
 		scope := "table-wide"
 		if !job.opts.TableWide {
-			scope = fmt.Sprintf("by %s (%d groups)", strings.Join(groupBy, ", "), groups)
+			scope = fmt.Sprintf("by %s (%s)", strings.Join(groupBy, ", "), plural(groups, "group"))
 		}
-		fmt.Fprintf(a.stderr, "bitempo: backfilled %d rows of %s from %s %s: %d features, %s\n",
-			len(rows), in.name, t.Name, scope, len(names), describeTx(tx))
+		fmt.Fprintf(a.stderr, "bitempo: backfilled %s of %s from %s %s: %s, %s\n",
+			plural(len(rows), "row"), in.name, t.Name, scope, plural(len(names), "feature"), describeTx(tx))
 	}
 	return nil
 }

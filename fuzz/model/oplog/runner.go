@@ -180,7 +180,14 @@ func (r *Runner) applyOp(tx *txn.Tx, mt *model.Txn, op Op) string {
 	if got != want {
 		return fmt.Sprintf("store says %s, model %s", got, want)
 	}
-	r.Stats[op.Kind.String()+" "+got+" "+errorClass(serr, store.ErrInvalidPeriod, txn.ErrInvalidAttr)]++
+	stat := op.Kind.String()
+	if got != "" {
+		stat += " " + got
+	}
+	if serr != nil {
+		stat += ", " + errorClass(serr, store.ErrInvalidPeriod, txn.ErrInvalidAttr)
+	}
+	r.Stats[stat]++
 	return r.compareTxView(tx, mt, op.Table, op.Key)
 }
 
