@@ -13,13 +13,20 @@ import (
 // exactly the header encodings DecodeRecord accepts and decodes them to the same
 // values.
 func DecodeRecordHead(b []byte) (RecordValue, error) {
+	r, _, err := recordHead(b)
+	return r, err
+}
+
+// recordHead decodes the header of a record and returns the bytes after it (the
+// attributes).
+func recordHead(b []byte) (RecordValue, []byte, error) {
 	var r RecordValue
 	if len(b) > MaxValueSize {
-		return r, fmt.Errorf("%w: record of %d bytes exceeds %d", ErrCorrupt, len(b), MaxValueSize)
+		return r, nil, fmt.Errorf("%w: record of %d bytes exceeds %d", ErrCorrupt, len(b), MaxValueSize)
 	}
 	n, b, err := headArrayLen(b)
 	if err != nil || n != 7 {
-		return r, fmt.Errorf("%w: record header (array of %d, %v)", ErrCorrupt, n, err)
+		return r, nil, fmt.Errorf("%w: record header (array of %d, %v)", ErrCorrupt, n, err)
 	}
 	var fields [6]uint64
 	for i := range fields {
@@ -33,18 +40,18 @@ func DecodeRecordHead(b []byte) (RecordValue, error) {
 			err = fmt.Errorf("negative integer %d where an unsigned one belongs", int64(fields[i]))
 		}
 		if err != nil {
-			return r, fmt.Errorf("%w: record header: %v", ErrCorrupt, err)
+			return r, nil, fmt.Errorf("%w: record header: %v", ErrCorrupt, err)
 		}
 	}
 	if int64(fields[0]) != recordFormat {
-		return r, fmt.Errorf("%w: record format %d", ErrCorrupt, int64(fields[0]))
+		return r, nil, fmt.Errorf("%w: record format %d", ErrCorrupt, int64(fields[0]))
 	}
 	if fields[5] > 0xFF {
-		return r, fmt.Errorf("%w: record flags %d", ErrCorrupt, fields[5])
+		return r, nil, fmt.Errorf("%w: record flags %d", ErrCorrupt, fields[5])
 	}
 	r.ValidTo, r.TxFrom, r.TxTo = int64(fields[1]), int64(fields[2]), int64(fields[3])
 	r.SK, r.Flags = fields[4], uint8(fields[5])
-	return r, nil
+	return r, b, nil
 }
 
 // headArrayLen reads a msgpack array header (fixarray, array16 or array32).

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // Limits enforced by the value decoders. A value that claims more is corrupt.
@@ -150,107 +149,12 @@ func DecodeAttrs(b []byte) (Attrs, error) {
 	if len(b) > MaxValueSize {
 		return nil, fmt.Errorf("%w: value of %d bytes exceeds %d", ErrCorrupt, len(b), MaxValueSize)
 	}
-	r := bytes.NewReader(b)
-	dec := msgpack.GetDecoder()
-	defer msgpack.PutDecoder(dec)
-	dec.Reset(r)
-	a, err := decodeAttrs(dec, r)
+	a, rest, err := parseAttrs(b)
 	if err != nil {
 		return nil, err
 	}
-	if r.Len() != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after attributes", ErrCorrupt, r.Len())
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after attributes", ErrCorrupt, len(rest))
 	}
 	return a, nil
-}
-
-func decodeAttrs(dec *msgpack.Decoder, r *bytes.Reader) (Attrs, error) {
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return nil, corrupt("attribute map", err)
-	}
-	// Each entry takes at least two bytes, which bounds n by the input's own size.
-	if n < 0 || n > MaxAttrs || n > r.Len()/2 {
-		return nil, fmt.Errorf("%w: attribute count %d", ErrCorrupt, n)
-	}
-	a := make(Attrs, min(n, 32)) // grows with entries actually decoded
-	for i := 0; i < n; i++ {
-		code, err := dec.PeekCode()
-		if err != nil || !msgpcode.IsString(code) {
-			return nil, fmt.Errorf("%w: attribute %d name is not a string", ErrCorrupt, i)
-		}
-		name, err := decodeRaw(dec, r)
-		if err != nil {
-			return nil, corrupt("attribute name", err)
-		}
-		v, err := decodeScalar(dec, r)
-		if err != nil {
-			return nil, corrupt(fmt.Sprintf("attribute %q", name), err)
-		}
-		if _, dup := a[string(name)]; dup {
-			return nil, fmt.Errorf("%w: attribute %q appears twice", ErrCorrupt, name)
-		}
-		a[string(name)] = v
-	}
-	return a, nil
-}
-
-func decodeScalar(dec *msgpack.Decoder, r *bytes.Reader) (any, error) {
-	c, err := dec.PeekCode()
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case c == msgpcode.Nil:
-		return nil, dec.DecodeNil()
-	case c == msgpcode.True || c == msgpcode.False:
-		return dec.DecodeBool()
-	case isSignedCode(c):
-		return dec.DecodeInt64()
-	case isUnsignedCode(c):
-		u, err := dec.DecodeUint64()
-		return canonicalUint(u), err
-	case c == msgpcode.Double:
-		return dec.DecodeFloat64()
-	case msgpcode.IsString(c):
-		s, err := decodeRaw(dec, r)
-		return string(s), err
-	case msgpcode.IsBin(c):
-		return decodeRaw(dec, r)
-	}
-	return nil, fmt.Errorf("value with msgpack code 0x%02x is not a scalar", c)
-}
-
-// isSignedCode reports whether c starts a msgpack fixint or intN.
-func isSignedCode(c byte) bool {
-	return msgpcode.IsFixedNum(c) || c == msgpcode.Int8 || c == msgpcode.Int16 ||
-		c == msgpcode.Int32 || c == msgpcode.Int64
-}
-
-// isUnsignedCode reports whether c starts a msgpack uintN.
-func isUnsignedCode(c byte) bool {
-	return c == msgpcode.Uint8 || c == msgpcode.Uint16 || c == msgpcode.Uint32 || c == msgpcode.Uint64
-}
-
-// decodeRaw decodes a str or bin payload into a fresh, non-nil slice. It checks the
-// claimed length against the bytes left in r before allocating: msgpack's own
-// DecodeBytes allocates whatever a bin header claims (4 GiB for bin32 0xFFFFFFFF),
-// and DecodeString up to 1 MiB, for inputs of a few bytes.
-func decodeRaw(dec *msgpack.Decoder, r *bytes.Reader) ([]byte, error) {
-	n, err := dec.DecodeBytesLen()
-	if err != nil {
-		return nil, err
-	}
-	if n < 0 || n > r.Len() {
-		return nil, fmt.Errorf("length %d with %d bytes left", n, r.Len())
-	}
-	b := make([]byte, n)
-	if err := dec.ReadFull(b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-func corrupt(what string, err error) error {
-	return fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
 }

@@ -172,7 +172,7 @@ func (g *generator) attrs(key string) map[string]any {
 		}
 		if g.next(2) == 0 {
 			name := attrNames[g.next(len(attrNames))]
-			if g.next(4) == 0 {
+			if g.next(4) == 3 {
 				delete(a, name)
 			} else {
 				a[name] = g.value(name)
@@ -202,7 +202,7 @@ const recentAttrs = 4
 // any pool; with edge, one time in three from its edge pool.
 func (g *generator) value(name string) any {
 	pool := pools[name]
-	if g.next(6) == 0 {
+	if g.next(6) == 5 {
 		pool = pools[attrNames[g.next(len(attrNames))]]
 	}
 	if g.edge && g.next(3) == 0 {

@@ -1,0 +1,140 @@
+package encoding
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// This file decodes attribute records by hand. Reads decode one record per
+// returned version, so this is on the hot path of every Get: walking the bytes in
+// place costs a fraction of a general msgpack decoder (no reader, no interface
+// dispatch per value). It accepts exactly the canonical scalar forms that
+// AppendAttrs writes, plus the other integer and string widths (never float32, which AppendAttrs does
+// not write), and checks
+// every length against the bytes present before slicing.
+
+// parseAttrs decodes a msgpack map of scalars from the front of b.
+func parseAttrs(b []byte) (Attrs, []byte, error) {
+	n, b, err := mapHeader(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Each entry takes at least two bytes, which bounds n by the input's own size.
+	if n > MaxAttrs || n > len(b)/2 {
+		return nil, nil, fmt.Errorf("%w: attribute count %d", ErrCorrupt, n)
+	}
+	a := make(Attrs, n)
+	for i := 0; i < n; i++ {
+		var name []byte
+		name, b, err = strBytes(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: attribute %d name: %v", ErrCorrupt, i, err)
+		}
+		var v any
+		v, b, err = parseScalar(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: attribute %q: %v", ErrCorrupt, name, err)
+		}
+		if _, dup := a[string(name)]; dup {
+			return nil, nil, fmt.Errorf("%w: attribute %q appears twice", ErrCorrupt, name)
+		}
+		a[string(name)] = v
+	}
+	return a, b, nil
+}
+
+func mapHeader(b []byte) (int, []byte, error) {
+	if len(b) == 0 {
+		return 0, nil, fmt.Errorf("%w: attribute map: empty value", ErrCorrupt)
+	}
+	switch c := b[0]; {
+	case c >= 0x80 && c <= 0x8f:
+		return int(c & 0x0f), b[1:], nil
+	case c == 0xde && len(b) >= 3:
+		return int(binary.BigEndian.Uint16(b[1:])), b[3:], nil
+	case c == 0xdf && len(b) >= 5:
+		return int(binary.BigEndian.Uint32(b[1:])), b[5:], nil
+	}
+	return 0, nil, fmt.Errorf("%w: attribute map: code 0x%02x is not a map header", ErrCorrupt, b[0])
+}
+
+// lengthPrefixed reads a payload whose length follows code c in w bytes.
+func lengthPrefixed(b []byte, w int) ([]byte, []byte, error) {
+	if len(b) < 1+w {
+		return nil, nil, fmt.Errorf("truncated length")
+	}
+	var n uint64
+	switch w {
+	case 1:
+		n = uint64(b[1])
+	case 2:
+		n = uint64(binary.BigEndian.Uint16(b[1:]))
+	case 4:
+		n = uint64(binary.BigEndian.Uint32(b[1:]))
+	}
+	b = b[1+w:]
+	if n > uint64(len(b)) {
+		return nil, nil, fmt.Errorf("length %d exceeds the %d bytes left", n, len(b))
+	}
+	return b[:n], b[n:], nil
+}
+
+// strBytes reads a msgpack str (fixstr, str8/16/32) in place.
+func strBytes(b []byte) ([]byte, []byte, error) {
+	if len(b) == 0 {
+		return nil, nil, fmt.Errorf("truncated string")
+	}
+	switch c := b[0]; {
+	case c >= 0xa0 && c <= 0xbf:
+		n := int(c & 0x1f)
+		if n > len(b)-1 {
+			return nil, nil, fmt.Errorf("length %d exceeds the %d bytes left", n, len(b)-1)
+		}
+		return b[1 : 1+n], b[1+n:], nil
+	case c == 0xd9:
+		return lengthPrefixed(b, 1)
+	case c == 0xda:
+		return lengthPrefixed(b, 2)
+	case c == 0xdb:
+		return lengthPrefixed(b, 4)
+	}
+	return nil, nil, fmt.Errorf("code 0x%02x is not a string", b[0])
+}
+
+// parseScalar reads one canonical attribute value.
+func parseScalar(b []byte) (any, []byte, error) {
+	if len(b) == 0 {
+		return nil, nil, fmt.Errorf("truncated value")
+	}
+	switch c := b[0]; {
+	case c == 0xc0:
+		return nil, b[1:], nil
+	case c == 0xc2, c == 0xc3:
+		return c == 0xc3, b[1:], nil
+	case c <= 0x7f || c >= 0xe0 || (c >= 0xcc && c <= 0xd3):
+		bits, signed, rest, err := headNumber(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !signed && bits > math.MaxInt64 {
+			return bits, rest, nil
+		}
+		return int64(bits), rest, nil
+	case c == 0xcb:
+		if len(b) < 9 {
+			return nil, nil, fmt.Errorf("truncated float")
+		}
+		return math.Float64frombits(binary.BigEndian.Uint64(b[1:])), b[9:], nil
+	case (c >= 0xa0 && c <= 0xbf) || c == 0xd9 || c == 0xda || c == 0xdb:
+		s, rest, err := strBytes(b)
+		return string(s), rest, err
+	case c == 0xc4, c == 0xc5, c == 0xc6:
+		p, rest, err := lengthPrefixed(b, 1<<(c-0xc4))
+		if err != nil {
+			return nil, nil, err
+		}
+		return append([]byte{}, p...), rest, nil // a fresh, non-nil slice: empty bytes are not null
+	}
+	return nil, nil, fmt.Errorf("value with msgpack code 0x%02x is not a scalar", b[0])
+}
