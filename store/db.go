@@ -198,7 +198,7 @@ func (db *DB) load(fresh bool) error {
 		return db.initialise()
 	}
 	var format uint64
-	if err := msgpack.Unmarshal(raw, &format); err != nil {
+	if err := encoding.UnmarshalBounded(raw, &format); err != nil {
 		return fmt.Errorf("%w: format marker: %v", ErrCorrupt, err)
 	}
 	if format > formatVersion {
@@ -240,7 +240,7 @@ func getMeta(v kvView, key []byte, dst any) error {
 	if !ok {
 		return fmt.Errorf("%w: meta %q missing", ErrCorrupt, key[1:])
 	}
-	if err := msgpack.Unmarshal(raw, dst); err != nil {
+	if err := encoding.UnmarshalBounded(raw, dst); err != nil {
 		return fmt.Errorf("%w: meta %q: %v", ErrCorrupt, key[1:], err)
 	}
 	return nil
@@ -262,7 +262,7 @@ func (db *DB) loadCatalog(v kvView) error {
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		var rec catalogRecord
-		if err := msgpack.Unmarshal(it.Value(), &rec); err != nil {
+		if err := encoding.UnmarshalBounded(it.Value(), &rec); err != nil {
 			return fmt.Errorf("%w: catalog entry %q: %v", ErrCorrupt, it.Key()[1:], err)
 		}
 		if err := rec.Def.validate(); err != nil || rec.Def.Name != string(it.Key()[1:]) {
@@ -423,12 +423,17 @@ func (s slogLogger) Errorf(format string, args ...any) {
 	s.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
-// Fatalf is called by Pebble on unrecoverable internal errors. A library must not
-// exit the process, so it panics after logging.
+// fatalError is the panic value of slogLogger.Fatalf; pebbleEngine.commit
+// recovers it and returns ErrFailed.
+type fatalError string
+
+// Fatalf is called by Pebble on unrecoverable errors, such as a failed write-ahead
+// log write. A library must not exit the process, so it panics after logging; a
+// commit recovers the panic into an error (see pebbleEngine.commit).
 func (s slogLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.l.Error(msg, "component", "pebble", "fatal", true)
-	panic("bitempo: pebble: " + msg)
+	panic(fatalError("pebble: " + msg))
 }
 
 // DeclareAttrNames records attribute names of table t in the given order, ahead of

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/bitempo/bitempo/encoding"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // This file decodes raw keys and values (RawScan's output) with the layout of the
@@ -100,7 +99,7 @@ func (e *Entry) addValue(name string, kind FieldKind, v any) {
 func (e *Entry) decodeMeta(name []byte) error {
 	e.addKey("name", FieldPlain, string(name))
 	var v any
-	if err := msgpack.Unmarshal(e.RawKV.Value, &v); err != nil {
+	if err := encoding.UnmarshalBounded(e.RawKV.Value, &v); err != nil {
 		return err
 	}
 	kind := FieldPlain
@@ -118,7 +117,7 @@ func (e *Entry) decodeCatalog(db *DB, name []byte) error {
 	e.addKey("name", FieldPlain, string(name))
 	e.Table, _ = db.Table(string(name))
 	var rec catalogRecord
-	if err := msgpack.Unmarshal(e.RawKV.Value, &rec); err != nil {
+	if err := encoding.UnmarshalBounded(e.RawKV.Value, &rec); err != nil {
 		return err
 	}
 	d := &rec.Def
@@ -292,7 +291,7 @@ func (e *Entry) decodeTxLog(b []byte) error {
 	}
 	e.addKey("ordinal", FieldPlain, ord)
 	var le txLogEntry
-	if err := msgpack.Unmarshal(e.RawKV.Value, &le); err != nil {
+	if err := encoding.UnmarshalBounded(e.RawKV.Value, &le); err != nil {
 		return err
 	}
 	op := map[int]string{txOpAssert: "assert", txOpRetire: "retire"}[le.Op]

@@ -30,6 +30,9 @@ var (
 	ErrKeyShape = errors.New("bitempo: key does not match the table's key schema")
 	// ErrInvalidPeriod: an interval with from >= to.
 	ErrInvalidPeriod = errors.New("bitempo: invalid period")
+	// ErrFailed: the storage engine reported a fatal error (such as a failed
+	// write-ahead log write); the DB refuses further writes and must be reopened.
+	ErrFailed = errors.New("bitempo: store failed; close and reopen it")
 	// ErrCorrupt: a stored key or value that cannot be decoded.
 	ErrCorrupt = errors.New("bitempo: corrupt store")
 )

@@ -349,7 +349,7 @@ func decodeBatchValue(raw []byte) (int64, error) {
 	if len(raw) > 9 {
 		return 0, fmt.Errorf("value of %d bytes", len(raw))
 	}
-	err := msgpack.Unmarshal(raw, &tx)
+	err := encoding.UnmarshalBounded(raw, &tx)
 	return tx, err
 }
 

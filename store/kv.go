@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -52,14 +54,40 @@ type kvEngine interface {
 
 // pebbleEngine implements kvEngine on a Pebble DB.
 type pebbleEngine struct {
-	db *pebble.DB
+	db     *pebble.DB
+	failed atomic.Pointer[string] // set when Pebble reported a fatal error
 }
 
+// view refuses to read after a fatal error: the memtable may hold the batch whose
+// commit failed, which must not be shown as committed.
 func (e *pebbleEngine) view() (kvView, error) {
+	if msg := e.failed.Load(); msg != nil {
+		return nil, fmt.Errorf("%w: %s", ErrFailed, *msg)
+	}
 	return &pebbleView{snap: e.db.NewSnapshot()}, nil
 }
 
-func (e *pebbleEngine) commit(writes []kvWrite, sync bool) error {
+// commit applies writes as one Pebble batch. Pebble treats a failed write-ahead
+// log write or sync as fatal and calls Logger.Fatalf, which slogLogger turns into a
+// fatalError panic on the committing goroutine; commit turns it back into an
+// error wrapping ErrFailed and refuses every later commit, because Pebble's state
+// is then unknown (views are refused too). Reopening the store recovers from the log: the failed batch is
+// absent, or (when the OS kept data whose sync failed) present whole.
+func (e *pebbleEngine) commit(writes []kvWrite, sync bool) (err error) {
+	if msg := e.failed.Load(); msg != nil {
+		return fmt.Errorf("%w: %s", ErrFailed, *msg)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatalError)
+			if !ok {
+				panic(r)
+			}
+			msg := string(f)
+			e.failed.Store(&msg)
+			err = fmt.Errorf("%w: %s", ErrFailed, msg)
+		}
+	}()
 	b := e.db.NewBatch()
 	defer b.Close()
 	for _, w := range writes {

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // This file holds the multi-key reads package query builds on: snapshot scans,
@@ -630,7 +629,7 @@ func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry
 		}
 		var e txLogEntry
 		if err == nil {
-			err = msgpack.Unmarshal(it.Value(), &e)
+			err = encoding.UnmarshalBounded(it.Value(), &e)
 		}
 		if err == nil && e.Op != txOpAssert && e.Op != txOpRetire {
 			err = fmt.Errorf("unknown op %d", e.Op)

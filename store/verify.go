@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/bitempo/bitempo/encoding"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // maxProblems caps a report, so a badly damaged store gives a readable answer.
@@ -364,7 +363,7 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 		tx, _, err := encoding.DecodeTimeAsc(it.Key()[len(prefix):])
 		var e txLogEntry
 		if err == nil {
-			err = msgpack.Unmarshal(it.Value(), &e)
+			err = encoding.UnmarshalBounded(it.Value(), &e)
 		}
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})

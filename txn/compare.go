@@ -3,6 +3,7 @@ package txn
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,7 @@ func valuesEqual(x, y any, opt store.CompareOptions) bool {
 	}
 	if xs, ok := x.(string); ok {
 		ys, ok := y.(string)
-		return ok && normString(xs, opt) == normString(ys, opt)
+		return ok && stringsEqual(xs, ys, opt)
 	}
 	if xb, ok := x.([]byte); ok {
 		yb, ok := y.([]byte)
@@ -52,55 +53,78 @@ func normString(s string, opt store.CompareOptions) string {
 	if opt.Trim {
 		s = strings.TrimSpace(s)
 	}
-	if opt.FoldCase {
-		s = strings.ToLower(strings.ToUpper(s))
-	}
 	return s
 }
 
+func stringsEqual(x, y string, opt store.CompareOptions) bool {
+	x, y = normString(x, opt), normString(y, opt)
+	if opt.FoldCase {
+		return strings.EqualFold(x, y) // Unicode simple folding, as CompareOptions says
+	}
+	return x == y
+}
+
+// numbersEqual compares two numbers by exact value: integers as they are, a
+// float as the decimal its shortest representation reads (as PostgreSQL and
+// Spark convert a float to NUMERIC). With opt.Round both are rounded to
+// opt.Scale decimals, half away from zero (SQL ROUND), first.
 func numbersEqual(x, y any, opt store.CompareOptions) bool {
-	xi, xInt := x.(int64)
-	yi, yInt := y.(int64)
-	if xInt && yInt {
-		return xi == yi
+	if !opt.Round { // fast paths for same-typed values, the common case on ingest
+		switch xv := x.(type) {
+		case int64:
+			if yv, ok := y.(int64); ok {
+				return xv == yv
+			}
+		case float64:
+			if yv, ok := y.(float64); ok {
+				return xv == yv || (math.IsNaN(xv) && math.IsNaN(yv))
+			}
+		}
 	}
-	xu, xUint := x.(uint64)
-	yu, yUint := y.(uint64)
-	if xUint && yUint {
-		return xu == yu
+	xr, xok := exact(x)
+	yr, yok := exact(y)
+	if xr == nil || yr == nil { // NaN or ±Inf: equal only to the same
+		xf, _ := x.(float64)
+		yf, _ := y.(float64)
+		return xok && yok && xr == nil && yr == nil && (xf == yf || (math.IsNaN(xf) && math.IsNaN(yf)))
 	}
-	xf, okx := toFloat(x)
-	yf, oky := toFloat(y)
-	if !okx || !oky {
+	if !xok || !yok {
 		return false
 	}
 	if opt.Round {
-		return roundString(xf, opt.Scale) == roundString(yf, opt.Scale)
+		xr, yr = roundHalfAway(xr, opt.Scale), roundHalfAway(yr, opt.Scale)
 	}
-	return xf == yf || (math.IsNaN(xf) && math.IsNaN(yf))
+	return xr.Cmp(yr) == 0
 }
 
-// roundString renders f rounded to scale decimals; equal strings mean equal at
-// that scale. Formatting rounds the exact binary value correctly, which repeated
-// float multiplication would not.
-func roundString(f float64, scale int) string {
-	s := strconv.FormatFloat(f, 'f', scale, 64)
-	if strings.Trim(s, "-0.") == "" {
-		return "0" // -0.00 equals 0.00
-	}
-	return s
-}
-
-func toFloat(v any) (float64, bool) {
+// exact returns a number as a rational (nil for NaN and ±Inf) and whether v is a
+// number at all.
+func exact(v any) (*big.Rat, bool) {
 	switch n := v.(type) {
 	case int64:
-		return float64(n), true
+		return new(big.Rat).SetInt64(n), true
 	case uint64:
-		return float64(n), true
+		return new(big.Rat).SetUint64(n), true
 	case float64:
-		return n, true
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return nil, true
+		}
+		r, _ := new(big.Rat).SetString(strconv.FormatFloat(n, 'g', -1, 64))
+		return r, true
 	}
-	return 0, false
+	return nil, false
+}
+
+func roundHalfAway(r *big.Rat, scale int) *big.Rat {
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	v := new(big.Rat).Mul(r, new(big.Rat).SetInt(pow))
+	neg := v.Sign() < 0
+	v.Abs(v).Add(v, big.NewRat(1, 2))
+	q := new(big.Int).Quo(v.Num(), v.Denom())
+	if neg {
+		q.Neg(q)
+	}
+	return new(big.Rat).SetFrac(q, pow)
 }
 
 // overwriteUntracked returns the attributes of a version after a tracked-equal

@@ -3,6 +3,8 @@ package txn
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bitempo/bitempo/store"
 )
 
 var (
@@ -23,6 +25,9 @@ type AttrError struct {
 }
 
 func (e *AttrError) Error() string {
+	if ge := (*store.GroupValueError)(nil); errors.As(e.Err, &ge) {
+		return ge.Error() // it names the table and attribute already
+	}
 	return fmt.Sprintf("bitempo: table %q attribute %q: %v", e.Table, e.Name, e.Err)
 }
 

@@ -187,10 +187,8 @@ func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 	}
 	if err := t.CheckGroupAttrs(out); err != nil {
 		name := ""
-		var ge *store.GroupValueError
-		if errors.As(err, &ge) {
+		if ge := (*store.GroupValueError)(nil); errors.As(err, &ge) {
 			name = ge.Attr
-			err = fmt.Errorf("%w: %v (%T) as a group value: %s", store.ErrGroupValue, ge.Value, ge.Value, ge.Reason)
 		}
 		return nil, &AttrError{t.Name, name, err}
 	}
