@@ -266,7 +266,7 @@ func TestValuesEqual(t *testing.T) {
 		{int64(1), 1.004, round2, true},
 		{-0.125, -0.13, round2, true},
 		{2.5, 3.0, Options{Round: true}, true},
-		{-0.0, 0.0, Options{}, true},
+		{math.Copysign(0, -1), 0.0, Options{}, true},
 		{math.NaN(), math.NaN(), Options{}, true},
 		{math.NaN(), math.NaN(), round2, true},
 		{math.Inf(1), math.Inf(1), round2, true},

@@ -87,7 +87,7 @@ func (r *Runner) Apply(i int, t Txn) error {
 	r.Stats["txn "+t.End.String()]++
 	mt := r.Model.Begin()
 	var mismatch error
-	c, err, recovered := r.update(func(tx *txn.Tx) error {
+	c, recovered, err := r.update(func(tx *txn.Tx) error {
 		for j, op := range t.Ops {
 			if d := r.applyOp(tx, mt, op); d != "" {
 				mismatch = &Mismatch{Txn: i, Detail: fmt.Sprintf("op %d (%s): %s", j, op, d)}
@@ -138,10 +138,10 @@ func (r *Runner) Apply(i int, t Txn) error {
 }
 
 // update runs txn.Update, turning a panic that escapes it into a value.
-func (r *Runner) update(fn func(*txn.Tx) error) (c txn.Commit, err error, recovered any) {
+func (r *Runner) update(fn func(*txn.Tx) error) (c txn.Commit, recovered any, err error) {
 	defer func() { recovered = recover() }()
 	c, err = txn.Update(r.DB, fn)
-	return c, err, nil
+	return c, nil, err
 }
 
 // applyOp runs one operation on both sides and describes any difference in
