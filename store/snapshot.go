@@ -252,12 +252,13 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64) (Ve
 		if err != nil {
 			return Version{}, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
-		v, err := t.decodeVersion(tuple, from, it.Value())
+		head, err := encoding.DecodeRecordHead(it.Value())
 		if err != nil {
-			return Version{}, false, err
+			return Version{}, false, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 		}
-		if v.TxFrom <= tx {
-			return v, true, nil
+		if head.TxFrom <= tx { // decode the attributes of the answer only
+			v, err := t.decodeVersion(tuple, from, it.Value())
+			return v, err == nil, err
 		}
 	}
 	return Version{}, false, it.Error()
@@ -283,12 +284,13 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		}
 		group := encoding.AppendTimeDesc(slices.Clip(prefix), from)
 		if it.SeekGE(encoding.AppendTimeDesc(slices.Clip(group), tx)) && bytes.HasPrefix(it.Key(), group) {
-			v, err := t.decodeVersion(tuple, from, it.Value())
+			head, err := encoding.DecodeRecordHead(it.Value())
 			if err != nil {
-				return Version{}, false, err
+				return Version{}, false, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 			}
-			if v.AliveAt(tx) {
-				return v, true, nil
+			if head.TxFrom <= tx && tx < head.TxTo {
+				v, err := t.decodeVersion(tuple, from, it.Value())
+				return v, err == nil, err
 			}
 		}
 		if from == NegInfinity {
