@@ -298,23 +298,6 @@ func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[V
 	}
 }
 
-// pastCandidate returns the record alive at tx with the greatest valid_from <=
-// valid, from the current index or history, without explaining a miss.
-func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64) (Version, bool, error) {
-	best, found, err := s.currentCandidate(t, tuple, valid, tx)
-	if err != nil {
-		return Version{}, false, err
-	}
-	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found)
-	if err != nil {
-		return Version{}, false, err
-	}
-	if hfound && (!found || hist.ValidFrom > best.ValidFrom) {
-		best, found = hist, true
-	}
-	return best, found, nil
-}
-
 // HistoryPos is a position in a history scan: the version of the key encoded as
 // Tuple that starts at ValidFrom. A scan resumed after it yields what follows it.
 type HistoryPos struct {

@@ -202,16 +202,9 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 // distinct valid_from costs one seek: at most one record per (key, valid_from) is
 // alive at any instant, and it is the newest one asserted at or before tx.
 func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, MissReason, error) {
-	best, found, err := s.currentCandidate(t, tuple, valid, tx)
+	best, found, err := s.pastCandidate(t, tuple, valid, tx)
 	if err != nil {
 		return Version{}, 0, err
-	}
-	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found)
-	if err != nil {
-		return Version{}, 0, err
-	}
-	if hfound && (!found || hist.ValidFrom > best.ValidFrom) {
-		best, found = hist, true
 	}
 	if found && valid < best.ValidTo {
 		return best, Found, nil
@@ -222,6 +215,23 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 		return Version{}, 0, err
 	}
 	return Version{}, missReason(versions, valid), nil
+}
+
+// pastCandidate returns the record alive at tx with the greatest valid_from <=
+// valid, from the current index or history, without explaining a miss.
+func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64) (Version, bool, error) {
+	best, found, err := s.currentCandidate(t, tuple, valid, tx)
+	if err != nil {
+		return Version{}, false, err
+	}
+	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found)
+	if err != nil {
+		return Version{}, false, err
+	}
+	if hfound && (!found || hist.ValidFrom > best.ValidFrom) {
+		best, found = hist, true
+	}
+	return best, found, nil
 }
 
 // missReason classifies a valid time that no version of versions (sorted, disjoint)

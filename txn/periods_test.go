@@ -3,16 +3,23 @@ package txn_test
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/bitempo/bitempo/internal/ddtest"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
+)
+
+// The scenario notation is shared with the other packages' scenario tests.
+var (
+	arg       = ddtest.Arg
+	parseTime = ddtest.ParseTime
+	fmtTime   = ddtest.FormatTime
 )
 
 // TestPeriods runs the scenario files in testdata/periods. Each file is a story
@@ -136,39 +143,6 @@ func createTable(db *store.DB, d *datadriven.TestData) error {
 	}
 	_, err := db.CreateTable(def)
 	return err
-}
-
-func arg(d *datadriven.TestData, key string) string {
-	for _, a := range d.CmdArgs {
-		if a.Key == key && len(a.Vals) > 0 {
-			return strings.Join(a.Vals, ",")
-		}
-	}
-	return ""
-}
-
-func parseTime(s string) int64 {
-	switch s {
-	case "+inf", "inf":
-		return math.MaxInt64
-	case "-inf":
-		return math.MinInt64
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("bad time %q", s))
-	}
-	return n
-}
-
-func fmtTime(t int64) string {
-	switch t {
-	case math.MaxInt64:
-		return "+inf"
-	case math.MinInt64:
-		return "-inf"
-	}
-	return strconv.FormatInt(t, 10)
 }
 
 // parseKey splits "a,2" into components typed by the table's schema.
