@@ -158,3 +158,72 @@ func DecodeAttrs(b []byte) (Attrs, error) {
 	}
 	return a, nil
 }
+
+// Equal reports whether a and o encode to the same bytes, without encoding them
+// when their values are canonical (what decoders and the write paths produce):
+// the same names, and for each a value of the same type and the same content
+// (floats by bit pattern, as the encoding compares them). Non-canonical values are
+// compared through their encodings.
+func (a Attrs) Equal(o Attrs) bool {
+	if len(a) != len(o) {
+		return false
+	}
+	for name, x := range a {
+		y, ok := o[name]
+		if !ok {
+			return false
+		}
+		same, canonical := canonicalEqual(x, y)
+		if !canonical {
+			return encodedEqual(a, o)
+		}
+		if !same {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalEqual compares two values of canonical types; canonical is false when
+// either is of another type.
+func canonicalEqual(x, y any) (same, canonical bool) {
+	switch xv := x.(type) {
+	case nil:
+		return y == nil, isCanonical(y)
+	case bool:
+		yv, ok := y.(bool)
+		return ok && xv == yv, ok || isCanonical(y)
+	case int64:
+		yv, ok := y.(int64)
+		return ok && xv == yv, ok || isCanonical(y)
+	case uint64:
+		yv, ok := y.(uint64)
+		return ok && xv == yv, xv > math.MaxInt64 && (ok || isCanonical(y))
+	case float64:
+		yv, ok := y.(float64)
+		return ok && math.Float64bits(xv) == math.Float64bits(yv), ok || isCanonical(y)
+	case string:
+		yv, ok := y.(string)
+		return ok && xv == yv, ok || isCanonical(y)
+	case []byte:
+		yv, ok := y.([]byte)
+		return ok && bytes.Equal(xv, yv), ok || isCanonical(y)
+	}
+	return false, false
+}
+
+func isCanonical(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string, []byte:
+		return true
+	case uint64:
+		return x > math.MaxInt64
+	}
+	return false
+}
+
+func encodedEqual(a, o Attrs) bool {
+	x, err1 := AppendAttrs(nil, a)
+	y, err2 := AppendAttrs(nil, o)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}

@@ -314,6 +314,11 @@ func TestVerifyFindsDamage(t *testing.T) {
 			val, _ := encoding.AppendRecord(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx() + 100, TxTo: Infinity, SK: 1})
 			return []kvWrite{{key: currentKey(nil, tb.ID, tuple, 1), value: val}}
 		}},
+		{"surrogate key shared by two keys", 3, func(db *DB, tb *Table) []kvWrite {
+			tuple, _ := tb.AppendKey(nil, Key{"b"})
+			val, _ := encoding.AppendRecord(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1})
+			return []kvWrite{{key: currentKey(nil, tb.ID, tuple, 1), value: val}}
+		}},
 		{"missing sk index entry", 5, func(db *DB, tb *Table) []kvWrite {
 			return []kvWrite{{key: skIndexKey(nil, tb.ID, 1, db.LastTx()), del: true}}
 		}},

@@ -52,9 +52,7 @@ func (v *Version) SameContent(o *Version) bool {
 	if v.ValidFrom != o.ValidFrom || v.ValidTo != o.ValidTo || v.SK != o.SK || v.Inferred != o.Inferred {
 		return false
 	}
-	a, err1 := encoding.AppendAttrs(nil, v.Attrs)
-	b, err2 := encoding.AppendAttrs(nil, o.Attrs)
-	return err1 == nil && err2 == nil && bytes.Equal(a, b)
+	return v.Attrs.Equal(o.Attrs)
 }
 
 func (v *Version) String() string {

@@ -132,7 +132,7 @@ func runsMatch(runs []run, versions []store.Version) bool {
 	}
 	for i, r := range runs {
 		v := &versions[i]
-		if v.ValidFrom != r.from || v.ValidTo != r.to || v.Inferred || !attrsIdentical(v.Attrs, r.attrs) {
+		if v.ValidFrom != r.from || v.ValidTo != r.to || v.Inferred || !v.Attrs.Equal(r.attrs) {
 			return false
 		}
 	}

@@ -302,7 +302,7 @@ func countVersions(t *store.Table, replaced, out []store.Version, heir []int, ta
 		}
 		s, d := &replaced[x], &out[k]
 		switch {
-		case s.ValidFrom == d.ValidFrom && s.ValidTo == d.ValidTo && attrsIdentical(s.Attrs, d.Attrs):
+		case s.ValidFrom == d.ValidFrom && s.ValidTo == d.ValidTo && s.Attrs.Equal(d.Attrs):
 		case d.ValidTo < s.ValidTo:
 			c.closed++
 		default:

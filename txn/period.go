@@ -1,9 +1,6 @@
 package txn
 
 import (
-	"bytes"
-
-	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -28,7 +25,7 @@ func (tx *Tx) Put(table string, key store.Key, attrs store.Attrs, from, to int64
 		return err
 	}
 	if i, ok := covering(ks.cur, from); ok && ks.cur[i].ValidFrom == from && ks.cur[i].ValidTo == to &&
-		!ks.cur[i].Inferred && attrsIdentical(ks.cur[i].Attrs, attrs) {
+		!ks.cur[i].Inferred && ks.cur[i].Attrs.Equal(attrs) {
 		return nil // exactly what is stored already
 	}
 	tx.cut(ks, from, to, func() store.Version { return tx.newVersion(ks, from, to, attrs) })
@@ -101,11 +98,4 @@ func (tx *Tx) fillHole(out []store.Version, fill func() store.Version, right *st
 		out = append(out, *right)
 	}
 	return out
-}
-
-// attrsIdentical reports whether two attribute records encode to the same bytes.
-func attrsIdentical(a, b store.Attrs) bool {
-	x, err1 := encoding.AppendAttrs(nil, a)
-	y, err2 := encoding.AppendAttrs(nil, b)
-	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }

@@ -62,7 +62,7 @@ func (tx *Tx) Upsert(table string, key store.Key, attrs store.Attrs, at int64) (
 		v := &ks.cur[i]
 		if trackedEqual(t, v.Attrs, attrs) {
 			merged := overwriteUntracked(t, v.Attrs, attrs)
-			if attrsIdentical(merged, v.Attrs) {
+			if merged.Equal(v.Attrs) {
 				return Unchanged, nil
 			}
 			v.Attrs = merged
