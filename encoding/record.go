@@ -3,6 +3,7 @@ package encoding
 import (
 	"bytes"
 	"fmt"
+	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -30,7 +31,12 @@ type RecordValue struct {
 }
 
 // AppendRecord appends the msgpack encoding of r to dst:
-// [format, valid_to, tx_from, tx_to, sk, flags, attrs].
+// [format, valid_to, tx_from, tx_to, sk, flags, attrs]. An open end (valid_to or
+// tx_to equal to math.MaxInt64, the +∞ of an interval) is written as msgpack nil:
+// one byte instead of nine. Every record of the current index has an open tx_to
+// and most current versions an open valid_to, so this keeps the index that point
+// reads walk about an eighth smaller. Decoders also accept the nine-byte integer
+// form, which stores written before this encoding hold.
 func AppendRecord(dst []byte, r *RecordValue) ([]byte, error) {
 	w := bytes.NewBuffer(dst)
 	enc := msgpack.GetEncoder()
@@ -39,9 +45,9 @@ func AppendRecord(dst []byte, r *RecordValue) ([]byte, error) {
 	err := firstErr(
 		enc.EncodeArrayLen(7),
 		enc.EncodeInt(recordFormat),
-		enc.EncodeInt(r.ValidTo),
+		encodeEnd(enc, r.ValidTo),
 		enc.EncodeInt(r.TxFrom),
-		enc.EncodeInt(r.TxTo),
+		encodeEnd(enc, r.TxTo),
 		enc.EncodeUint(r.SK),
 		enc.EncodeUint(uint64(r.Flags)),
 	)
@@ -67,6 +73,14 @@ func DecodeRecord(b []byte) (RecordValue, error) {
 		return r, fmt.Errorf("%w: %d trailing bytes after record", ErrCorrupt, len(rest))
 	}
 	return r, nil
+}
+
+// encodeEnd writes the end of an interval: nil when open (math.MaxInt64).
+func encodeEnd(enc *msgpack.Encoder, end int64) error {
+	if end == math.MaxInt64 {
+		return enc.EncodeNil()
+	}
+	return enc.EncodeInt(end)
 }
 
 func firstErr(errs ...error) error {

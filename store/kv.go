@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -49,6 +50,9 @@ type kvEngine interface {
 	view() (kvView, error)
 	// commit applies writes atomically, in order, durably when sync is set.
 	commit(writes []kvWrite, sync bool) error
+	// compact rewrites every key into the engine's most compact, read-optimised
+	// shape (for an LSM: the bottom levels, with no overlapping files above).
+	compact(ctx context.Context) error
 	close() error
 }
 
@@ -56,6 +60,15 @@ type kvEngine interface {
 type pebbleEngine struct {
 	db     *pebble.DB
 	failed atomic.Pointer[string] // set when Pebble reported a fatal error
+}
+
+// compact runs a manual compaction of the whole key space, in parallel where
+// Pebble can split it.
+func (e *pebbleEngine) compact(ctx context.Context) error {
+	if msg := e.failed.Load(); msg != nil {
+		return fmt.Errorf("%w: %s", ErrFailed, *msg)
+	}
+	return e.db.Compact(ctx, []byte{0}, []byte{0xff}, true)
 }
 
 // view refuses to read after a fatal error: the memtable may hold the batch whose

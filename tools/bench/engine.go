@@ -55,6 +55,13 @@ type engine interface {
 	// filling out[i] for row i.
 	backfill(out []features) error
 
+	// settle runs the engine's own maintenance after a bulk load, before the
+	// load is read (not timed): a full compaction for the LSM engines (bitempo's
+	// store.DB.Compact, Pebble's DB.Compact), a WAL checkpoint for SQLite, a
+	// CHECKPOINT for DuckDB. Reads prepared earlier (startReads, and the loads
+	// of workloads 4 and 8) are prepared again on the settled files.
+	settle() error
+
 	// close closes the database.
 	close() error
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,6 +89,20 @@ func (e *bitempoEngine) startReads() error {
 	}
 	e.snap = s
 	return nil
+}
+
+func (e *bitempoEngine) settle() error {
+	if err := e.db.Compact(context.Background()); err != nil {
+		return err
+	}
+	if e.snap == nil {
+		return nil
+	}
+	// The snapshot's cached iterators still read the files the compaction
+	// replaced; a new snapshot reads the compacted ones.
+	err := e.snap.Close()
+	e.snap = nil
+	return errors.Join(err, e.startReads())
 }
 
 func (e *bitempoEngine) lookup(key string, valid int64) (version, bool, error) {

@@ -344,6 +344,11 @@ func (e *duckdbEngine) backfill(out []features) error {
 	return scanFeatures(rows, out)
 }
 
+// settle writes the write-ahead log into the database file.
+func (e *duckdbEngine) settle() error {
+	return e.exec("CHECKPOINT")
+}
+
 func (e *duckdbEngine) close() error {
 	var errs []error
 	for _, s := range []*sql.Stmt{e.lookupStmt, e.lookupAsOfStmt} {

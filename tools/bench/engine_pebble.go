@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -476,6 +477,18 @@ func (e *pebbleEngine) backfill(out []features) error {
 		}
 	}
 	return e.it.Error()
+}
+
+func (e *pebbleEngine) settle() error {
+	if err := e.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
+		return err
+	}
+	if e.it == nil {
+		return nil
+	}
+	err := e.it.Close() // it reads the files the compaction replaced
+	e.it = nil
+	return errors.Join(err, e.startReads())
 }
 
 func (e *pebbleEngine) close() error {

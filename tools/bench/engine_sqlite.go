@@ -356,6 +356,12 @@ func (e *sqliteEngine) backfill(out []features) error {
 	return scanFeatures(rows, out)
 }
 
+// settle moves the write-ahead log into the database file, so reads do not
+// consult the WAL index; prepared statements stay valid.
+func (e *sqliteEngine) settle() error {
+	return e.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+}
+
 func (e *sqliteEngine) close() error {
 	var errs []error
 	for _, s := range e.stmts {

@@ -160,12 +160,26 @@ func (h *harness) baseFor(k engineKind) (*openEngine, error) {
 		h.base[k.name] = e
 	}
 	if !e.readsStaged {
+		if err := h.settle(k, e, "the base table"); err != nil {
+			return nil, err
+		}
 		if err := e.startReads(); err != nil {
 			return nil, err
 		}
 		e.readsStaged = true
 	}
 	return e, nil
+}
+
+// settle runs engine k's maintenance after a load (engine.settle), untimed, and
+// logs how long it took.
+func (h *harness) settle(k engineKind, e *openEngine, what string) error {
+	start := time.Now()
+	if err := e.settle(); err != nil {
+		return fmt.Errorf("settle %s: %w", what, err)
+	}
+	h.logf("  %s: settled %s in %s (not timed)", k.name, what, time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // close releases every base table.

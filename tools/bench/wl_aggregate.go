@@ -36,6 +36,9 @@ func runBackfill(h *harness, k engineKind) (measurement, error) {
 	if err := e.loadAggregates(h.d.agg); err != nil {
 		return measurement{}, errors.Join(err, h.discard(e))
 	}
+	if err := h.settle(k, e, "the contracts"); err != nil {
+		return measurement{}, errors.Join(err, h.discard(e))
+	}
 	out := make([]features, len(h.d.agg.rows))
 	times, err := h.timeRuns(func(int) error {
 		clear(out)

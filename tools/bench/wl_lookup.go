@@ -26,6 +26,9 @@ func runLookupOldTx(h *harness, k engineKind) (measurement, error) {
 	if err := e.loadCorrections(h.d.old); err != nil {
 		return measurement{}, errors.Join(err, h.discard(e))
 	}
+	if err := h.settle(k, e, "the corrections"); err != nil {
+		return measurement{}, errors.Join(err, h.discard(e))
+	}
 	m, err := runLookups(h, k, h.d.oldProbes, func(p probe) (version, bool, error) {
 		return e.lookupAsOf(p.key, p.valid, p.round)
 	})
