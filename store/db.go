@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -64,6 +65,9 @@ type DB struct {
 
 	// writer serialises transactions: held from BeginWrite to Commit or Abort.
 	writer sync.Mutex
+	// snapshots counts the snapshots taken and not yet closed; Close refuses
+	// while any is open, since their iterators pin the engine's files.
+	snapshots atomic.Int64
 
 	mu       sync.RWMutex // guards the fields below
 	closed   bool
@@ -312,7 +316,8 @@ type catalogRecord struct {
 	Def TableDef `msgpack:"def"`
 }
 
-// Close closes the store. Open snapshots must be closed first.
+// Close closes the store. Snapshots must be closed first: while any is open,
+// Close returns an error wrapping ErrSnapshotsOpen and leaves the store open.
 func (db *DB) Close() error {
 	db.writer.Lock()
 	defer db.writer.Unlock()
@@ -320,6 +325,9 @@ func (db *DB) Close() error {
 	defer db.mu.Unlock()
 	if db.closed {
 		return ErrClosed
+	}
+	if n := db.snapshots.Load(); n > 0 {
+		return fmt.Errorf("%w: %d; close them before the store", ErrSnapshotsOpen, n)
 	}
 	db.closed = true
 	return db.engine.close()

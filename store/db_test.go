@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,5 +358,94 @@ func TestVerifyFindsDamage(t *testing.T) {
 				t.Fatalf("no problem for invariant %d in:\n%s", c.invariant, rep)
 			}
 		})
+	}
+}
+
+// TestCompact checks that Compact leaves every record readable and the store
+// valid while a snapshot taken before it is still open, and that it is refused
+// on read-only and closed stores.
+func TestCompact(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "db")
+	db, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := db.CreateTable(customers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 300
+	for i := range keys {
+		commitOne(t, db, tb, fmt.Sprintf("k%04d", i), int64(i))
+	}
+	before, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Snapshot{before, after} {
+		for i := range keys {
+			tuple, _ := tb.AppendKey(nil, Key{fmt.Sprintf("k%04d", i)})
+			vs, err := s.KeyVersions(tb, tuple, Infinity)
+			if err != nil || len(vs) != 1 || vs[0].ValidFrom != int64(i) || vs[0].Attrs["n"] != int64(i) {
+				t.Fatalf("key %d after Compact: %+v, %v", i, vs, err)
+			}
+		}
+	}
+	if rep, err := Verify(db); err != nil || !rep.OK() {
+		t.Fatalf("Verify after Compact: %v %v", rep, err)
+	}
+	before.Close()
+	after.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Compact on a closed store: %v, want ErrClosed", err)
+	}
+	ro, err := Open(p, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.Compact(context.Background()); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Compact on a read-only store: %v, want ErrReadOnly", err)
+	}
+}
+
+// TestCloseWithOpenSnapshot checks that Close refuses, without closing, while a
+// snapshot is open, and succeeds once it is closed.
+func TestCloseWithOpenSnapshot(t *testing.T) {
+	db, err := Open("db", Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := db.CreateTable(customers)
+	commitOne(t, db, tb, "a", 0)
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuple, _ := tb.AppendKey(nil, Key{"a"})
+	if _, err := s.KeyVersions(tb, tuple, Infinity); err != nil { // caches an iterator
+		t.Fatal(err)
+	}
+	if err := db.Close(); !errors.Is(err, ErrSnapshotsOpen) {
+		t.Fatalf("Close with an open snapshot: %v, want ErrSnapshotsOpen", err)
+	}
+	if vs, err := s.KeyVersions(tb, tuple, Infinity); err != nil || len(vs) != 1 {
+		t.Fatalf("snapshot after refused Close: %v %v", vs, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close after the snapshot closed: %v", err)
 	}
 }

@@ -20,6 +20,9 @@ var (
 	ErrReadOnly = errors.New("bitempo: store is read-only")
 	// ErrClosed: use of a closed DB or Snapshot.
 	ErrClosed = errors.New("bitempo: store is closed")
+	// ErrSnapshotsOpen: Close of a DB whose snapshots are not all closed; the DB
+	// stays open.
+	ErrSnapshotsOpen = errors.New("bitempo: snapshots still open")
 	// ErrUnknownTable: a table name not in the catalog.
 	ErrUnknownTable = errors.New("bitempo: unknown table")
 	// ErrTableExists: CreateTable of a name already in the catalog.

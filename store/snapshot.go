@@ -48,6 +48,7 @@ func (db *DB) Snapshot() (*Snapshot, error) {
 		_ = v.close()
 		return nil, err
 	}
+	db.snapshots.Add(1)
 	return &Snapshot{db: db, view: v, lastTx: lastTx, iters: map[byte]kvIter{}}, nil
 }
 
@@ -74,6 +75,7 @@ func (s *Snapshot) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
+	s.db.snapshots.Add(-1)
 	var errs []error
 	for _, it := range s.iters {
 		errs = append(errs, it.Close())

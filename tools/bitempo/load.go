@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,9 +19,16 @@ type loadFlags struct {
 	deleteCol, opCol, deleteValue string
 	batchID                       string
 	types, ignore                 []string
-	skipBad                       bool
+	skipBad, noCompact            bool
 	batchSize                     int
 }
+
+// compactAfterRows is the size of load after which load compacts the store: a
+// bulk load writes faster than Pebble's background compaction keeps up with,
+// and reads of the level 0 it leaves are about 2.5x slower (store.DB.Compact).
+// Smaller loads leave compaction to the background, which is cheaper than
+// rewriting a large store for them.
+const compactAfterRows = 100_000
 
 // loadMode is how the rows of a file become writes.
 type loadMode uint8
@@ -60,7 +68,11 @@ and nothing is committed, unless --skip-bad (each skipped row is reported). The
 checked rows are then committed in transactions of --batch-size rows. If a commit
 fails midway (disk full, say), the batches before it stay committed and the error
 says how far the load got; loading the file again is safe, since rows already
-loaded change nothing. --batch-size 0 loads everything in one transaction.`,
+loaded change nothing. --batch-size 0 loads everything in one transaction.
+
+A load of 100,000 rows or more ends by compacting the store (store.DB.Compact,
+about 2 s per million versions), so reads right after it are as fast as reads of
+a store that has settled; --no-compact skips that.`,
 		Example: `  bitempo load customers customers.csv --from valid_from --to valid_to --open-sentinel 9999-12-31
   bitempo load customers changes.jsonl --at changed_at --types zip=string
   bitempo load accounts feed.csv --at ts --seq lsn --op-col op --delete-value d`,
@@ -84,6 +96,7 @@ loaded change nothing. --batch-size 0 loads everything in one transaction.`,
 	f.StringSliceVar(&lf.ignore, "ignore", nil, "columns of the file to leave out (e.g. sk, tx_from, tx_to of a scan's output)")
 	f.BoolVar(&lf.skipBad, "skip-bad", false, "skip rows that do not fit, reporting each, instead of failing")
 	f.IntVar(&lf.batchSize, "batch-size", 10000, "rows per transaction (0: one transaction)")
+	f.BoolVar(&lf.noCompact, "no-compact", false, "do not compact the store after a load of 100,000 rows or more")
 	return cmd
 }
 
@@ -157,6 +170,11 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	}
 	if err != nil {
 		return err
+	}
+	if len(rows) >= compactAfterRows && !lf.noCompact {
+		if err := db.Compact(context.Background()); err != nil {
+			return fmt.Errorf("load %s: every row is committed, but %w", t.Name, err)
+		}
 	}
 	if !a.quiet {
 		fmt.Fprintln(a.stderr, sum.String())
