@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
@@ -171,13 +172,17 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err != nil {
 		return err
 	}
+	if !a.quiet {
+		fmt.Fprintln(a.stderr, sum.String())
+	}
 	if len(rows) >= compactAfterRows && !lf.noCompact {
+		start := time.Now()
 		if err := db.Compact(context.Background()); err != nil {
 			return fmt.Errorf("load %s: every row is committed, but %w", t.Name, err)
 		}
-	}
-	if !a.quiet {
-		fmt.Fprintln(a.stderr, sum.String())
+		if !a.quiet {
+			fmt.Fprintf(a.stderr, "compacted the store in %s\n", time.Since(start).Round(time.Millisecond))
+		}
 	}
 	return nil
 }

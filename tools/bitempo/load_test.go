@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -289,4 +290,34 @@ func TestLoadTypesAndAxes(t *testing.T) {
 		t.Fatalf("catalog of a changes table:\n%s", r.stdout)
 	}
 	fails(t, dir, 2, "granularity", "create", "bad", "--key", "id", "--axis", "int", "--granularity", "day", "--db", "db")
+}
+
+// TestLoadLargeCompacts loads enough rows to make load compact the store
+// afterwards, and checks the store reads and verifies; --no-compact skips it.
+func TestLoadLargeCompacts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 100,000 rows")
+	}
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("id,valid_from,valid_to,n\n")
+	for i := range compactAfterRows {
+		fmt.Fprintf(&b, "k%06d,2024-01-01,,%d\n", i, i)
+	}
+	write(t, dir, "big.csv", b.String())
+	ok(t, dir, "create", "big", "--key", "id", "--axis", "date", "--db", "db")
+	r := ok(t, dir, "load", "big", "big.csv", "--from", "valid_from", "--to", "valid_to", "--db", "db")
+	if !strings.Contains(r.stderr, "100000 rows") || !strings.Contains(r.stderr, "compacted the store in") {
+		t.Fatalf("summary: %s", r.stderr)
+	}
+	r = ok(t, dir, "get", "big", "k099999", "--valid", "2024-06-01", "--db", "db")
+	if !strings.Contains(r.stdout, "k099999,2024-01-01,,") || !strings.Contains(r.stdout, ",99999") {
+		t.Fatalf("get after the load: %s", r.stdout)
+	}
+	ok(t, dir, "verify", "--db", "db")
+	ok(t, dir, "create", "big2", "--key", "id", "--axis", "date", "--db", "db")
+	r = ok(t, dir, "load", "big2", "big.csv", "--from", "valid_from", "--to", "valid_to", "--no-compact", "--db", "db")
+	if strings.Contains(r.stderr, "compacted") {
+		t.Fatalf("--no-compact compacted: %s", r.stderr)
+	}
 }
