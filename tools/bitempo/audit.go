@@ -17,19 +17,11 @@ It answers "what did we believe, and when did that change".`,
   bitempo audit customers c1 --format json`,
 		Args: argsRange(2, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
+			db, t, key, err := a.openKey(args)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			t, err := a.table(db, args[0])
-			if err != nil {
-				return err
-			}
-			key, err := parseKeyArgs(t, args[1:])
-			if err != nil {
-				return err
-			}
 			w, err := out.writer(a)
 			if err != nil {
 				return err

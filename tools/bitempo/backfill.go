@@ -124,15 +124,11 @@ func (a *app) backfill(table string, bf *backfillFlags) error {
 	if err != nil {
 		return err
 	}
-	db, err := a.open(true)
+	db, t, err := a.openTable(table)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	t, err := a.table(db, table)
-	if err != nil {
-		return err
-	}
 	if err := checkGroupBy(t, groupBy); err != nil {
 		return err
 	}

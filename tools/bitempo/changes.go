@@ -36,15 +36,11 @@ facts a later correction made stale. --since 0 starts at the first commit.`,
 			if err != nil {
 				return usagef("--until: %v", err)
 			}
-			db, err := a.open(true)
+			db, t, err := a.openTable(args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			t, err := a.table(db, args[0])
-			if err != nil {
-				return err
-			}
 			w, err := out.writer(a)
 			if err != nil {
 				return err

@@ -26,19 +26,11 @@ version.`,
   bitempo get customers c1 --valid 2024-03-12 --tx 2024-05-01T10:00:00Z --format json`,
 		Args: argsRange(2, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
+			db, t, key, err := a.openKey(args)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			t, err := a.table(db, args[0])
-			if err != nil {
-				return err
-			}
-			key, err := parseKeyArgs(t, args[1:])
-			if err != nil {
-				return err
-			}
 			at, err := parseAsOf(t, valid, txs)
 			if err != nil {
 				return err

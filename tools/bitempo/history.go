@@ -29,19 +29,11 @@ a long history.`,
   bitempo history customers c1 --timeline`,
 		Args: argsRange(2, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
+			db, t, key, err := a.openKey(args)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			t, err := a.table(db, args[0])
-			if err != nil {
-				return err
-			}
-			key, err := parseKeyArgs(t, args[1:])
-			if err != nil {
-				return err
-			}
 			lo, hi, err := parseWindow(t, from, to)
 			if err != nil {
 				return err

@@ -144,6 +144,36 @@ func (a *app) open(readOnly bool) (*store.DB, error) {
 	})
 }
 
+// openTable opens the store read-only and finds table name in it. The caller
+// closes the store; on error it is closed already.
+func (a *app) openTable(name string) (*store.DB, *store.Table, error) {
+	db, err := a.open(true)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := a.table(db, name)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return db, t, nil
+}
+
+// openKey is openTable for the commands that take NAME KEY...: args[0] names
+// the table, the rest are its key values.
+func (a *app) openKey(args []string) (*store.DB, *store.Table, store.Key, error) {
+	db, t, err := a.openTable(args[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := parseKeyArgs(t, args[1:])
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, nil, err
+	}
+	return db, t, key, nil
+}
+
 // discardLogger silences Pebble's log: the tool reports errors itself, on one line.
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 

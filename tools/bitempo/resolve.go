@@ -80,15 +80,11 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 	if err != nil {
 		return err
 	}
-	db, err := a.open(true)
+	db, t, err := a.openTable(table)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	t, err := a.table(db, table)
-	if err != nil {
-		return err
-	}
 	if len(rf.keys) != len(t.Key) {
 		return usagef("resolve: table %s has %d key columns, --key names %d", t.Name, len(t.Key), len(rf.keys))
 	}

@@ -22,15 +22,11 @@ key values (repeat the flag, or separate values with commas).`,
   bitempo scan prices --prefix sku-1 --valid now --tx 2024-05-01T00:00:00Z --with-tx`,
 		Args: argsRange(1, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
+			db, t, err := a.openTable(args[0])
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			t, err := a.table(db, args[0])
-			if err != nil {
-				return err
-			}
 			at, err := parseAsOf(t, valid, txs)
 			if err != nil {
 				return err
