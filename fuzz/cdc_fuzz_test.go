@@ -1,7 +1,6 @@
 package fuzz
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/fuzz/model"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -191,144 +191,22 @@ func cdcWriteVersion(b *strings.Builder, key string, from, to int64, attrs store
 	fmt.Fprintf(b, "%s [%d, %d) %x\n", key, from, to, enc)
 }
 
-// cdcReference is the reference model of a changes table: DESIGN.md's rules
-// applied from scratch to the whole event set, rendered like cdcStored.
+// cdcReference is the reference model of a changes table (model.Derive: the
+// rules applied from scratch to the whole event set), rendered like cdcStored.
 func cdcReference(tbl *store.Table, events []txn.Event) string {
-	type pos struct {
-		key     string
-		at, seq int64
-	}
-	// The event set: one event per (key, at, seq). A delete beats an upsert; of
-	// two upserts the smaller attribute encoding wins.
-	set := map[pos]txn.Event{}
-	for _, e := range events {
-		p := pos{e.Key[0].(string), e.At, e.Seq}
-		if old, ok := set[p]; !ok || cdcBeats(e, old) {
-			set[p] = e
-		}
-	}
-	var positions []pos
-	for p := range set {
-		positions = append(positions, p)
-	}
-	slices.SortFunc(positions, func(a, b pos) int {
-		if c := strings.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		if a.at != b.at {
-			return cdcCmp(a.at, b.at)
-		}
-		return cdcCmp(a.seq, b.seq)
-	})
-	// Per key and granule, the state after the granule's last event, with
-	// partial updates completed from the event before.
-	type state struct {
-		key     string
-		g       int64
-		deleted bool
-		attrs   store.Attrs
-	}
-	var states []state
-	var carry store.Attrs
-	for i, p := range positions {
-		if i == 0 || positions[i-1].key != p.key {
-			carry = nil
-		}
-		e := set[p]
-		if e.Op == txn.OpDelete {
-			carry = nil
-		} else {
-			full := store.Attrs{}
-			if tbl.IgnoreNulls {
-				for k, v := range carry {
-					full[k] = v
-				}
-			}
-			for k, v := range e.Attrs {
-				full[k] = v
-			}
-			carry = full
-		}
-		g := p.at
-		if tbl.Granularity > 1 {
-			g = p.at - ((p.at%tbl.Granularity)+tbl.Granularity)%tbl.Granularity
-		}
-		st := state{p.key, g, e.Op == txn.OpDelete, carry}
-		if n := len(states); n > 0 && states[n-1].key == p.key && states[n-1].g == g {
-			states[n-1] = st
-		} else {
-			states = append(states, st)
-		}
-	}
-	// Runs of tracked-equal upserts; deletes end them.
-	type version struct {
-		key      string
-		from, to int64
-		attrs    store.Attrs
-	}
-	var out []version
-	open := false
-	for i, st := range states {
-		if i > 0 && states[i-1].key != st.key {
-			open = false
-		}
-		last := len(out) - 1
-		switch {
-		case st.deleted:
-			if open {
-				out[last].to = st.g
-			}
-			open = false
-		case open && cdcTrackedEqual(tbl, out[last].attrs, st.attrs):
-			out[last].attrs = st.attrs
-		default:
-			if open {
-				out[last].to = st.g
-			}
-			out = append(out, version{st.key, st.g, store.Infinity, st.attrs})
-			open = true
-		}
-	}
+	ref := model.ChangesTableOf(tbl.TableDef)
 	var b strings.Builder
-	for _, v := range out {
-		cdcWriteVersion(&b, v.key, v.from, v.to, v.attrs)
+	for _, v := range ref.Derive(modelEvents(events)) {
+		cdcWriteVersion(&b, v.Key, v.From, v.To, store.Attrs(v.Attrs))
 	}
 	return b.String()
 }
 
-func cdcBeats(e, old txn.Event) bool {
-	if e.Op == txn.OpDelete || old.Op == txn.OpDelete {
-		return e.Op == txn.OpDelete && old.Op != txn.OpDelete
+// modelEvents translates events of one-column string keys into the model's.
+func modelEvents(events []txn.Event) []model.Event {
+	out := make([]model.Event, len(events))
+	for i, e := range events {
+		out[i] = model.Event{Key: e.Key[0].(string), At: e.At, Seq: e.Seq, Delete: e.Op == txn.OpDelete, Attrs: model.Attrs(e.Attrs)}
 	}
-	a, _ := encoding.AppendAttrs(nil, e.Attrs)
-	b, _ := encoding.AppendAttrs(nil, old.Attrs)
-	return bytes.Compare(a, b) < 0
-}
-
-// cdcTrackedEqual compares the tracked attributes of the fuzzed tables: x is
-// always tracked and compared exactly (int64 or null); y ("p", " P", "q" or
-// null) is tracked unless excepted, and compared trimmed and case-folded when
-// the table says so. Absent equals null.
-func cdcTrackedEqual(tbl *store.Table, a, b store.Attrs) bool {
-	if a["x"] != b["x"] {
-		return false
-	}
-	if !tbl.Tracked("y") {
-		return true
-	}
-	ya, yb := a["y"], b["y"]
-	if opt := tbl.Compare["y"]; opt.Trim && opt.FoldCase && ya != nil && yb != nil {
-		return strings.EqualFold(strings.TrimSpace(ya.(string)), strings.TrimSpace(yb.(string)))
-	}
-	return ya == yb
-}
-
-func cdcCmp(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return out
 }

@@ -1,7 +1,6 @@
 package txn
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/fuzz/model"
 	"github.com/bitempo/bitempo/store"
 	"pgregory.net/rapid"
 )
 
-// TestApplyProperty checks Apply against refDerive, a from-scratch derivation
-// written for clarity, for random event sets: applied in several arrival orders
+// TestApplyProperty checks Apply against the reference model (model.Derive, a
+// from-scratch derivation written for clarity) for random event sets: applied in several arrival orders
 // and batchings, with duplicated events and replayed batch ids, the table after
 // every batch equals the reference derivation of the events applied so far,
 // Verify is clean, every arrival ends with byte-identical versions, and reading
@@ -144,7 +144,7 @@ func runArrival(rt *rapid.T, def store.TableDef, order []Event, arrival int) str
 				if !rapid.Bool().Draw(rt, label("readInTx")) {
 					continue // reading completes partial states: not always
 				}
-				want := renderRef(refDerive(tbl, applied))
+				want := reference(tbl, applied)
 				if got := renderInTx(rt, tx, applied); got != want {
 					return fmt.Errorf("inside the transaction after b%d of %v:\ngot\n%s\nwant\n%s", next, applied, got, want)
 				}
@@ -155,7 +155,7 @@ func runArrival(rt *rapid.T, def store.TableDef, order []Event, arrival int) str
 			rt.Fatal(err)
 		}
 		committed = append(committed, pending...)
-		want := renderRef(refDerive(tbl, applied))
+		want := reference(tbl, applied)
 		if got := renderStored(rt, db, tbl, store.Infinity); got != want {
 			rt.Fatalf("after commit %d of %v:\ngot\n%s\nwant\n%s", c.Tx, applied, got, want)
 		}
@@ -196,142 +196,24 @@ func renderInTx(rt *rapid.T, tx *Tx, events []Event) string {
 	return b.String()
 }
 
-// refVersion is a version of the reference model.
-type refVersion struct {
-	key      string
-	from, to int64
-	attrs    store.Attrs
-}
-
-// refDerive derives a changes table from scratch, the way DESIGN.md states the
-// rules, with no incremental machinery.
-func refDerive(tbl *store.Table, events []Event) []refVersion {
-	// 1. The event set: one event per (key, at, seq). A delete beats an upsert;
-	//    of two upserts the smaller attribute encoding wins.
-	type pos struct {
-		key     string
-		at, seq int64
+// reference derives the table from scratch with the reference model
+// (model.Derive) and renders it like renderStored.
+func reference(tbl *store.Table, events []Event) string {
+	ref := model.ChangesTableOf(tbl.TableDef)
+	in := make([]model.Event, len(events))
+	for i, e := range events {
+		in[i] = model.Event{Key: e.Key[0].(string), At: e.At, Seq: e.Seq, Delete: e.Op == OpDelete, Attrs: model.Attrs(e.Attrs)}
 	}
-	set := map[pos]Event{}
-	for _, e := range events {
-		p := pos{e.Key[0].(string), e.At, e.Seq}
-		if old, ok := set[p]; !ok || refBeats(e, old) {
-			set[p] = e
-		}
-	}
-	positions := make([]pos, 0, len(set))
-	for p := range set {
-		positions = append(positions, p)
-	}
-	slices.SortFunc(positions, func(a, b pos) int {
-		if c := strings.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		if a.at != b.at {
-			return cmpInt64(a.at, b.at)
-		}
-		return cmpInt64(a.seq, b.seq)
-	})
-
-	// 2. Per key, in (at, seq) order: complete partial updates, truncate to the
-	//    granule, and keep the state of each granule's last event.
-	type granuleState struct {
-		key     string
-		g       int64
-		deleted bool
-		attrs   store.Attrs
-	}
-	var states []granuleState
-	var carry store.Attrs
-	for i, p := range positions {
-		if i == 0 || positions[i-1].key != p.key {
-			carry = nil
-		}
-		e := set[p]
-		if e.Op == OpDelete {
-			carry = nil
-		} else {
-			full := store.Attrs{}
-			if tbl.IgnoreNulls {
-				for k, v := range carry {
-					full[k] = v
-				}
-			}
-			for k, v := range e.Attrs {
-				full[k] = v
-			}
-			carry = full
-		}
-		g := refFloor(p.at, tbl.Granularity)
-		st := granuleState{p.key, g, e.Op == OpDelete, carry}
-		if n := len(states); n > 0 && states[n-1].key == p.key && states[n-1].g == g {
-			states[n-1] = st
-		} else {
-			states = append(states, st)
-		}
-	}
-
-	// 3. Runs: an upsert tracked-equal to the open version's attributes extends
-	//    it (taking its attributes); another upsert ends it and opens a new one;
-	//    a delete ends it.
-	var out []refVersion
-	open := false
-	for i, st := range states {
-		if i > 0 && states[i-1].key != st.key {
-			open = false
-		}
-		last := len(out) - 1
-		switch {
-		case st.deleted:
-			if open {
-				out[last].to = st.g
-			}
-			open = false
-		case open && trackedEqual(tbl, out[last].attrs, st.attrs):
-			out[last].attrs = st.attrs
-		default:
-			if open {
-				out[last].to = st.g
-			}
-			out = append(out, refVersion{st.key, st.g, store.Infinity, st.attrs})
-			open = true
-		}
-	}
-	return out
-}
-
-func refBeats(e, old Event) bool {
-	if e.Op == OpDelete || old.Op == OpDelete {
-		return e.Op == OpDelete && old.Op != OpDelete
-	}
-	a, _ := encoding.AppendAttrs(nil, e.Attrs)
-	b, _ := encoding.AppendAttrs(nil, old.Attrs)
-	return bytes.Compare(a, b) < 0
-}
-
-// refFloor floors at to a multiple of g (no granularity when g <= 1).
-func refFloor(at, g int64) int64 {
-	if g <= 1 {
-		return at
-	}
-	q := at / g
-	if at%g != 0 && at < 0 {
-		q--
-	}
-	return q * g
-}
-
-func renderRef(vs []refVersion) string {
 	var b strings.Builder
-	for _, v := range vs {
-		enc, _ := encoding.AppendAttrs(nil, v.attrs)
-		fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.key, v.from, v.to, enc)
+	for _, v := range ref.Derive(in) {
+		enc, _ := encoding.AppendAttrs(nil, encoding.Attrs(v.Attrs))
+		fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.Key, v.From, v.To, enc)
 	}
 	return b.String()
 }
 
 // renderStored renders the versions of every key of the table alive at tx, in
-// the same form as renderRef: valid periods and attribute bytes, no sk.
+// the same form as reference: valid periods and attribute bytes, no sk.
 func renderStored(rt *rapid.T, db *store.DB, tbl *store.Table, tx int64) string {
 	s, err := db.Snapshot()
 	if err != nil {

@@ -1,9 +1,12 @@
-// Package model is the reference model of bitempo's periods tables: a plain,
+// Package model is the reference model of bitempo's periods tables (and, in
+// cdc.go, of the derivation of changes tables from their events): a plain,
 // in-memory implementation of the semantics in DESIGN.md (and the decisions
 // written down in package txn's doc), written for clarity rather than speed. It
 // is the oracle the randomized tests and fuzz targets compare the store against.
 //
-// The model shares no code with the store: a table is a list of records, each a
+// The model shares no code with the store (it uses package encoding only for the
+// order of attribute encodings, which the CDC rules define by it, and package
+// store only to translate a table declaration): a table is a list of records, each a
 // version (key, valid period, surrogate key, attributes, inferred flag) with the
 // transaction period in which it was believed. Writes rewrite a key's timeline in
 // a transaction; Commit compares each touched key's final timeline with the one it

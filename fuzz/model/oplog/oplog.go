@@ -137,11 +137,7 @@ func (s TableSpec) StoreDef() store.TableDef {
 
 // ModelDef returns the model's definition of the table.
 func (s TableSpec) ModelDef() model.Table {
-	cmp := map[string]model.Options{}
-	for name, o := range s.Compare {
-		cmp[name] = model.Options{Round: o.Round, Scale: o.Scale, Trim: o.Trim, FoldCase: o.FoldCase}
-	}
-	return model.Table{Name: s.Name, Key: []string{KeyColumn}, Track: s.Track, TrackExcept: s.TrackExcept, Compare: cmp}
+	return model.Table{Name: s.Name, Key: []string{KeyColumn}, Track: s.Track, TrackExcept: s.TrackExcept, Compare: model.CompareOf(s.Compare)}
 }
 
 // DefaultTables are the tables logs run on: every attribute tracked with exact
