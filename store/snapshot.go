@@ -211,12 +211,24 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 	if found && valid < best.ValidTo {
 		return best, Found, nil
 	}
-	// Misses are rare and need the key's whole timeline at tx to explain.
-	versions, err := s.KeyVersions(t, tuple, tx)
+	// A miss is explained by whether a version alive at tx starts after valid:
+	// the alive record with the greatest valid_from of all says so, found like
+	// the candidate (record heads and one seek per valid_from), without decoding
+	// the key's whole timeline.
+	last, any, err := s.pastCandidate(t, tuple, Infinity, tx)
 	if err != nil {
 		return Version{}, 0, err
 	}
-	return Version{}, missReason(versions, valid), nil
+	later := any && last.ValidFrom > valid
+	switch {
+	case found && later:
+		return Version{}, InGap, nil
+	case found:
+		return Version{}, AfterLast, nil
+	case later:
+		return Version{}, BeforeFirst, nil
+	}
+	return Version{}, UnknownKey, nil
 }
 
 // pastCandidate returns the record alive at tx with the greatest valid_from <=
@@ -234,20 +246,6 @@ func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64) (Versi
 		best, found = hist, true
 	}
 	return best, found, nil
-}
-
-// missReason classifies a valid time that no version of versions (sorted, disjoint)
-// covers.
-func missReason(versions []Version, valid int64) MissReason {
-	switch {
-	case len(versions) == 0:
-		return UnknownKey
-	case valid < versions[0].ValidFrom:
-		return BeforeFirst
-	case valid >= versions[len(versions)-1].ValidTo:
-		return AfterLast
-	}
-	return InGap
 }
 
 // currentCandidate returns the current record with tx_from <= tx and the greatest
