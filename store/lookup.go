@@ -1,0 +1,183 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// This file holds the batch lookup behind query.Resolve: probes sorted by key
+// and descending valid time, merged against the current-state index with one
+// forward pass of one iterator.
+
+// Probe is one lookup of a batch: the version of the key encoded as Tuple in
+// effect at valid time Valid, as known at transaction time Tx.
+type Probe struct {
+	Tuple []byte
+	Valid int64
+	Tx    int64
+}
+
+// LookupSorted answers a batch of probes sorted by Tuple ascending and, for equal
+// tuples, by Valid descending (a key's versions are stored newest first), calling
+// fn once per probe in order with the probe's index, the version found and the
+// reason for a miss (v is then zero). Probes at or after LastTx are merged
+// against the current-state index in one forward pass of one iterator, which
+// steps through a key's versions or seeks ahead when the next probe is far; older
+// probes cost one VersionAt each. v is valid only during fn: its Key is nil (the
+// caller knows the key) and its Attrs are decoded only when attrs is set. A batch
+// that is not sorted fails before any lookup.
+func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i int, v *Version, r MissReason)) (err error) {
+	if s.closed {
+		return ErrClosed
+	}
+	var first, last = -1, -1
+	for i := range probes {
+		if i > 0 {
+			c := bytes.Compare(probes[i-1].Tuple, probes[i].Tuple)
+			if c > 0 || (c == 0 && probes[i-1].Valid < probes[i].Valid) {
+				return fmt.Errorf("bitempo: LookupSorted: probe %d is out of order", i)
+			}
+		}
+		if probes[i].Tx >= s.lastTx {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return s.lookupPast(t, probes, 0, attrs, fn)
+	}
+	pfx := tablePrefix(nil, ksCurrent, t.ID)
+	lower := append(slices.Clip(pfx), probes[first].Tuple...)
+	it, err := s.newIter(lower, encoding.PrefixEnd(append(slices.Clip(pfx), probes[last].Tuple...)))
+	if err != nil {
+		return err
+	}
+	defer func() { err = firstError(err, it.Close()) }()
+	m := &merge{s: s, t: t, it: it, pfxLen: len(pfx), attrs: attrs, ok: it.First()}
+	var v Version // one for the whole batch: fn sees it only during its call
+	var r MissReason
+	for i := range probes {
+		p := &probes[i]
+		if p.Tx < s.lastTx {
+			if err := s.lookupPast(t, probes[i:i+1], i, attrs, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if m.keyPfx == nil || !bytes.Equal(m.keyPfx[m.pfxLen:], p.Tuple) {
+			if err := m.enterKey(p.Tuple); err != nil {
+				return err
+			}
+		}
+		if v, r, err = m.lookup(p.Valid); err != nil {
+			return err
+		}
+		fn(i, &v, r)
+	}
+	return it.Error()
+}
+
+func (s *Snapshot) lookupPast(t *Table, probes []Probe, base int, attrs bool, fn func(i int, v *Version, r MissReason)) error {
+	for i := range probes {
+		v, r, err := s.VersionAt(t, probes[i].Tuple, probes[i].Valid, probes[i].Tx)
+		if err != nil {
+			return err
+		}
+		v.Key = nil // as documented: the caller knows the key
+		if !attrs {
+			v.Attrs = nil
+		}
+		fn(base+i, &v, r)
+	}
+	return nil
+}
+
+// merge is the state of LookupSorted's forward pass over the current index.
+type merge struct {
+	s       *Snapshot
+	t       *Table
+	it      kvIter
+	pfxLen  int
+	attrs   bool
+	ok      bool   // the iterator is positioned
+	keyPfx  []byte // keyspace | table id | tuple of the key being probed
+	inKey   bool   // the iterator is on a record of that key
+	exists  bool   // the key has a record
+	atFirst bool   // the iterator is on the key's newest record
+	seek    []byte
+}
+
+// enterKey positions the iterator on the newest record of tuple's key, stepping
+// over what lies before it or seeking when that is more than a few records.
+func (m *merge) enterKey(tuple []byte) error {
+	m.keyPfx = append(tablePrefix(m.keyPfx[:0], ksCurrent, m.t.ID), tuple...)
+	for steps := 0; m.ok; steps++ {
+		if bytes.Compare(m.it.Key(), m.keyPfx) >= 0 {
+			break
+		}
+		if steps == nextsBeforeSeek {
+			m.ok = m.it.SeekGE(m.keyPfx)
+			break
+		}
+		m.ok = m.it.Next()
+	}
+	m.inKey = m.ok && bytes.HasPrefix(m.it.Key(), m.keyPfx)
+	m.exists, m.atFirst = m.inKey, m.inKey
+	return m.it.Error()
+}
+
+// lookup finds the version of the current key in effect at valid, moving forward
+// from the iterator's position (probes of a key come in descending valid order).
+func (m *merge) lookup(valid int64) (Version, MissReason, error) {
+	if !m.exists {
+		return Version{}, UnknownKey, nil
+	}
+	for moves := 0; m.inKey; moves++ {
+		_, from, err := recordKey(m.it.Key(), m.pfxLen, 8)
+		if err != nil {
+			return Version{}, 0, err
+		}
+		if from <= valid {
+			return m.found(from, valid)
+		}
+		if moves < nextsBeforeSeek {
+			m.ok = m.it.Next()
+		} else {
+			m.seek = encoding.AppendTimeDesc(append(m.seek[:0], m.keyPfx...), valid)
+			m.ok = m.it.SeekGE(m.seek)
+		}
+		m.atFirst = false
+		m.inKey = m.ok && bytes.HasPrefix(m.it.Key(), m.keyPfx)
+	}
+	return Version{}, BeforeFirst, m.it.Error()
+}
+
+// found classifies the iterator's record, the key's version with the greatest
+// valid_from <= valid.
+func (m *merge) found(from, valid int64) (Version, MissReason, error) {
+	head, err := encoding.DecodeRecordHead(m.it.Value())
+	if err != nil {
+		return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
+	}
+	switch {
+	case valid >= head.ValidTo && m.atFirst:
+		return Version{}, AfterLast, nil
+	case valid >= head.ValidTo:
+		return Version{}, InGap, nil
+	}
+	if m.attrs {
+		if head, err = encoding.DecodeRecord(m.it.Value()); err != nil {
+			return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
+		}
+	}
+	return Version{
+		ValidFrom: from, ValidTo: head.ValidTo, TxFrom: head.TxFrom, TxTo: head.TxTo, SK: head.SK,
+		Attrs: head.Attrs, Inferred: head.Flags&encoding.FlagInferred != 0, tuple: m.keyPfx[m.pfxLen:],
+	}, Found, nil
+}
+
