@@ -180,4 +180,3 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 		Attrs: head.Attrs, Inferred: head.Flags&encoding.FlagInferred != 0, tuple: m.keyPfx[m.pfxLen:],
 	}, Found, nil
 }
-
