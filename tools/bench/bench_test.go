@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tiny is a scale for tests: every workload on every engine in seconds.
@@ -132,6 +134,55 @@ func TestUpsertRules(t *testing.T) {
 				t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 				break
 			}
+		}
+	}
+}
+
+// TestScalingReport writes two result files with writeMarkdown, as --out does
+// at two scales, and checks that --scaling reads them back and reports the
+// growth of the time per operation; files that are not results are refused.
+func TestScalingReport(t *testing.T) {
+	dir := t.TempDir()
+	d := generate(tiny, 7)
+	write := func(scaleName string, perOp time.Duration, ops int) string {
+		h := newHarness(d, dir, engineKinds[:2], io.Discard)
+		h.sc.name = scaleName
+		for i, k := range h.kinds {
+			run := time.Duration(ops) * perOp * time.Duration(i+1)
+			h.results = append(h.results, result{w: findWorkload("lookup-latest"), engine: k.name,
+				measurement: measurement{ops: ops, times: []sample{{wall: run, cpu: run / 2}}}})
+		}
+		path := filepath.Join(dir, scaleName+".md")
+		var b bytes.Buffer
+		h.writeMarkdown(&b, "test", time.Now(), "0 0 0", nil)
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	small, big := write("small", 2*time.Microsecond, 1000), write("big", 5*time.Microsecond, 10_000)
+	md := filepath.Join(dir, "scaling.md")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--scaling", small + "," + big, "--out", md}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"small -> big", "2.00 us -> 5.00 us", "4.00 us -> 10.0 us", "1.00k -> 10.0k", "2.50x"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("scaling table lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	b, err := os.ReadFile(md)
+	if err != nil || !strings.Contains(string(b), "| 3 lookup-latest | pebble | small -> big |") {
+		t.Errorf("scaling markdown: %v\n%s", err, b)
+	}
+	other := filepath.Join(dir, "notes.md")
+	if err := os.WriteFile(other, []byte("# notes\n\n| a | b |\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--scaling", small}, {"--scaling", small + "," + other}} {
+		stderr.Reset()
+		if code := run(args, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), "bench: ") {
+			t.Errorf("run %q: exit %d, stderr %q; want a refusal", args, code, stderr.String())
 		}
 	}
 }

@@ -272,19 +272,13 @@ func selectWorkloads(only []string) ([]*workload, error) {
 		return workloads, nil
 	}
 	var out []*workload
-	for _, spec := range only {
-		for _, s := range strings.Split(spec, ",") {
-			s = strings.TrimSpace(s)
-			if s == "" {
-				continue
-			}
-			w := findWorkload(s)
-			if w == nil {
-				return nil, fmt.Errorf("unknown workload %q (want %s)", s, workloadNames())
-			}
-			if !slices.Contains(out, w) {
-				out = append(out, w)
-			}
+	for _, s := range listFlag(only).items() {
+		w := findWorkload(s)
+		if w == nil {
+			return nil, fmt.Errorf("unknown workload %q (want %s)", s, workloadNames())
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
 		}
 	}
 	slices.SortFunc(out, func(a, b *workload) int { return a.id - b.id })

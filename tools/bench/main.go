@@ -35,6 +35,20 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
+// items returns the values given, comma separated or repeated, trimmed, empty
+// ones left out.
+func (l listFlag) items() []string {
+	var out []string
+	for _, v := range l {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,12 +61,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed of the generated data")
 	dir := fs.String("dir", "", "parent directory for the databases (default: the system's temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	var scaling listFlag
+	fs.Var(&scaling, "scaling", "run nothing; compare result files written by --out at different scales (smallest first): how time per operation and throughput change")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "bench: unexpected argument %q (list workloads as --only 1,3,5)\n", fs.Arg(0))
 		return 2
+	}
+	if len(scaling) > 0 {
+		if err := runScaling(scaling.items(), *out, stdout); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		return 0
 	}
 	sc, err := scaleByName(*scaleName)
 	if err != nil {
@@ -141,10 +164,7 @@ func selectEngines(names []string) ([]engineKind, error) {
 	if len(names) == 0 {
 		return engineKinds, nil
 	}
-	var want []string
-	for _, n := range names {
-		want = append(want, strings.Split(n, ",")...)
-	}
+	want := listFlag(names).items()
 	var out []engineKind
 	for _, k := range engineKinds {
 		if slices.Contains(want, k.name) {
