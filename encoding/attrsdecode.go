@@ -3,7 +3,9 @@ package encoding
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"sync/atomic"
 )
 
 // This file decodes attribute records by hand. Reads decode one record per
@@ -26,22 +28,48 @@ func parseAttrs(b []byte) (Attrs, []byte, error) {
 	}
 	a := make(Attrs, n)
 	for i := 0; i < n; i++ {
-		var name []byte
-		name, b, err = strBytes(b)
+		var raw []byte
+		raw, b, err = strBytes(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: attribute %d name: %v", ErrCorrupt, i, err)
 		}
 		var v any
 		v, b, err = parseScalar(b)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: attribute %q: %v", ErrCorrupt, name, err)
+			return nil, nil, fmt.Errorf("%w: attribute %q: %v", ErrCorrupt, raw, err)
 		}
-		if _, dup := a[string(name)]; dup {
+		name := internName(raw)
+		if _, dup := a[name]; dup {
 			return nil, nil, fmt.Errorf("%w: attribute %q appears twice", ErrCorrupt, name)
 		}
-		a[string(name)] = v
+		a[name] = v
 	}
 	return a, b, nil
+}
+
+// internedNames holds attribute names decoded before, so that records, which
+// repeat their table's few names, do not allocate each name again: a lossy,
+// lock-free table in which a slot keeps the last name that hashed to it. Names
+// longer than maxInternedName are not kept.
+var internedNames [1024]atomic.Pointer[string]
+
+const maxInternedName = 64
+
+var internSeed = maphash.MakeSeed()
+
+// internName returns raw as a string, shared with earlier decodes of the same
+// name where the table still holds it.
+func internName(raw []byte) string {
+	if len(raw) > maxInternedName {
+		return string(raw)
+	}
+	slot := &internedNames[maphash.Bytes(internSeed, raw)%uint64(len(internedNames))]
+	if p := slot.Load(); p != nil && *p == string(raw) {
+		return *p
+	}
+	s := string(raw)
+	slot.Store(&s)
+	return s
 }
 
 func mapHeader(b []byte) (int, []byte, error) {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -549,4 +551,39 @@ func bytesAllocated(f func() error) (uint64, error) {
 	}
 	runtime.ReadMemStats(&after)
 	return (after.TotalAlloc - before.TotalAlloc) / runs, err
+}
+
+// TestInternedNamesUnderConcurrency decodes records whose names collide in the
+// intern table, from several goroutines at once, and checks every decode gets
+// its own names (run with -race).
+func TestInternedNamesUnderConcurrency(t *testing.T) {
+	var encs [][]byte
+	var want []Attrs
+	for i := range 3000 {
+		a := Attrs{fmt.Sprintf("n%d", i): int64(i), "shared": "x", strings.Repeat("long", 20) + fmt.Sprint(i%7): true}
+		enc, err := AppendAttrs(nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		encs, want = append(encs, enc), append(want, a)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range encs {
+				j := (i + g*751) % len(encs)
+				got, err := DecodeAttrs(encs[j])
+				if err != nil || !reflect.DeepEqual(got, want[j]) {
+					errs <- fmt.Errorf("record %d: %v, %v; want %v", j, got, err, want[j])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
