@@ -345,10 +345,9 @@ func (db *DB) Compact(ctx context.Context) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: compact", ErrReadOnly)
 	}
-	db.mu.RLock()
-	closed := db.closed
-	db.mu.RUnlock()
-	if closed {
+	db.mu.RLock() // Close waits for the compaction: Pebble may not close under one
+	defer db.mu.RUnlock()
+	if db.closed {
 		return ErrClosed
 	}
 	start := time.Now()

@@ -68,7 +68,7 @@ func (e *pebbleEngine) compact(ctx context.Context) error {
 	if msg := e.failed.Load(); msg != nil {
 		return fmt.Errorf("%w: %s", ErrFailed, *msg)
 	}
-	return e.db.Compact(ctx, []byte{0}, []byte{0xff}, true)
+	return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
 }
 
 // view refuses to read after a fatal error: the memtable may hold the batch whose
