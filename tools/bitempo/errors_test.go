@@ -68,7 +68,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelpEverywhere(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"demo", "create", "load", "get", "history", "audit", "scan", "changes", "resolve", "dump", "verify", "stats"} {
+	for _, name := range []string{"demo", "create", "load", "get", "history", "audit", "scan", "changes", "resolve", "dump", "verify", "stats", "compact"} {
 		r := ok(t, dir, name, "--help")
 		if !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "bitempo "+name) || !strings.Contains(r.stdout, "--db") {
 			t.Errorf("%s --help lacks an example or the flags:\n%s", name, r.stdout)

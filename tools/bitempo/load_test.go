@@ -321,3 +321,19 @@ func TestLoadLargeCompacts(t *testing.T) {
 		t.Fatalf("--no-compact compacted: %s", r.stderr)
 	}
 }
+
+// TestCompactCommand compacts a loaded store and checks that it still reads
+// and verifies; a missing store is an error, not a new empty one.
+func TestCompactCommand(t *testing.T) {
+	dir := customersStore(t)
+	r := ok(t, dir, "compact", "--db", "db")
+	if !strings.Contains(r.stderr, "compacted db in ") || !strings.Contains(r.stderr, " files") {
+		t.Fatalf("compact summary: %q", r.stderr)
+	}
+	r = ok(t, dir, "get", "customers", "c1", "--valid", "2024-03-12", "--db", "db")
+	if !strings.Contains(r.stdout, "c1,2024-03-11,2024-06-01,2,Ada,Bergen,11") {
+		t.Fatalf("get after compact: %s", r.stdout)
+	}
+	ok(t, dir, "verify", "--db", "db")
+	fails(t, dir, 1, "no bitempo store at nowhere", "compact", "--db", "nowhere")
+}

@@ -101,6 +101,7 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.dumpCmd(),
 		a.verifyCmd(),
 		a.statsCmd(),
+		a.compactCmd(),
 	)
 	return root
 }
