@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -186,3 +187,30 @@ func TestScalingReport(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkBaseAfterFailedIngest gives DuckDB an ingest that fails: the read
+// workloads must still run on a base table loaded in bulk, and agree.
+func TestBulkBaseAfterFailedIngest(t *testing.T) {
+	failing := engineKind{name: "duckdb-noingest", slowPoint: true, version: func() string { return "test" }, open: func(dir string) (engine, error) {
+		e, err := openDuckDB(dir)
+		if err != nil {
+			return nil, err
+		}
+		return failingIngest{e.(*duckdbEngine)}, nil
+	}}
+	var log bytes.Buffer
+	h := newHarness(generate(tiny, 7), t.TempDir(), []engineKind{engineKinds[0], failing}, &log)
+	h.run([]*workload{findWorkload("lookup-latest"), findWorkload("snapshot")})
+	defer h.close()
+	if f := h.failures(); len(f) > 0 {
+		t.Fatalf("failures: %q\nlog:\n%s", f, log.String())
+	}
+	if !strings.Contains(log.String(), "loading the finished table in bulk instead") {
+		t.Fatalf("no bulk fallback in the log:\n%s", log.String())
+	}
+}
+
+// failingIngest is DuckDB with an ingest that always fails.
+type failingIngest struct{ *duckdbEngine }
+
+func (failingIngest) ingest([]change, int) error { return errors.New("ingest refused") }

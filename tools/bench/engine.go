@@ -66,6 +66,25 @@ type engine interface {
 	close() error
 }
 
+// dimBulkLoader is implemented by engines that can load the finished SCD2 table
+// in bulk. The harness uses it to build the base table of the read workloads
+// (3, 5, 6) when the engine's own ingest of the feed fails (DuckDB under its
+// 64 MB memory limit at large scale), so the reads are still measured; the
+// failed ingest is reported as a failure of workload 1.
+type dimBulkLoader interface {
+	loadDim(final map[string][]version) error
+}
+
+// finalDim applies the feed with the model's upsert rules (model.go): the table
+// every engine's ingest must end with.
+func finalDim(feed []change) map[string][]version {
+	out := map[string][]version{}
+	for _, c := range feed {
+		out[c.key] = upsert(out[c.key], c.at, c.attrs)
+	}
+	return out
+}
+
 // answer is a resolved fact: the version in effect, if any.
 type answer struct {
 	found bool

@@ -104,6 +104,17 @@ func (e *duckdbEngine) createDim() error {
 	)
 }
 
+// loadDim appends the finished table (dimBulkLoader).
+func (e *duckdbEngine) loadDim(final map[string][]version) error {
+	var rows [][]driver.Value
+	for key, vs := range final {
+		for _, v := range vs {
+			rows = append(rows, []driver.Value{key, v.from, v.to, v.attrs.city, v.attrs.tier})
+		}
+	}
+	return e.appendRows("", "dim", len(rows), func(i int) []driver.Value { return rows[i] })
+}
+
 // ingest is set-based per batch, as DuckDB wants: stage the batch's keys, read
 // their versions with one join, apply the upserts in Go (model.go), then delete
 // the rewritten versions with one join and append the new ones.

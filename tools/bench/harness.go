@@ -155,7 +155,9 @@ func (h *harness) baseFor(k engineKind) (*openEngine, error) {
 		}
 		h.logf("  %s: building the base table (%d changes, not timed)", k.name, len(h.d.inOrder))
 		if err := inOrder(e.createDim, func() error { return e.ingest(h.d.inOrder, h.sc.batch) }); err != nil {
-			return nil, errors.Join(err, h.discard(e))
+			if e, err = h.bulkBase(k, e, err); err != nil {
+				return nil, err
+			}
 		}
 		h.base[k.name] = e
 	}
@@ -169,6 +171,32 @@ func (h *harness) baseFor(k engineKind) (*openEngine, error) {
 		e.readsStaged = true
 	}
 	return e, nil
+}
+
+// bulkBase replaces a base table whose ingest failed with ingestErr by one
+// loaded in bulk with the finished table, where engine k can (dimBulkLoader).
+func (h *harness) bulkBase(k engineKind, failed *openEngine, ingestErr error) (*openEngine, error) {
+	if _, ok := failed.engine.(dimBulkLoader); !ok {
+		return nil, errors.Join(ingestErr, h.discard(failed))
+	}
+	if err := h.discard(failed); err != nil {
+		return nil, err
+	}
+	h.logf("  %s: the ingest failed (%v); loading the finished table in bulk instead (not timed)", k.name, firstLine(ingestErr))
+	e, err := h.fresh(k, "base-bulk")
+	if err != nil {
+		return nil, err
+	}
+	if err := inOrder(e.createDim, func() error { return e.engine.(dimBulkLoader).loadDim(finalDim(h.d.inOrder)) }); err != nil {
+		return nil, errors.Join(ingestErr, err, h.discard(e))
+	}
+	return e, nil
+}
+
+// firstLine is the first line of err's message.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 // settle runs engine k's maintenance after a load (engine.settle), untimed, and
