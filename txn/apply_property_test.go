@@ -189,8 +189,7 @@ func renderInTx(rt *rapid.T, tx *Tx, events []Event) string {
 			rt.Fatal(err)
 		}
 		for _, v := range vs {
-			enc, _ := encoding.AppendAttrs(nil, v.Attrs)
-			fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.Key, v.ValidFrom, v.ValidTo, enc)
+			writeVersion(&b, v.Key[0].(string), v.ValidFrom, v.ValidTo, v.Attrs)
 		}
 	}
 	return b.String()
@@ -206,10 +205,16 @@ func reference(tbl *store.Table, events []Event) string {
 	}
 	var b strings.Builder
 	for _, v := range ref.Derive(in) {
-		enc, _ := encoding.AppendAttrs(nil, encoding.Attrs(v.Attrs))
-		fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.Key, v.From, v.To, enc)
+		writeVersion(&b, v.Key, v.From, v.To, store.Attrs(v.Attrs))
 	}
 	return b.String()
+}
+
+// writeVersion is the one line every renderer writes per version: key, valid
+// period and the canonical attribute bytes.
+func writeVersion(b *strings.Builder, key string, from, to int64, attrs store.Attrs) {
+	enc, _ := encoding.AppendAttrs(nil, attrs)
+	fmt.Fprintf(b, "%s [%d, %d) %x\n", key, from, to, enc)
 }
 
 // renderStored renders the versions of every key of the table alive at tx, in
@@ -231,8 +236,7 @@ func renderStored(rt *rapid.T, db *store.DB, tbl *store.Table, tx int64) string 
 			rt.Fatal(err)
 		}
 		for _, v := range vs {
-			enc, _ := encoding.AppendAttrs(nil, v.Attrs)
-			fmt.Fprintf(&b, "%s [%d, %d) %x\n", v.Key, v.ValidFrom, v.ValidTo, enc)
+			writeVersion(&b, v.Key[0].(string), v.ValidFrom, v.ValidTo, v.Attrs)
 		}
 	}
 	return b.String()

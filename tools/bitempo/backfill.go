@@ -112,15 +112,7 @@ func (a *app) backfill(table string, bf *backfillFlags) error {
 			return usagef("backfill: --types names %q, which is not a --key column", name)
 		}
 	}
-	format, err := inputFormat(bf.leftFormat, bf.left)
-	if err != nil {
-		return err
-	}
-	tx, err := parseTx(bf.tx)
-	if err != nil {
-		return usagef("--tx: %v", err)
-	}
-	w, err := bf.out.writer(a)
+	format, tx, w, err := a.fileQuery(bf.leftFormat, bf.left, bf.tx, &bf.out)
 	if err != nil {
 		return err
 	}

@@ -315,6 +315,10 @@ func TestLoadLargeCompacts(t *testing.T) {
 		t.Fatalf("get after the load: %s", r.stdout)
 	}
 	ok(t, dir, "verify", "--db", "db")
+	r = ok(t, dir, "load", "big", "big.csv", "--from", "valid_from", "--to", "valid_to", "--db", "db")
+	if !strings.Contains(r.stderr, "no transaction") || strings.Contains(r.stderr, "compacted") {
+		t.Fatalf("a reload that changes nothing must not compact: %s", r.stderr)
+	}
 	ok(t, dir, "create", "big2", "--key", "id", "--axis", "date", "--db", "db")
 	r = ok(t, dir, "load", "big2", "big.csv", "--from", "valid_from", "--to", "valid_to", "--no-compact", "--db", "db")
 	if strings.Contains(r.stderr, "compacted") {

@@ -175,6 +175,21 @@ func (a *app) openKey(args []string) (*store.DB, *store.Table, store.Key, error)
 	return db, t, key, nil
 }
 
+// fileQuery checks the flags shared by the commands that answer for the rows of
+// an input file (resolve, backfill): the file's format, --tx and the output.
+func (a *app) fileQuery(formatFlag, path, txFlag string, out *outputFlags) (format string, tx int64, w rowWriter, err error) {
+	if format, err = inputFormat(formatFlag, path); err != nil {
+		return "", 0, nil, err
+	}
+	if tx, err = parseTx(txFlag); err != nil {
+		return "", 0, nil, usagef("--tx: %v", err)
+	}
+	if w, err = out.writer(a); err != nil {
+		return "", 0, nil, err
+	}
+	return format, tx, w, nil
+}
+
 // discardLogger silences Pebble's log: the tool reports errors itself, on one line.
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 

@@ -68,15 +68,7 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 	case !slices.Contains([]string{"error", "skip", "null"}, rf.miss):
 		return usagef("resolve: --miss %q: want error, skip or null", rf.miss)
 	}
-	format, err := inputFormat(rf.factsFormat, rf.facts)
-	if err != nil {
-		return err
-	}
-	tx, err := parseTx(rf.tx)
-	if err != nil {
-		return usagef("--tx: %v", err)
-	}
-	w, err := rf.out.writer(a)
+	format, tx, w, err := a.fileQuery(rf.factsFormat, rf.facts, rf.tx, &rf.out)
 	if err != nil {
 		return err
 	}
