@@ -68,6 +68,9 @@ type DB struct {
 	// snapshots counts the snapshots taken and not yet closed; Close refuses
 	// while any is open, since their iterators pin the engine's files.
 	snapshots atomic.Int64
+	// compacting is held shared by Compact while it runs and exclusively by
+	// Close before it closes the engine.
+	compacting sync.RWMutex
 
 	mu       sync.RWMutex // guards the fields below
 	closed   bool
@@ -322,14 +325,18 @@ func (db *DB) Close() error {
 	db.writer.Lock()
 	defer db.writer.Unlock()
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	if db.closed {
+		db.mu.Unlock()
 		return ErrClosed
 	}
 	if n := db.snapshots.Load(); n > 0 {
+		db.mu.Unlock()
 		return fmt.Errorf("%w: %d; close them before the store", ErrSnapshotsOpen, n)
 	}
-	db.closed = true
+	db.closed = true // from here every call is refused; none holds mu any more
+	db.mu.Unlock()
+	db.compacting.Lock() // Pebble may not close under a running compaction
+	defer db.compacting.Unlock()
 	return db.engine.close()
 }
 
@@ -345,9 +352,15 @@ func (db *DB) Compact(ctx context.Context) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: compact", ErrReadOnly)
 	}
-	db.mu.RLock() // Close waits for the compaction: Pebble may not close under one
-	defer db.mu.RUnlock()
-	if db.closed {
+	// Close waits for the compaction through compacting, not mu: holding mu
+	// would stall every commit (which takes mu to publish its transaction time)
+	// and, behind it, every new snapshot, for as long as the compaction runs.
+	db.compacting.RLock()
+	defer db.compacting.RUnlock()
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
 		return ErrClosed
 	}
 	start := time.Now()

@@ -382,8 +382,33 @@ func TestCompact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A writer commits while the compaction runs, as Compact's doc allows.
+	written := make(chan error, 1)
+	go func() {
+		var err error
+		for i := range 50 {
+			w, berr := db.BeginWrite()
+			if berr != nil {
+				err = berr
+				break
+			}
+			id := fmt.Sprintf("w%04d", i)
+			tuple, _ := tb.AppendKey(nil, Key{id})
+			if err = w.Assert(tb, tb.NewVersion(Key{id}, tuple, 0, Infinity, w.AllocSK(tb), Attrs{"n": int64(i)})); err != nil {
+				w.Abort()
+				break
+			}
+			if err = w.Commit(); err != nil {
+				break
+			}
+		}
+		written <- err
+	}()
 	if err := db.Compact(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if err := <-written; err != nil {
+		t.Fatalf("commit during Compact: %v", err)
 	}
 	after, err := db.Snapshot()
 	if err != nil {
@@ -447,5 +472,26 @@ func TestCloseWithOpenSnapshot(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close after the snapshot closed: %v", err)
+	}
+}
+
+// TestCloseDuringCompact closes a store while a compaction may be running:
+// Close waits for it, and Compact either finishes or finds the store closed.
+func TestCloseDuringCompact(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := db.CreateTable(customers)
+	for i := range 200 {
+		commitOne(t, db, tb, fmt.Sprintf("k%04d", i), int64(i))
+	}
+	compacted := make(chan error, 1)
+	go func() { compacted <- db.Compact(context.Background()) }()
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close during Compact: %v", err)
+	}
+	if err := <-compacted; err != nil && !errors.Is(err, ErrClosed) {
+		t.Fatalf("Compact racing Close: %v, want nil or ErrClosed", err)
 	}
 }

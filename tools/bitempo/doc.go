@@ -31,7 +31,8 @@
 //     Reloading is safe: versions already stored, upserts already in effect and
 //     CDC batch ids already applied change nothing. (Rejected: one transaction
 //     per file, which holds a whole large file's writes in one Pebble batch.)
-//   - A load of 100,000 rows or more ends with a compaction of the store
+//   - A load of 100,000 rows or more that commits anything ends with a
+//     compaction of the store
 //     (--no-compact skips it; `bitempo compact` runs one on demand): Pebble's
 //     background compaction falls behind a bulk load, and reads of the deep
 //     level 0 it leaves were about 2.5x slower. Smaller loads leave it to the

@@ -71,9 +71,9 @@ fails midway (disk full, say), the batches before it stay committed and the erro
 says how far the load got; loading the file again is safe, since rows already
 loaded change nothing. --batch-size 0 loads everything in one transaction.
 
-A load of 100,000 rows or more that commits anything ends by compacting the store (store.DB.Compact,
-about 2 s per million versions), so reads right after it are as fast as reads of
-a store that has settled; --no-compact skips that.`,
+A load of 100,000 rows or more that commits anything ends by compacting the
+store (store.DB.Compact, a few seconds per million versions), so reads right after
+it are as fast as reads of a store that has settled; --no-compact skips that.`,
 		Example: `  bitempo load customers customers.csv --from valid_from --to valid_to --open-sentinel 9999-12-31
   bitempo load customers changes.jsonl --at changed_at --types zip=string
   bitempo load accounts feed.csv --at ts --seq lsn --op-col op --delete-value d`,
