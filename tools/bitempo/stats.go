@@ -1,9 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
+	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -69,28 +70,45 @@ holds only rows.`,
 	return cmd
 }
 
-// dirSize sums the sizes of the files under dir.
+// dirSize sums the sizes of the regular files under dir and counts them.
 func dirSize(dir string) (int64, int, error) {
-	var size int64
-	var files int
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			size += info.Size()
-			files++
-		}
-		return nil
-	})
+	size, files, err := treeSize(os.DirFS(dir))
 	if err != nil {
 		return 0, 0, fmt.Errorf("size of %s: %w", dir, err)
 	}
 	return size, files, nil
+}
+
+// treeSize sums the sizes of the regular files in fsys. The store may be open
+// while it walks, and Pebble deletes obsolete files in the background (after a
+// compaction, or on open), so a file or directory that vanishes between listing
+// and stat is skipped rather than failing the walk: the sum is the size at about
+// that moment. Only a missing root is an error.
+func treeSize(fsys fs.FS) (int64, int, error) {
+	var size int64
+	var files int
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path != "." && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		size += info.Size()
+		files++
+		return nil
+	})
+	return size, files, err
 }
 
 func humanBytes(n int64) string {
