@@ -288,7 +288,7 @@ func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[V
 		if !more || err != nil {
 			return err
 		}
-		v, found, err := s.pastCandidate(t, keys.tuple, valid, tx)
+		v, found, err := s.pastCandidate(t, keys.tuple, valid, tx, true)
 		if err != nil {
 			return err
 		}

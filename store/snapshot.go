@@ -204,7 +204,7 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 // distinct valid_from costs one seek: at most one record per (key, valid_from) is
 // alive at any instant, and it is the newest one asserted at or before tx.
 func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, MissReason, error) {
-	best, found, err := s.pastCandidate(t, tuple, valid, tx)
+	best, found, err := s.pastCandidate(t, tuple, valid, tx, true)
 	if err != nil {
 		return Version{}, 0, err
 	}
@@ -214,8 +214,8 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 	// A miss is explained by whether a version alive at tx starts after valid:
 	// the alive record with the greatest valid_from of all says so, found like
 	// the candidate (record heads and one seek per valid_from), without decoding
-	// the key's whole timeline.
-	last, any, err := s.pastCandidate(t, tuple, Infinity, tx)
+	// the key's whole timeline or that record's attributes.
+	last, any, err := s.pastCandidate(t, tuple, Infinity, tx, false)
 	if err != nil {
 		return Version{}, 0, err
 	}
@@ -232,13 +232,16 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 }
 
 // pastCandidate returns the record alive at tx with the greatest valid_from <=
-// valid, from the current index or history, without explaining a miss.
-func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64) (Version, bool, error) {
-	best, found, err := s.currentCandidate(t, tuple, valid, tx)
+// valid, from the current index or history, without explaining a miss. Without
+// full, the version holds only the record's head (periods, surrogate key, flags):
+// no key and no attributes, which a caller that needs only the periods would
+// otherwise pay a map per candidate for.
+func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
+	best, found, err := s.currentCandidate(t, tuple, valid, tx, full)
 	if err != nil {
 		return Version{}, false, err
 	}
-	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found)
+	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found, full)
 	if err != nil {
 		return Version{}, false, err
 	}
@@ -249,8 +252,8 @@ func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64) (Versi
 }
 
 // currentCandidate returns the current record with tx_from <= tx and the greatest
-// valid_from <= valid.
-func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64) (Version, bool, error) {
+// valid_from <= valid (only its head without full).
+func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
 	it, err := s.iter(ksCurrent)
 	if err != nil {
 		return Version{}, false, err
@@ -267,16 +270,16 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64) (Ve
 			return Version{}, false, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 		}
 		if head.TxFrom <= tx { // decode the attributes of the answer only
-			v, err := t.decodeVersion(tuple, from, it.Value())
-			return v, err == nil, err
+			return t.candidate(tuple, from, head, it.Value(), full)
 		}
 	}
 	return Version{}, false, it.Error()
 }
 
 // historyCandidate returns the retired record alive at tx with the greatest
-// valid_from in (floor, valid] (any valid_from <= valid when !haveFloor).
-func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int64, haveFloor bool) (Version, bool, error) {
+// valid_from in (floor, valid] (any valid_from <= valid when !haveFloor); only
+// its head without full.
+func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int64, haveFloor, full bool) (Version, bool, error) {
 	it, err := s.iter(ksHistory)
 	if err != nil {
 		return Version{}, false, err
@@ -299,8 +302,7 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 				return Version{}, false, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 			}
 			if head.TxFrom <= tx && tx < head.TxTo {
-				v, err := t.decodeVersion(tuple, from, it.Value())
-				return v, err == nil, err
+				return t.candidate(tuple, from, head, it.Value(), full)
 			}
 		}
 		if from == NegInfinity {
@@ -309,6 +311,19 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		ok = it.SeekGE(encoding.AppendTimeDesc(slices.Clip(prefix), from-1))
 	}
 	return Version{}, false, it.Error()
+}
+
+// candidate is a found candidate record: the whole version with full, else the
+// periods, surrogate key and flags of head (already decoded from value).
+func (t *Table) candidate(tuple []byte, from int64, head encoding.RecordValue, value []byte, full bool) (Version, bool, error) {
+	if !full {
+		return Version{
+			ValidFrom: from, ValidTo: head.ValidTo, TxFrom: head.TxFrom, TxTo: head.TxTo,
+			SK: head.SK, Inferred: head.Flags&encoding.FlagInferred != 0,
+		}, true, nil
+	}
+	v, err := t.decodeVersion(tuple, from, value)
+	return v, err == nil, err
 }
 
 // KeyVersions returns the versions of a key alive at transaction time tx, in
