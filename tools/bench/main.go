@@ -1,180 +1,108 @@
-// Command bench measures bitempo against the engines a user would pick instead
-// (raw Pebble, the floor; SQLite; DuckDB) on the same generated data in the same
-// run, checks that every engine returns the same answers, and prints a table of
-// the results.
+// Command bench is the entry point of the peer benchmark harness, which measures
+// bitempo against raw Pebble, SQLite and DuckDB on the same data (see
+// BENCHMARKS.md at the repository root):
 //
-// Run it from this directory (it is a nested module, so that the library's
-// dependency graph does not carry SQLite and DuckDB):
+//	go run ./tools/bench --scale small|medium|large [--only 1,3,...] [--out FILE.md]
 //
-//	cd tools/bench && go run . --scale small|medium|large [--only 1,3,...] [--out FILE.md]
-//
-// Workloads: 1 scd2-ingest, 2 scd2-ingest-late, 3 lookup-latest, 4 lookup-old-tx,
-// 5 resolve, 6 snapshot, 7 cdc-apply, 8 aggregate-backfill. Each engine gets a
-// 64 MiB cache budget and durable (fsynced) commits. The exit status is 1 when an
-// engine fails a workload or the engines' checksums of a workload differ; see
-// BENCHMARKS.md at the repository root for what each engine does per workload.
+// The harness itself lives in the nested module tools/bench/harness, so that the
+// library's dependency graph never carries SQLite and DuckDB (cgo); a package of
+// another module cannot be named from this one, so this command builds the
+// harness with the go command that runs it and executes it with the same
+// arguments, standard streams and working directory (relative --out and
+// --scaling paths mean what they say), and exits with its status. It needs the
+// repository's source tree, as "go run" does.
 package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
-	"slices"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
 	"strings"
-	"time"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
-// listFlag collects a repeatable, comma-separated flag.
-type listFlag []string
+// run builds the harness and runs it with args; the result is the exit status.
+func run(args []string, stderr io.Writer) int {
+	dir, err := harnessDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
+	tmp, err := os.MkdirTemp("", "bitempo-bench-")
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "harness")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	build := exec.Command(goCommand, "build", "-o", bin, ".")
+	build.Dir = dir
+	build.Stdout, build.Stderr = stderr, stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(stderr, "bench: building the harness in %s: %v\n", dir, err)
+		return 2
+	}
+	// An interrupt from the terminal reaches the harness too (same process
+	// group); the launcher waits for it to finish instead of dying first.
+	signal.Ignore(os.Interrupt)
+	harness := exec.Command(bin, args...)
+	harness.Stdin, harness.Stdout, harness.Stderr = os.Stdin, os.Stdout, stderr
+	return exitStatus(harness.Run(), stderr)
+}
 
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+// exitStatus maps the result of running the harness to this command's status:
+// the harness's own status when it exited, 2 when it could not be run.
+func exitStatus(err error, stderr io.Writer) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit) && exit.ExitCode() >= 0:
+		return exit.ExitCode()
+	}
+	fmt.Fprintf(stderr, "bench: running the harness: %v\n", err)
+	return 2
+}
 
-// items returns the values given, comma separated or repeated, trimmed, empty
-// ones left out.
-func (l listFlag) items() []string {
-	var out []string
-	for _, v := range l {
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
+// goCommand is the go command that builds the harness: the one in PATH, which
+// is the one "go run ./tools/bench" was started with.
+const goCommand = "go"
+
+// harnessDir finds the harness module: next to this file's source when the
+// binary was built from a checkout (as "go run" does), else under the root of
+// the module containing the working directory.
+func harnessDir() (string, error) {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		if dir := filepath.Join(filepath.Dir(file), "harness"); isHarness(dir) {
+			return dir, nil
+		}
+	}
+	out, err := exec.Command(goCommand, "env", "GOMOD").Output()
+	if err == nil {
+		if mod := strings.TrimSpace(string(out)); mod != "" && mod != os.DevNull {
+			if dir := filepath.Join(filepath.Dir(mod), "tools", "bench", "harness"); isHarness(dir) {
+				return dir, nil
 			}
 		}
 	}
-	return out
+	return "", errors.New("cannot find the harness module (tools/bench/harness): run this from a bitempo checkout")
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	scaleName := fs.String("scale", "small", "data size: small, medium or large")
-	var only, engineNames listFlag
-	fs.Var(&only, "only", "workloads to run, by number or name, comma separated or repeated (default all): "+workloadNames())
-	fs.Var(&engineNames, "engines", "engines to run, comma separated (default all: bitempo,pebble,sqlite,duckdb)")
-	out := fs.String("out", "", "also write the results as markdown, with machine details, to this file")
-	runs := fs.Int("runs", 0, "repetitions of every measurement (default: the scale's, 3 for reads; 3 for writes at small, 1 above)")
-	seed := fs.Uint64("seed", 1, "seed of the generated data")
-	dir := fs.String("dir", "", "parent directory for the databases (default: the system's temporary directory)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	var scaling listFlag
-	fs.Var(&scaling, "scaling", "run nothing; compare result files written by --out at different scales (smallest first): how time per operation and throughput change")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "bench: unexpected argument %q (list workloads as --only 1,3,5)\n", fs.Arg(0))
-		return 2
-	}
-	if len(scaling) > 0 {
-		if err := runScaling(scaling.items(), *out, stdout); err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		return 0
-	}
-	sc, err := scaleByName(*scaleName)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 2
-	}
-	if *runs > 0 {
-		sc.runs, sc.writeRuns = *runs, *runs
-	}
-	ws, err := selectWorkloads(only)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 2
-	}
-	kinds, err := selectEngines(engineNames)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 2
-	}
-	root, err := os.MkdirTemp(*dir, "bitempo-peers-")
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		return 1
-	}
-	defer os.RemoveAll(root)
-
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "bench:", err)
-			return 1
-		}
-		defer stop()
-	}
-	started, loadBefore := time.Now(), loadAverage()
-	fmt.Fprintf(stderr, "generating %s data (seed %d)\n", sc.name, *seed)
-	h := newHarness(generate(sc, *seed), root, kinds, stderr)
-	h.run(ws)
-	failures := h.failures()
-	if err := h.close(); err != nil {
-		failures = append(failures, "closing databases: "+err.Error())
-	}
-	fmt.Fprintln(stdout)
-	h.printTable(stdout)
-	if *out != "" {
-		if err := writeMarkdownFile(h, *out, "cd tools/bench && go run . "+strings.Join(args, " "), started, loadBefore, failures); err != nil {
-			failures = append(failures, err.Error())
-		}
-	}
-	if len(failures) > 0 {
-		fmt.Fprintln(stdout)
-		for _, f := range failures {
-			fmt.Fprintln(stdout, "FAIL:", f)
-		}
-		return 1
-	}
-	fmt.Fprintln(stdout, "\nchecksums: every engine agrees on every workload")
-	return 0
+// isHarness reports whether dir holds the harness module.
+func isHarness(dir string) bool {
+	return fileExists(filepath.Join(dir, "go.mod")) && fileExists(filepath.Join(dir, "main.go"))
 }
 
-func writeMarkdownFile(h *harness, path, command string, started time.Time, loadBefore string, failures []string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	h.writeMarkdown(f, command, started, loadBefore, failures)
-	return f.Close()
-}
-
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, errors.Join(err, f.Close())
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
-	}, nil
-}
-
-// selectEngines parses --engines; bitempo, when chosen, always comes first.
-func selectEngines(names []string) ([]engineKind, error) {
-	if len(names) == 0 {
-		return engineKinds, nil
-	}
-	want := listFlag(names).items()
-	var out []engineKind
-	for _, k := range engineKinds {
-		if slices.Contains(want, k.name) {
-			out = append(out, k)
-		}
-	}
-	for _, n := range want {
-		if !slices.ContainsFunc(out, func(k engineKind) bool { return k.name == n }) {
-			return nil, fmt.Errorf("unknown engine %q (want bitempo, pebble, sqlite or duckdb)", n)
-		}
-	}
-	return out, nil
+func fileExists(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
 }

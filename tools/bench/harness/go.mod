@@ -1,8 +1,8 @@
-module github.com/bitempo/bitempo/tools/bench
+module github.com/bitempo/bitempo/tools/bench/harness
 
 go 1.26
 
-replace github.com/bitempo/bitempo => ../..
+replace github.com/bitempo/bitempo => ../../..
 
 require (
 	github.com/bitempo/bitempo v0.0.0-00010101000000-000000000000
