@@ -14,6 +14,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,12 +24,18 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 // run builds the harness and runs it with args; the result is the exit status.
+// An interrupt or termination of the launcher stops the build, or is passed on to
+// the harness (SIGTERM), and the launcher waits for it before removing its
+// temporary directory: it never leaves a harness or its binary behind.
 func run(args []string, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	dir, err := harnessDir()
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
@@ -44,18 +51,21 @@ func run(args []string, stderr io.Writer) int {
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
-	build := exec.Command(goCommand, "build", "-o", bin, ".")
+	build := exec.CommandContext(ctx, goCommand, "build", "-o", bin, ".")
 	build.Dir = dir
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintf(stderr, "bench: building the harness in %s: %v\n", dir, err)
 		return 2
 	}
-	// An interrupt from the terminal reaches the harness too (same process
-	// group); the launcher waits for it to finish instead of dying first.
-	signal.Ignore(os.Interrupt)
-	harness := exec.Command(bin, args...)
+	harness := exec.CommandContext(ctx, bin, args...)
 	harness.Stdin, harness.Stdout, harness.Stderr = os.Stdin, os.Stdout, stderr
+	harness.Cancel = func() error {
+		if err := harness.Process.Signal(syscall.SIGTERM); err != nil {
+			return harness.Process.Kill() // no SIGTERM on this system
+		}
+		return nil
+	}
 	return exitStatus(harness.Run(), stderr)
 }
 

@@ -24,9 +24,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -104,6 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer os.RemoveAll(root)
+	defer removeOnSignal(root, stderr)()
 
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -180,4 +183,32 @@ func selectEngines(names []string) ([]engineKind, error) {
 		}
 	}
 	return out, nil
+}
+
+// removeOnSignal makes an interrupt or termination remove the databases under
+// root before the process exits (status 128 + the signal's number, as a shell
+// reports it), instead of leaving gigabytes in the temporary directory; the
+// engines are not closed first, their files are deleted with them. The
+// returned function stops that.
+func removeOnSignal(root string, stderr io.Writer) (stop func()) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-signals:
+			fmt.Fprintf(stderr, "bench: %v: removing the databases in %s\n", sig, root)
+			_ = os.RemoveAll(root)
+			status := 1
+			if n, ok := sig.(syscall.Signal); ok {
+				status = 128 + int(n)
+			}
+			os.Exit(status)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(signals)
+		close(done)
+	}
 }
