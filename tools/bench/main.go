@@ -7,7 +7,7 @@
 // The harness itself lives in the nested module tools/bench/harness, so that the
 // library's dependency graph never carries SQLite and DuckDB (cgo); a package of
 // another module cannot be named from this one, so this command builds the
-// harness with the go command that runs it and executes it with the same
+// harness with the go command in PATH and executes it with the same
 // arguments, standard streams and working directory (relative --out and
 // --scaling paths mean what they say), and exits with its status. It needs the
 // repository's source tree, as "go run" does.
