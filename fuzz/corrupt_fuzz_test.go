@@ -135,7 +135,8 @@ func corrupt(base []store.RawKV, data []byte) corruption {
 		case 7: // delete the entry
 			e.Value = nil
 		case 8: // add an entry with a fuzzed key in a keyspace of the store
-			ks := []byte{0x01, 0x02, 0x03, 0x04, 0x10, 0x11, 0x12, 0x13, 0x20, 0x21, 0x30}[int(r.byte())%11]
+			keyspaces := store.Keyspaces()
+			ks := keyspaces[int(r.byte())%len(keyspaces)]
 			key := append([]byte{ks}, r.bytes(int(r.byte())%64)...)
 			c.entries = append(c.entries, store.RawKV{Key: key, Value: r.bytes(int(r.byte()))})
 		}

@@ -67,9 +67,6 @@ func (db *DB) DecodeEntry(kv RawKV) Entry {
 	}
 	ks, rest := kv.Key[0], kv.Key[1:]
 	e.Keyspace = KeyspaceName(ks)
-	if ks == ksCheckpoints {
-		e.Keyspace = "checkpoints"
-	}
 	var err error
 	switch ks {
 	case ksMeta:
@@ -77,7 +74,7 @@ func (db *DB) DecodeEntry(kv RawKV) Entry {
 	case ksCatalog:
 		err = e.decodeCatalog(db, rest)
 	default:
-		err = e.decodeTableEntry(db, ks, rest)
+		err = e.decodeTableEntry(db, ks, kv.Key)
 	}
 	switch {
 	case errors.Is(err, ErrCorrupt):
@@ -150,8 +147,8 @@ func (e *Entry) decodeCatalog(db *DB, name []byte) error {
 }
 
 // decodeTableEntry decodes the keyspaces whose keys start with a table id.
-func (e *Entry) decodeTableEntry(db *DB, ks byte, b []byte) error {
-	tid, b, err := encoding.DecodeUint32(b)
+func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
+	tid, b, err := splitTableID(key)
 	if err != nil {
 		return err
 	}
@@ -163,7 +160,7 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, b []byte) error {
 		e.addValue("next_sk", FieldPlain, next)
 		return err
 	case ksAttrs:
-		ord, _, err := encoding.DecodeUint32(b)
+		ord, err := decodeAttrNameKey(b)
 		e.addKey("ordinal", FieldPlain, ord)
 		e.addValue("name", FieldPlain, string(e.RawKV.Value))
 		return err
@@ -180,8 +177,10 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, b []byte) error {
 	}
 	t := e.Table
 	switch ks {
-	case ksCurrent, ksHistory:
-		return e.decodeRecord(t, ks, b)
+	case ksCurrent:
+		return e.decodeRecord(t, currentKeys, b)
+	case ksHistory:
+		return e.decodeRecord(t, historyKeys, b)
 	case ksSKIndex:
 		return e.decodeSKIndex(t, b)
 	case ksEvents:
@@ -204,8 +203,8 @@ func (e *Entry) decodeTuple(t *Table, b []byte) ([]byte, error) {
 	return rest, err
 }
 
-func (e *Entry) decodeRecord(t *Table, ks byte, b []byte) error {
-	if err := e.decodeRecordKey(t, ks == ksHistory, b); err != nil {
+func (e *Entry) decodeRecord(t *Table, keys recordKeys, b []byte) error {
+	if err := e.decodeRecordKey(t, keys, b); err != nil {
 		return err
 	}
 	return e.decodeRecordValue()
@@ -213,26 +212,17 @@ func (e *Entry) decodeRecord(t *Table, ks byte, b []byte) error {
 
 // decodeRecordKey decodes tuple | desc(valid_from) [| desc(tx_from)], the tail of
 // a record key in 0x10 / 0x11 and of a group index key.
-func (e *Entry) decodeRecordKey(t *Table, history bool, b []byte) error {
-	rest, err := e.decodeTuple(t, b)
+func (e *Entry) decodeRecordKey(t *Table, keys recordKeys, b []byte) error {
+	tuple, from, txFrom, err := keys.decode(t, b)
 	if err != nil {
 		return err
 	}
-	from, rest, err := encoding.DecodeTimeDesc(rest)
-	if err != nil {
+	if e.Key, err = t.DecodeKey(tuple); err != nil {
 		return err
 	}
 	e.addKey("valid_from", FieldValidTime, from)
-	if history {
-		txFrom, r, err := encoding.DecodeTimeDesc(rest)
-		if err != nil {
-			return err
-		}
+	if keys.ks == ksHistory {
 		e.addKey("tx_from", FieldTxTime, txFrom)
-		rest = r
-	}
-	if len(rest) != 0 {
-		return fmt.Errorf("%d trailing key bytes", len(rest))
 	}
 	return nil
 }
@@ -255,40 +245,29 @@ func (e *Entry) decodeRecordValue() error {
 }
 
 func (e *Entry) decodeSKIndex(t *Table, b []byte) error {
-	sk, rest, err := encoding.DecodeUint64(b)
+	sk, txFrom, err := skIndex.decodeKey(b)
 	if err != nil {
 		return err
 	}
 	e.addKey("sk", FieldPlain, sk)
-	txFrom, _, err := encoding.DecodeTimeDesc(rest)
-	if err != nil {
-		return err
-	}
 	e.addKey("tx_from", FieldTxTime, txFrom)
-	tuple, vrest, err := t.splitTuple(e.RawKV.Value)
+	tuple, from, err := skIndex.decodeValue(t, e.RawKV.Value)
 	if err != nil {
 		return err
 	}
-	key, err := t.DecodeKey(tuple)
-	if err != nil {
+	if e.Key, err = t.DecodeKey(tuple); err != nil {
 		return err
 	}
-	e.Key = key
-	from, _, err := encoding.DecodeTimeAsc(vrest)
 	e.addValue("valid_from", FieldValidTime, from)
-	return err
+	return nil
 }
 
 func (e *Entry) decodeTxLog(b []byte) error {
-	tx, rest, err := encoding.DecodeTimeAsc(b)
+	tx, ord, err := txLogKey.decode(b)
 	if err != nil {
 		return err
 	}
 	e.addKey("tx", FieldTxTime, tx)
-	ord, _, err := encoding.DecodeUint32(rest)
-	if err != nil {
-		return err
-	}
 	e.addKey("ordinal", FieldPlain, ord)
 	var le txLogEntry
 	if err := encoding.UnmarshalBounded(e.RawKV.Value, &le); err != nil {
@@ -316,15 +295,11 @@ func (e *Entry) decodeEvent(t *Table, b []byte) error {
 	if err != nil {
 		return err
 	}
-	at, rest, err := encoding.DecodeTimeAsc(rest)
+	at, seq, err := eventKey.decodePos(rest)
 	if err != nil {
 		return err
 	}
 	e.addKey("at", FieldValidTime, at)
-	seq, _, err := encoding.DecodeTimeAsc(rest)
-	if err != nil {
-		return err
-	}
 	e.addKey("seq", FieldPlain, seq)
 	ev, err := decodeEventValue(e.RawKV.Value, at, seq)
 	if err != nil {
@@ -363,7 +338,11 @@ func (e *Entry) decodeGroup(t *Table, b []byte) error {
 	if len(rest) == 0 || rest[0] > groupHistory {
 		return fmt.Errorf("missing or unknown group index marker")
 	}
-	if err := e.decodeRecordKey(t, rest[0] == groupHistory, rest[1:]); err != nil {
+	keys := currentKeys
+	if rest[0] == groupHistory {
+		keys = historyKeys
+	}
+	if err := e.decodeRecordKey(t, keys, rest[1:]); err != nil {
 		return err
 	}
 	return e.decodeRecordValue()

@@ -22,9 +22,6 @@ import (
 //	    away, and the key's versions derive from this state plus the events
 //	    left in 0x20.
 
-// ksCheckpoints is the keyspace of event-log checkpoints (see above).
-const ksCheckpoints byte = 0x22
-
 // EventOp is the operation of a logged CDC event.
 type EventOp uint8
 
@@ -74,24 +71,6 @@ type BatchRecord struct {
 
 // MaxBatchIDLen is the longest batch id, in bytes, a changes table records.
 const MaxBatchIDLen = 1024
-
-// eventKey returns 0x20 | tid | tuple | asc(at) | asc(seq).
-func eventKey(dst []byte, tid uint32, tuple []byte, at, seq int64) []byte {
-	dst = tablePrefix(dst, ksEvents, tid)
-	dst = append(dst, tuple...)
-	dst = encoding.AppendTimeAsc(dst, at)
-	return encoding.AppendTimeAsc(dst, seq)
-}
-
-// batchKey returns 0x21 | tid | batch id.
-func batchKey(tid uint32, id string) []byte {
-	return append(tablePrefix(nil, ksBatches, tid), id...)
-}
-
-// checkpointKey returns 0x22 | tid | tuple.
-func checkpointKey(tid uint32, tuple []byte) []byte {
-	return append(tablePrefix(nil, ksCheckpoints, tid), tuple...)
-}
 
 // Event values are a two-element msgpack array [op, attrs], attrs being nil for a
 // delete. The bytes are deterministic: a fixed header and encoding.AppendAttrs.
@@ -203,13 +182,13 @@ func (w *Writer) PutEvent(t *Table, tuple []byte, e LogEvent) error {
 	if err != nil {
 		return err
 	}
-	w.set(eventKey(nil, t.ID, tuple, e.At, e.Seq), value)
+	w.set(eventKey.key(nil, t.ID, tuple, e.At, e.Seq), value)
 	return nil
 }
 
 // DeleteEvent removes the event at (at, seq) from the key's event log.
 func (w *Writer) DeleteEvent(t *Table, tuple []byte, at, seq int64) {
-	w.del(eventKey(nil, t.ID, tuple, at, seq))
+	w.del(eventKey.key(nil, t.ID, tuple, at, seq))
 }
 
 // PutCheckpoint writes the checkpoint of a key.
@@ -243,14 +222,14 @@ func (w *Writer) PutBatch(t *Table, id string) error {
 // breaking out of the loop; the iterator is closed on every path.
 func (s *Snapshot) KeyEvents(t *Table, tuple []byte, fromAt, fromSeq int64) iter.Seq2[LogEvent, error] {
 	return func(yield func(LogEvent, error) bool) {
-		prefix := append(tablePrefix(nil, ksEvents, t.ID), tuple...)
+		prefix := eventKey.keyPrefix(nil, t.ID, tuple)
 		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 		if err != nil {
 			yield(LogEvent{}, err)
 			return
 		}
 		defer it.Close()
-		seek := encoding.AppendTimeAsc(encoding.AppendTimeAsc(slices.Clip(prefix), fromAt), fromSeq)
+		seek := eventKey.appendPos(slices.Clip(prefix), fromAt, fromSeq)
 		for ok := it.SeekGE(seek); ok; ok = it.Next() {
 			e, err := decodeEvent(t, it.Key()[len(prefix):], it.Value())
 			if !yield(e, err) || err != nil {
@@ -272,7 +251,7 @@ func (s *Snapshot) LastEvent(t *Table, tuple []byte) (LogEvent, bool, error) {
 // (at, seq), if any.
 func (s *Snapshot) EventBefore(t *Table, tuple []byte, at, seq int64) (LogEvent, bool, error) {
 	return s.eventBefore(t, tuple, func(prefix []byte) []byte {
-		return encoding.AppendTimeAsc(encoding.AppendTimeAsc(slices.Clip(prefix), at), seq)
+		return eventKey.appendPos(slices.Clip(prefix), at, seq)
 	})
 }
 
@@ -286,7 +265,7 @@ func (s *Snapshot) eventBefore(t *Table, tuple []byte, bound func(prefix []byte)
 	if err != nil {
 		return LogEvent{}, false, err
 	}
-	prefix := append(tablePrefix(s.buf[:0], ksEvents, t.ID), tuple...)
+	prefix := eventKey.keyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = prefix
 	if !it.SeekLT(bound(prefix)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return LogEvent{}, false, it.Error()
@@ -298,16 +277,9 @@ func (s *Snapshot) eventBefore(t *Table, tuple []byte, bound func(prefix []byte)
 // decodeEvent decodes an event from the part of its key after the tuple and its
 // value.
 func decodeEvent(t *Table, suffix, value []byte) (LogEvent, error) {
-	at, rest, err := encoding.DecodeTimeAsc(suffix)
-	var seq int64
-	if err == nil {
-		seq, rest, err = encoding.DecodeTimeAsc(rest)
-	}
-	if err == nil && len(rest) != 0 {
-		err = fmt.Errorf("%d trailing bytes", len(rest))
-	}
+	at, seq, err := eventKey.decodePos(suffix)
 	if err != nil {
-		return LogEvent{}, fmt.Errorf("%w: table %q event key suffix %x: %v", ErrCorrupt, t.Name, suffix, err)
+		return LogEvent{}, fmt.Errorf("table %q: %w", t.Name, err)
 	}
 	return decodeEventValue(value, at, seq)
 }
@@ -449,7 +421,7 @@ func (s *Snapshot) KeyVersionsTail(t *Table, tuple []byte, from int64, before in
 	}
 	var out []Version
 	complete := true
-	err := s.keyRecords(t, tuple, ksCurrent, func(v Version) bool {
+	err := s.keyRecords(t, tuple, currentKeys, func(v Version) bool {
 		if v.ValidFrom < from {
 			if before == 0 {
 				complete = false

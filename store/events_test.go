@@ -268,8 +268,8 @@ func TestEventLogCorruptValues(t *testing.T) {
 	db, tbl := openEventsDB(t)
 	a := eventsTuple(t, tbl, "a")
 	commitEvents(t, db, func(w *Writer) error {
-		w.set(eventKey(nil, tbl.ID, a, 1, 0), []byte{0x92, 0x07, 0xc0})
-		w.set(append(eventKey(nil, tbl.ID, a, 2, 0), 0x00), []byte{0x92, 0x02, 0xc0})
+		w.set(eventKey.key(nil, tbl.ID, a, 1, 0), []byte{0x92, 0x07, 0xc0})
+		w.set(append(eventKey.key(nil, tbl.ID, a, 2, 0), 0x00), []byte{0x92, 0x02, 0xc0})
 		w.set(checkpointKey(tbl.ID, a), []byte{0x94})
 		w.set(batchKey(tbl.ID, "b"), []byte("not an int"))
 		return nil

@@ -154,7 +154,7 @@ func BenchmarkGet(b *testing.B) {
 		var buf []byte
 		for i := 0; b.Loop(); i++ {
 			tuple, _ := tb.AppendKey(nil, keys[i%n])
-			buf = currentKey(buf[:0], tb.ID, tuple, valids[i%n])
+			buf = currentKeys.key(buf[:0], tb.ID, tuple, valids[i%n], 0)
 			if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:len(buf)-8]) || len(it.Value()) == 0 {
 				b.Fatal("floor read missed")
 			}

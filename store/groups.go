@@ -147,15 +147,13 @@ func groupEntryKey(t *Table, v *Version) (key []byte, ok bool, err error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	keys := currentKeys
 	if v.TxTo == Infinity {
 		key = append(key, groupCurrent)
-		key = append(key, v.tuple...)
-		return encoding.AppendTimeDesc(key, v.ValidFrom), true, nil
+	} else {
+		key, keys = append(key, groupHistory), historyKeys
 	}
-	key = append(key, groupHistory)
-	key = append(key, v.tuple...)
-	key = encoding.AppendTimeDesc(key, v.ValidFrom)
-	return encoding.AppendTimeDesc(key, v.TxFrom), true, nil
+	return keys.appendRecordSuffix(key, v.tuple, v.ValidFrom, v.TxFrom), true, nil
 }
 
 // groupAssert indexes the record v that Assert lays out; value is its encoding.
@@ -268,23 +266,13 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 	if len(suffix) == 0 || suffix[0] > groupHistory {
 		return bad("missing or unknown marker")
 	}
-	marker := suffix[0]
-	tuple, rest, err := t.splitTuple(suffix[1:])
-	if err != nil {
-		return err
-	}
-	from, rest, err := encoding.DecodeTimeDesc(rest)
-	if err != nil {
-		return bad("valid_from: %v", err)
-	}
-	var keyTxFrom int64
+	marker, keys := suffix[0], currentKeys
 	if marker == groupHistory {
-		if keyTxFrom, rest, err = encoding.DecodeTimeDesc(rest); err != nil {
-			return bad("tx_from: %v", err)
-		}
+		keys = historyKeys
 	}
-	if len(rest) != 0 {
-		return bad("%d trailing key bytes", len(rest))
+	tuple, from, keyTxFrom, err := keys.decode(t, suffix[1:])
+	if err != nil {
+		return bad("%v", err)
 	}
 	rv, err := encoding.DecodeRecordHead(value)
 	if err != nil {
@@ -323,7 +311,7 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 	}
 	defer it.Close()
 	for ok := it.First(); ok; {
-		tid, _, err := encoding.DecodeUint32(it.Key()[1:])
+		tid, _, err := splitTableID(it.Key())
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Detail: fmt.Sprintf("groups key %x: %v", it.Key(), err)})
 			ok = it.Next()
@@ -343,8 +331,8 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 // verifyGroupTable compares the group index of t with the table's records.
 func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 	want := map[string][]byte{} // index key -> record value
-	for _, ks := range []byte{ksCurrent, ksHistory} {
-		err := rawRecords(s, t, ks, func(v *Version, value []byte) {
+	for _, keys := range []recordKeys{currentKeys, historyKeys} {
+		err := rawRecords(s, t, keys, func(v *Version, value []byte) {
 			key, ok, err := groupEntryKey(t, v)
 			if err != nil {
 				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Records: []Version{*v}, Detail: fmt.Sprintf("record cannot be in the group index: %v", err)})
@@ -396,22 +384,18 @@ func groupEntryNaturalKey(t *Table, b []byte) Key {
 	return key
 }
 
-// rawRecords calls fn with every decodable record of table t in keyspace ks
-// (current or history) and its stored value. Records that do not decode are
-// skipped: Verify's own pass reports them.
-func rawRecords(s *Snapshot, t *Table, ks byte, fn func(v *Version, value []byte)) error {
-	prefix := tablePrefix(nil, ks, t.ID)
+// rawRecords calls fn with every decodable record of table t in record keyspace
+// keys (current or history) and its stored value. Records that do not decode
+// are skipped: Verify's own pass reports them.
+func rawRecords(s *Snapshot, t *Table, keys recordKeys, fn func(v *Version, value []byte)) error {
+	prefix := keys.tablePrefix(nil, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		tuple, rest, err := t.splitTuple(it.Key()[len(prefix):])
-		if err != nil {
-			continue
-		}
-		from, _, err := encoding.DecodeTimeDesc(rest)
+		tuple, from, _, err := keys.decode(t, it.Key()[len(prefix):])
 		if err != nil {
 			continue
 		}

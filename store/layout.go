@@ -1,26 +1,101 @@
 package store
 
 import (
+	"fmt"
+
 	"github.com/bitempo/bitempo/encoding"
 )
 
+// This file is the one owner of the key layout that the package doc maps: the
+// table of keyspaces and, for every kind of key, the type that builds it, splits
+// it and knows its lengths. No other file slices a stored key by a number of
+// bytes; they ask the codec of the key's kind.
+
 // Keyspace prefixes; the package doc describes each.
 const (
-	ksMeta    byte = 0x01
-	ksCatalog byte = 0x02
-	ksSK      byte = 0x03
-	ksAttrs   byte = 0x04
-	ksCurrent byte = 0x10
-	ksHistory byte = 0x11
-	ksSKIndex byte = 0x12
-	ksTxLog   byte = 0x13
-	ksEvents  byte = 0x20
-	ksBatches byte = 0x21
-	ksGroups  byte = 0x30
+	ksMeta        byte = 0x01
+	ksCatalog     byte = 0x02
+	ksSK          byte = 0x03
+	ksAttrs       byte = 0x04
+	ksCurrent     byte = 0x10
+	ksHistory     byte = 0x11
+	ksSKIndex     byte = 0x12
+	ksTxLog       byte = 0x13
+	ksEvents      byte = 0x20
+	ksBatches     byte = 0x21
+	ksCheckpoints byte = 0x22
+	ksGroups      byte = 0x30
+)
+
+// keyspace is one row of the keyspace table.
+type keyspace struct {
+	prefix byte
+	name   string
+	// perTable: the keys continue with a 4-byte table id, so a table is one
+	// contiguous range of the keyspace.
+	perTable bool
+}
+
+// keyspaces is every keyspace of the store, in prefix order. Dumps, Verify,
+// stats and the fuzzers walk this table, so a new keyspace cannot be missed.
+var keyspaces = []keyspace{
+	{ksMeta, "meta", false},
+	{ksCatalog, "catalog", false},
+	{ksSK, "sk-counter", true},
+	{ksAttrs, "attr-names", true},
+	{ksCurrent, "current", true},
+	{ksHistory, "history", true},
+	{ksSKIndex, "sk-index", true},
+	{ksTxLog, "txlog", true},
+	{ksEvents, "events", true},
+	{ksBatches, "batches", true},
+	{ksCheckpoints, "checkpoints", true},
+	{ksGroups, "groups", true},
+}
+
+// Keyspaces returns the prefix byte of every keyspace of the store, in order,
+// for tools and fuzzers that must cover them all.
+func Keyspaces() []byte {
+	out := make([]byte, len(keyspaces))
+	for i, ks := range keyspaces {
+		out[i] = ks.prefix
+	}
+	return out
+}
+
+// KeyspaceName names a keyspace prefix byte for dumps and reports ("unknown"
+// for a byte that is no keyspace).
+func KeyspaceName(ks byte) string {
+	for _, k := range keyspaces {
+		if k.prefix == ks {
+			return k.name
+		}
+	}
+	return "unknown"
+}
+
+// perTableKeyspaces returns the prefixes of the keyspaces whose keys start with
+// a table id.
+func perTableKeyspaces() []byte {
+	var out []byte
+	for _, k := range keyspaces {
+		if k.perTable {
+			out = append(out, k.prefix)
+		}
+	}
+	return out
+}
+
+// Lengths of the fixed-width parts of keys.
+const (
+	timeLen    = 8 // encoding.AppendTimeAsc / AppendTimeDesc
+	tidLen     = 4 // a table id
+	skLen      = 8 // a surrogate key
+	ordinalLen = 4 // an ordinal (attribute names, transaction-log entries)
 )
 
 // formatVersion is the layout version written to meta "format". Open refuses a
-// store with a larger one.
+// store with another one.
 const formatVersion = 1
 
 var (
@@ -34,33 +109,218 @@ func tablePrefix(dst []byte, ks byte, tid uint32) []byte {
 	return encoding.AppendUint32(append(dst, ks), tid)
 }
 
-// currentKey returns 0x10 | tid | tuple | desc(validFrom).
-func currentKey(dst []byte, tid uint32, tuple []byte, validFrom int64) []byte {
-	dst = tablePrefix(dst, ksCurrent, tid)
-	dst = append(dst, tuple...)
-	return encoding.AppendTimeDesc(dst, validFrom)
+// splitTableID splits ks | tid | rest, for the keyspaces that are per table.
+func splitTableID(k []byte) (tid uint32, rest []byte, err error) {
+	if len(k) < 1+tidLen {
+		return 0, nil, fmt.Errorf("%w: key %x has no table id", ErrCorrupt, k)
+	}
+	tid, rest, err = encoding.DecodeUint32(k[1:])
+	return tid, rest, err
 }
 
-// historyKey returns 0x11 | tid | tuple | desc(validFrom) | desc(txFrom).
-func historyKey(dst []byte, tid uint32, tuple []byte, validFrom, txFrom int64) []byte {
-	dst = tablePrefix(dst, ksHistory, tid)
-	dst = append(dst, tuple...)
-	dst = encoding.AppendTimeDesc(dst, validFrom)
-	return encoding.AppendTimeDesc(dst, txFrom)
+// recordKeys is the codec of the keys of one record keyspace:
+//
+//	current: 0x10 | tid | tuple | desc(valid_from)
+//	history: 0x11 | tid | tuple | desc(valid_from) | desc(tx_from)
+//
+// The "key prefix" of a natural key is ks | tid | tuple: every record of the key
+// and nothing else starts with it (tuples are self-delimiting). The times after
+// it are fixed width, so a key splits from its end.
+type recordKeys struct {
+	ks     byte
+	suffix int // bytes after the tuple
 }
 
-// skIndexKey returns 0x12 | tid | sk | desc(txFrom).
-func skIndexKey(dst []byte, tid uint32, sk uint64, txFrom int64) []byte {
-	dst = tablePrefix(dst, ksSKIndex, tid)
-	dst = encoding.AppendUint64(dst, sk)
-	return encoding.AppendTimeDesc(dst, txFrom)
+var (
+	currentKeys = recordKeys{ks: ksCurrent, suffix: timeLen}
+	historyKeys = recordKeys{ks: ksHistory, suffix: 2 * timeLen}
+)
+
+// tablePrefix returns ks | tid: every record of the table in this keyspace.
+func (r recordKeys) tablePrefix(dst []byte, tid uint32) []byte { return tablePrefix(dst, r.ks, tid) }
+
+// keyPrefix returns ks | tid | tuple.
+func (r recordKeys) keyPrefix(dst []byte, tid uint32, tuple []byte) []byte {
+	return append(tablePrefix(dst, r.ks, tid), tuple...)
 }
 
-// txLogKey returns 0x13 | tid | asc(tx) | ordinal.
-func txLogKey(dst []byte, tid uint32, tx int64, ordinal uint32) []byte {
-	dst = tablePrefix(dst, ksTxLog, tid)
-	dst = encoding.AppendTimeAsc(dst, tx)
+// appendValid appends desc(valid) to a key prefix: the seek key of the first
+// record of the key whose valid_from is at or before valid (records of a key
+// are newest first). In history it also leads every record of one valid_from.
+func (r recordKeys) appendValid(keyPfx []byte, valid int64) []byte {
+	return encoding.AppendTimeDesc(keyPfx, valid)
+}
+
+// key returns the key of the record of tuple starting at validFrom and, in
+// history, asserted at txFrom (ignored in the current index).
+func (r recordKeys) key(dst []byte, tid uint32, tuple []byte, validFrom, txFrom int64) []byte {
+	return r.appendRecordSuffix(tablePrefix(dst, r.ks, tid), tuple, validFrom, txFrom)
+}
+
+// appendRecordSuffix appends tuple | desc(validFrom) [| desc(txFrom)]: the
+// part of a record key after ks | tid, which the group index repeats.
+func (r recordKeys) appendRecordSuffix(dst, tuple []byte, validFrom, txFrom int64) []byte {
+	dst = encoding.AppendTimeDesc(append(dst, tuple...), validFrom)
+	if r.ks == ksHistory {
+		dst = encoding.AppendTimeDesc(dst, txFrom)
+	}
+	return dst
+}
+
+// split splits a record key into its key prefix and its valid_from. pfxLen is
+// the length of ks | tid; the tuple must not be empty.
+func (r recordKeys) split(k []byte, pfxLen int) (keyPfx []byte, validFrom int64, err error) {
+	if len(k) <= pfxLen+r.suffix {
+		return nil, 0, fmt.Errorf("%w: %s key %x is too short", ErrCorrupt, KeyspaceName(r.ks), k)
+	}
+	end := len(k) - r.suffix
+	validFrom, _, err = encoding.DecodeTimeDesc(k[end:])
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %s key %x: %v", ErrCorrupt, KeyspaceName(r.ks), k, err)
+	}
+	return k[:end], validFrom, nil
+}
+
+// validFrom decodes the valid_from of a record key whose key prefix is
+// keyPfxLen bytes long.
+func (r recordKeys) validFrom(k []byte, keyPfxLen int) (int64, error) {
+	if len(k) != keyPfxLen+r.suffix {
+		return 0, fmt.Errorf("%w: %s key %x has the wrong length", ErrCorrupt, KeyspaceName(r.ks), k)
+	}
+	v, _, err := encoding.DecodeTimeDesc(k[keyPfxLen:])
+	return v, err
+}
+
+// decode parses the part of a record key after ks | tid with the table's key
+// schema, checking that nothing trails: the tuple, valid_from and, in history,
+// tx_from.
+func (r recordKeys) decode(t *Table, b []byte) (tuple []byte, validFrom, txFrom int64, err error) {
+	tuple, rest, err := t.splitTuple(b)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if len(rest) != r.suffix {
+		return nil, 0, 0, fmt.Errorf("%w: %s key: %d bytes after the key, want %d", ErrCorrupt, KeyspaceName(r.ks), len(rest), r.suffix)
+	}
+	validFrom, rest, _ = encoding.DecodeTimeDesc(rest)
+	if r.ks == ksHistory {
+		txFrom, _, _ = encoding.DecodeTimeDesc(rest)
+	}
+	return tuple, validFrom, txFrom, nil
+}
+
+// skIndexKeys is the codec of the sk index (0x12):
+//
+//	0x12 | tid | sk (8 bytes BE) | desc(tx_from) -> tuple | asc(valid_from)
+type skIndexKeys struct{}
+
+var skIndex skIndexKeys
+
+// prefix returns 0x12 | tid | sk: every entry of one surrogate key.
+func (skIndexKeys) prefix(dst []byte, tid uint32, sk uint64) []byte {
+	return encoding.AppendUint64(tablePrefix(dst, ksSKIndex, tid), sk)
+}
+
+// key returns the key of the entry of sk asserted at txFrom; as a seek key it
+// finds the newest entry asserted at or before txFrom.
+func (c skIndexKeys) key(dst []byte, tid uint32, sk uint64, txFrom int64) []byte {
+	return encoding.AppendTimeDesc(c.prefix(dst, tid, sk), txFrom)
+}
+
+// decodeKey parses the part of a key after 0x12 | tid.
+func (skIndexKeys) decodeKey(b []byte) (sk uint64, txFrom int64, err error) {
+	if len(b) != skLen+timeLen {
+		return 0, 0, fmt.Errorf("%w: sk index key of %d bytes after the table id", ErrCorrupt, len(b))
+	}
+	sk, b, _ = encoding.DecodeUint64(b)
+	txFrom, _, _ = encoding.DecodeTimeDesc(b)
+	return sk, txFrom, nil
+}
+
+// value returns the entry's value: the record's tuple and valid_from.
+func (skIndexKeys) value(dst, tuple []byte, validFrom int64) []byte {
+	return encoding.AppendTimeAsc(append(dst, tuple...), validFrom)
+}
+
+// decodeValue parses an entry's value.
+func (skIndexKeys) decodeValue(t *Table, b []byte) (tuple []byte, validFrom int64, err error) {
+	tuple, rest, err := t.splitTuple(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(rest) != timeLen {
+		return nil, 0, fmt.Errorf("%w: sk index value %x", ErrCorrupt, b)
+	}
+	validFrom, _, _ = encoding.DecodeTimeAsc(rest)
+	return tuple, validFrom, nil
+}
+
+// txLogKeys is the codec of transaction-log keys (0x13):
+//
+//	0x13 | tid | asc(tx) | ordinal (4 bytes BE)
+type txLogKeys struct{}
+
+var txLogKey txLogKeys
+
+// tablePrefix returns 0x13 | tid.
+func (txLogKeys) tablePrefix(tid uint32) []byte { return tablePrefix(nil, ksTxLog, tid) }
+
+// key returns the key of entry ordinal of transaction tx.
+func (txLogKeys) key(dst []byte, tid uint32, tx int64, ordinal uint32) []byte {
+	dst = encoding.AppendTimeAsc(tablePrefix(dst, ksTxLog, tid), tx)
 	return encoding.AppendUint32(dst, ordinal)
+}
+
+// decode parses the part of a key after 0x13 | tid.
+func (txLogKeys) decode(b []byte) (tx int64, ordinal uint32, err error) {
+	if len(b) != timeLen+ordinalLen {
+		return 0, 0, fmt.Errorf("%w: txlog key of %d bytes after the table id", ErrCorrupt, len(b))
+	}
+	tx, b, _ = encoding.DecodeTimeAsc(b)
+	ordinal, _, _ = encoding.DecodeUint32(b)
+	return tx, ordinal, nil
+}
+
+// eventKeys is the codec of the event-log keys of changes tables (0x20):
+//
+//	0x20 | tid | tuple | asc(at) | asc(seq)
+type eventKeys struct{}
+
+var eventKey eventKeys
+
+// keyPrefix returns 0x20 | tid | tuple: the key's whole event log.
+func (eventKeys) keyPrefix(dst []byte, tid uint32, tuple []byte) []byte {
+	return append(tablePrefix(dst, ksEvents, tid), tuple...)
+}
+
+// appendPos appends asc(at) | asc(seq) to a key prefix.
+func (eventKeys) appendPos(keyPfx []byte, at, seq int64) []byte {
+	return encoding.AppendTimeAsc(encoding.AppendTimeAsc(keyPfx, at), seq)
+}
+
+// key returns the key of the event of tuple at (at, seq).
+func (c eventKeys) key(dst []byte, tid uint32, tuple []byte, at, seq int64) []byte {
+	return c.appendPos(c.keyPrefix(dst, tid, tuple), at, seq)
+}
+
+// decodePos parses the part of a key after its key prefix.
+func (eventKeys) decodePos(b []byte) (at, seq int64, err error) {
+	if len(b) != 2*timeLen {
+		return 0, 0, fmt.Errorf("%w: event key suffix %x", ErrCorrupt, b)
+	}
+	at, b, _ = encoding.DecodeTimeAsc(b)
+	seq, _, _ = encoding.DecodeTimeAsc(b)
+	return at, seq, nil
+}
+
+// batchKey returns 0x21 | tid | batch id.
+func batchKey(tid uint32, id string) []byte {
+	return append(tablePrefix(nil, ksBatches, tid), id...)
+}
+
+// checkpointKey returns 0x22 | tid | tuple.
+func checkpointKey(tid uint32, tuple []byte) []byte {
+	return append(tablePrefix(nil, ksCheckpoints, tid), tuple...)
 }
 
 func skCounterKey(tid uint32) []byte { return tablePrefix(nil, ksSK, tid) }
@@ -73,33 +333,11 @@ func attrNameKey(tid uint32, ordinal uint32) []byte {
 	return encoding.AppendUint32(tablePrefix(nil, ksAttrs, tid), ordinal)
 }
 
-// KeyspaceName names a keyspace prefix byte for dumps and reports.
-func KeyspaceName(ks byte) string {
-	switch ks {
-	case ksMeta:
-		return "meta"
-	case ksCatalog:
-		return "catalog"
-	case ksSK:
-		return "sk-counter"
-	case ksAttrs:
-		return "attr-names"
-	case ksCurrent:
-		return "current"
-	case ksHistory:
-		return "history"
-	case ksSKIndex:
-		return "sk-index"
-	case ksTxLog:
-		return "txlog"
-	case ksEvents:
-		return "events"
-	case ksBatches:
-		return "batches"
-	case ksCheckpoints:
-		return "checkpoints"
-	case ksGroups:
-		return "groups"
+// decodeAttrNameKey parses the part of an attribute-name key after 0x04 | tid.
+func decodeAttrNameKey(b []byte) (uint32, error) {
+	if len(b) != ordinalLen {
+		return 0, fmt.Errorf("%w: attribute-name key of %d bytes after the table id", ErrCorrupt, len(b))
 	}
-	return "unknown"
+	ord, _, _ := encoding.DecodeUint32(b)
+	return ord, nil
 }

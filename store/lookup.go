@@ -51,7 +51,7 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 	if first < 0 {
 		return s.lookupPast(t, probes, 0, attrs, fn)
 	}
-	pfx := tablePrefix(nil, ksCurrent, t.ID)
+	pfx := currentKeys.tablePrefix(nil, t.ID)
 	lower := append(slices.Clip(pfx), probes[first].Tuple...)
 	it, err := s.newIter(lower, encoding.PrefixEnd(append(slices.Clip(pfx), probes[last].Tuple...)))
 	if err != nil {
@@ -115,7 +115,7 @@ type merge struct {
 // enterKey positions the iterator on the newest record of tuple's key, stepping
 // over what lies before it or seeking when that is more than a few records.
 func (m *merge) enterKey(tuple []byte) error {
-	m.keyPfx = append(tablePrefix(m.keyPfx[:0], ksCurrent, m.t.ID), tuple...)
+	m.keyPfx = currentKeys.keyPrefix(m.keyPfx[:0], m.t.ID, tuple)
 	for steps := 0; m.ok; steps++ {
 		if bytes.Compare(m.it.Key(), m.keyPfx) >= 0 {
 			break
@@ -138,7 +138,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 		return Version{}, UnknownKey, nil
 	}
 	for moves := 0; m.inKey; moves++ {
-		_, from, err := recordKey(m.it.Key(), m.pfxLen, 8)
+		from, err := currentKeys.validFrom(m.it.Key(), len(m.keyPfx))
 		if err != nil {
 			return Version{}, 0, err
 		}
@@ -148,7 +148,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 		if moves < nextsBeforeSeek {
 			m.ok = m.it.Next()
 		} else {
-			m.seek = encoding.AppendTimeDesc(append(m.seek[:0], m.keyPfx...), valid)
+			m.seek = currentKeys.appendValid(append(m.seek[:0], m.keyPfx...), valid)
 			m.ok = m.it.SeekGE(m.seek)
 		}
 		m.atFirst = false

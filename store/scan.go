@@ -50,9 +50,10 @@ func (sp Span) empty() bool {
 	return sp.End != nil && bytes.Compare(sp.Start, sp.End) >= 0
 }
 
-// bounds returns the iterator bounds of the span in keyspace ks of table tid.
-func (sp Span) bounds(ks byte, tid uint32) (lower, upper []byte) {
-	pfx := tablePrefix(nil, ks, tid)
+// bounds returns the iterator bounds of the span in record keyspace r of table
+// tid.
+func (sp Span) bounds(r recordKeys, tid uint32) (lower, upper []byte) {
+	pfx := r.tablePrefix(nil, tid)
 	lower = append(slices.Clip(pfx), sp.Start...)
 	if sp.End != nil {
 		upper = append(slices.Clip(pfx), sp.End...)
@@ -93,19 +94,6 @@ func (y *yielder[T]) fail(err error) {
 	}
 }
 
-// recordKey splits a record key of the current index (suffix 8: valid_from) or
-// the history index (suffix 16: valid_from, tx_from) into its key prefix
-// (keyspace, table id, tuple) and its valid_from. pfxLen is the length of
-// keyspace and table id.
-func recordKey(k []byte, pfxLen, suffix int) (keyPfx []byte, validFrom int64, err error) {
-	if len(k) <= pfxLen+suffix {
-		return nil, 0, fmt.Errorf("%w: record key %x is too short", ErrCorrupt, k)
-	}
-	end := len(k) - suffix
-	validFrom, _, err = encoding.DecodeTimeDesc(k[end:])
-	return k[:end], validFrom, err
-}
-
 // skipKey moves it, positioned on a record of the key whose records start with
 // keyPfx, to the first record of the next key: a few Next calls, then one seek.
 func skipKey(it kvIter, keyPfx []byte) bool {
@@ -122,22 +110,20 @@ func skipKey(it kvIter, keyPfx []byte) bool {
 
 // keyCursor walks the distinct keys of one record keyspace of a table in order.
 type keyCursor struct {
-	it             kvIter
-	pfxLen, suffix int
-	ok             bool
-	keyPfx         []byte // keyspace | table id | tuple of the current key
+	it     kvIter
+	keys   recordKeys
+	pfxLen int
+	ok     bool
+	keyPfx []byte // keyspace | table id | tuple of the current key
 }
 
-func (s *Snapshot) newKeyCursor(ks byte, t *Table, span Span) (*keyCursor, error) {
-	lower, upper := span.bounds(ks, t.ID)
+func (s *Snapshot) newKeyCursor(keys recordKeys, t *Table, span Span) (*keyCursor, error) {
+	lower, upper := span.bounds(keys, t.ID)
 	it, err := s.newIter(lower, upper)
 	if err != nil {
 		return nil, err
 	}
-	c := &keyCursor{it: it, pfxLen: len(lower) - len(span.Start), suffix: 8}
-	if ks == ksHistory {
-		c.suffix = 16
-	}
+	c := &keyCursor{it: it, keys: keys, pfxLen: len(lower) - len(span.Start)}
 	c.ok = it.First()
 	return c, c.load()
 }
@@ -147,7 +133,7 @@ func (c *keyCursor) load() error {
 	if !c.ok {
 		return c.it.Error()
 	}
-	keyPfx, _, err := recordKey(c.it.Key(), c.pfxLen, c.suffix)
+	keyPfx, _, err := c.keys.split(c.it.Key(), c.pfxLen)
 	c.keyPfx = append(c.keyPfx[:0], keyPfx...)
 	return err
 }
@@ -168,8 +154,8 @@ type tableKeys struct {
 
 func (s *Snapshot) newTableKeys(t *Table, span Span) (*tableKeys, error) {
 	tk := &tableKeys{}
-	for _, ks := range []byte{ksCurrent, ksHistory} {
-		c, err := s.newKeyCursor(ks, t, span)
+	for _, keys := range []recordKeys{currentKeys, historyKeys} {
+		c, err := s.newKeyCursor(keys, t, span)
 		if c != nil {
 			tk.cursors = append(tk.cursors, c)
 		}
@@ -236,7 +222,7 @@ func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Versio
 }
 
 func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Version]) (err error) {
-	lower, upper := span.bounds(ksCurrent, t.ID)
+	lower, upper := span.bounds(currentKeys, t.ID)
 	it, err := s.newIter(lower, upper)
 	if err != nil {
 		return err
@@ -245,17 +231,17 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 	pfxLen := len(lower) - len(span.Start)
 	var keyPfx, seek []byte
 	for ok := it.First(); ok; {
-		kp, from, err := recordKey(it.Key(), pfxLen, 8)
+		kp, from, err := currentKeys.split(it.Key(), pfxLen)
 		if err != nil {
 			return err
 		}
 		keyPfx = append(keyPfx[:0], kp...)
 		if from > valid { // the newest version starts later: seek to the one in effect
-			seek = encoding.AppendTimeDesc(append(seek[:0], keyPfx...), valid)
+			seek = currentKeys.appendValid(append(seek[:0], keyPfx...), valid)
 			if ok = it.SeekGE(seek); !ok || !bytes.HasPrefix(it.Key(), keyPfx) {
 				continue // no version starts at or before valid; at the next key
 			}
-			if _, from, err = recordKey(it.Key(), pfxLen, 8); err != nil {
+			if _, from, err = currentKeys.split(it.Key(), pfxLen); err != nil {
 				return err
 			}
 		}
@@ -331,7 +317,7 @@ func (s *Snapshot) ScanHistory(t *Table, span Span, tx, from, to int64, after *H
 }
 
 func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
-	lower, upper := span.bounds(ksCurrent, t.ID)
+	lower, upper := span.bounds(currentKeys, t.ID)
 	it, err := s.newIter(lower, upper)
 	if err != nil {
 		return err
@@ -339,7 +325,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 	defer func() { err = firstError(err, it.Close()) }()
 	h := &keyHistory{t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
 	for ok := it.First(); ok; {
-		kp, _, err := recordKey(it.Key(), h.pfxLen, 8)
+		kp, _, err := currentKeys.split(it.Key(), h.pfxLen)
 		if err != nil {
 			return err
 		}
@@ -426,12 +412,12 @@ func (h *keyHistory) run() (bool, error) {
 }
 
 func (h *keyHistory) seekKey(t int64) []byte {
-	h.seek = encoding.AppendTimeDesc(append(h.seek[:0], h.keyPfx...), t)
+	h.seek = currentKeys.appendValid(append(h.seek[:0], h.keyPfx...), t)
 	return h.seek
 }
 
 func (h *keyHistory) decode() (Version, error) {
-	_, from, err := recordKey(h.it.Key(), h.pfxLen, 8)
+	from, err := currentKeys.validFrom(h.it.Key(), len(h.keyPfx))
 	if err != nil {
 		return Version{}, err
 	}
@@ -478,22 +464,17 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 	if err != nil {
 		return Version{}, false, err
 	}
-	seek := skIndexKey(nil, t.ID, sk, tx)
-	prefix := seek[:len(seek)-8]
-	if !it.SeekGE(seek) || !bytes.HasPrefix(it.Key(), prefix) {
+	prefix := skIndex.prefix(nil, t.ID, sk)
+	if !it.SeekGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return Version{}, false, it.Error()
 	}
-	txFrom, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
-	if err != nil {
-		return Version{}, false, fmt.Errorf("%w: sk index key %x: %v", ErrCorrupt, it.Key(), err)
-	}
-	tuple, rest, err := t.splitTuple(it.Value())
+	_, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix)-skLen:])
 	if err != nil {
 		return Version{}, false, err
 	}
-	validFrom, _, err := encoding.DecodeTimeAsc(rest)
+	tuple, validFrom, err := skIndex.decodeValue(t, it.Value())
 	if err != nil {
-		return Version{}, false, fmt.Errorf("%w: sk index value %x: %v", ErrCorrupt, it.Value(), err)
+		return Version{}, false, err
 	}
 	v, err := s.record(t, bytes.Clone(tuple), validFrom, txFrom)
 	return v, err == nil, err
@@ -508,7 +489,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 	if err != nil {
 		return Version{}, err
 	}
-	key := currentKey(nil, t.ID, tuple, validFrom)
+	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
 		v, err := t.decodeVersion(tuple, validFrom, cur.Value())
 		if err != nil || v.TxFrom == txFrom {
@@ -519,7 +500,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 	if err != nil {
 		return Version{}, err
 	}
-	key = historyKey(key[:0], t.ID, tuple, validFrom, txFrom)
+	key = historyKeys.key(key[:0], t.ID, tuple, validFrom, txFrom)
 	if hist.SeekGE(key) && bytes.Equal(hist.Key(), key) {
 		return t.decodeVersion(tuple, validFrom, hist.Value())
 	}
@@ -593,23 +574,19 @@ func (s *Snapshot) TxLog(t *Table, from LogPos, until int64) iter.Seq2[LogEntry,
 }
 
 func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry]) (err error) {
-	lower := txLogKey(nil, t.ID, from.Tx, from.Ordinal)
-	upper := encoding.PrefixEnd(tablePrefix(nil, ksTxLog, t.ID))
+	lower := txLogKey.key(nil, t.ID, from.Tx, from.Ordinal)
+	pfx := txLogKey.tablePrefix(t.ID)
+	upper := encoding.PrefixEnd(pfx)
 	if until < Infinity {
-		upper = txLogKey(nil, t.ID, until+1, 0)
+		upper = txLogKey.key(nil, t.ID, until+1, 0)
 	}
 	it, err := s.newIter(lower, upper)
 	if err != nil {
 		return err
 	}
 	defer func() { err = firstError(err, it.Close()) }()
-	pfxLen := len(tablePrefix(nil, ksTxLog, t.ID))
 	for ok := it.First(); ok; ok = it.Next() {
-		tx, rest, err := encoding.DecodeTimeAsc(it.Key()[pfxLen:])
-		var ord uint32
-		if err == nil {
-			ord, _, err = encoding.DecodeUint32(rest)
-		}
+		tx, ord, err := txLogKey.decode(it.Key()[len(pfx):])
 		var e txLogEntry
 		if err == nil {
 			err = encoding.UnmarshalBounded(it.Value(), &e)

@@ -166,12 +166,12 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 	if err != nil {
 		return Version{}, 0, err
 	}
-	s.buf = currentKey(s.buf[:0], t.ID, tuple, valid)
-	prefix := s.buf[:len(s.buf)-8]
+	prefix := currentKeys.keyPrefix(s.buf[:0], t.ID, tuple)
+	s.buf = currentKeys.appendValid(prefix, valid)
 	if it.SeekGE(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
-		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		from, err := currentKeys.validFrom(it.Key(), len(prefix))
 		if err != nil {
-			return Version{}, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return Version{}, 0, err
 		}
 		v, err := t.decodeVersion(tuple, from, it.Value())
 		if err != nil {
@@ -258,12 +258,12 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 	if err != nil {
 		return Version{}, false, err
 	}
-	s.buf = currentKey(s.buf[:0], t.ID, tuple, valid)
-	prefix := s.buf[:len(s.buf)-8]
+	prefix := currentKeys.keyPrefix(s.buf[:0], t.ID, tuple)
+	s.buf = currentKeys.appendValid(prefix, valid)
 	for ok := it.SeekGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
-		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		from, err := currentKeys.validFrom(it.Key(), len(prefix))
 		if err != nil {
-			return Version{}, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return Version{}, false, err
 		}
 		head, err := encoding.DecodeRecordHead(it.Value())
 		if err != nil {
@@ -284,19 +284,20 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 	if err != nil {
 		return Version{}, false, err
 	}
-	prefix := tablePrefix(nil, ksHistory, t.ID)
-	prefix = append(prefix, tuple...)
-	seek := encoding.AppendTimeDesc(slices.Clip(prefix), valid)
+	prefix := historyKeys.keyPrefix(nil, t.ID, tuple)
+	seek := historyKeys.appendValid(slices.Clip(prefix), valid)
 	for ok := it.SeekGE(seek); ok && bytes.HasPrefix(it.Key(), prefix); {
-		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		_, from, err := historyKeys.split(it.Key(), len(prefix)-len(tuple))
 		if err != nil {
-			return Version{}, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return Version{}, false, err
 		}
 		if haveFloor && from <= floor {
 			break
 		}
-		group := encoding.AppendTimeDesc(slices.Clip(prefix), from)
-		if it.SeekGE(encoding.AppendTimeDesc(slices.Clip(group), tx)) && bytes.HasPrefix(it.Key(), group) {
+		// Every record of one valid_from, newest asserted first: one seek finds
+		// the newest asserted at or before tx.
+		group := historyKeys.appendValid(slices.Clip(prefix), from)
+		if it.SeekGE(historyKeys.key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
 			head, err := encoding.DecodeRecordHead(it.Value())
 			if err != nil {
 				return Version{}, false, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
@@ -308,7 +309,7 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		if from == NegInfinity {
 			break
 		}
-		ok = it.SeekGE(encoding.AppendTimeDesc(slices.Clip(prefix), from-1))
+		ok = it.SeekGE(historyKeys.appendValid(slices.Clip(prefix), from-1))
 	}
 	return Version{}, false, it.Error()
 }
@@ -333,7 +334,7 @@ func (s *Snapshot) KeyVersions(t *Table, tuple []byte, tx int64) ([]Version, err
 		return nil, ErrClosed
 	}
 	var out []Version
-	err := s.keyRecords(t, tuple, ksCurrent, func(v Version) bool {
+	err := s.keyRecords(t, tuple, currentKeys, func(v Version) bool {
 		if v.TxFrom <= tx {
 			out = append(out, v)
 		}
@@ -343,7 +344,7 @@ func (s *Snapshot) KeyVersions(t *Table, tuple []byte, tx int64) ([]Version, err
 		slices.Reverse(out)
 		return out, err
 	}
-	err = s.keyRecords(t, tuple, ksHistory, func(v Version) bool {
+	err = s.keyRecords(t, tuple, historyKeys, func(v Version) bool {
 		if v.AliveAt(tx) {
 			out = append(out, v)
 		}
@@ -361,10 +362,10 @@ func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
 	}
 	var out []Version
 	collect := func(v Version) bool { out = append(out, v); return true }
-	if err := s.keyRecords(t, tuple, ksHistory, collect); err != nil {
+	if err := s.keyRecords(t, tuple, historyKeys, collect); err != nil {
 		return nil, err
 	}
-	if err := s.keyRecords(t, tuple, ksCurrent, collect); err != nil {
+	if err := s.keyRecords(t, tuple, currentKeys, collect); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Version) int {
@@ -376,18 +377,18 @@ func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
 	return out, nil
 }
 
-// keyRecords calls fn for every record of a key in keyspace ks (current or
-// history), in key order, until fn returns false.
-func (s *Snapshot) keyRecords(t *Table, tuple []byte, ks byte, fn func(Version) bool) error {
-	prefix := append(tablePrefix(nil, ks, t.ID), tuple...)
-	it, err := s.iter(ks)
+// keyRecords calls fn for every record of a key in record keyspace keys
+// (current or history), in key order, until fn returns false.
+func (s *Snapshot) keyRecords(t *Table, tuple []byte, keys recordKeys, fn func(Version) bool) error {
+	prefix := keys.keyPrefix(nil, t.ID, tuple)
+	it, err := s.iter(keys.ks)
 	if err != nil {
 		return err
 	}
 	for ok := it.SeekGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
-		from, _, err := encoding.DecodeTimeDesc(it.Key()[len(prefix):])
+		_, from, err := keys.split(it.Key(), len(prefix)-len(tuple))
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return err
 		}
 		v, err := t.decodeVersion(tuple, from, it.Value())
 		if err != nil {

@@ -94,7 +94,10 @@ func Verify(r Reader) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, ks := range []byte{ksSK, ksAttrs, ksCurrent, ksHistory, ksSKIndex, ksTxLog, ksEvents, ksBatches, ksCheckpoints} {
+	for _, ks := range perTableKeyspaces() {
+		if ks == ksGroups {
+			continue // verifyGroups also checks that the table is grouped
+		}
 		if err := verifyTableIDs(s, ks, known, rep); err != nil {
 			return nil, err
 		}
@@ -125,7 +128,7 @@ func verifyTableIDs(s *Snapshot, ks byte, known map[uint32]bool, rep *Report) er
 	}
 	defer it.Close()
 	for ok := it.First(); ok; {
-		tid, _, err := encoding.DecodeUint32(it.Key()[1:])
+		tid, _, err := splitTableID(it.Key())
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Detail: fmt.Sprintf("%s key %x: %v", KeyspaceName(ks), it.Key(), err)})
 			ok = it.Next()
@@ -142,10 +145,10 @@ func verifyTableIDs(s *Snapshot, ks byte, known map[uint32]bool, rep *Report) er
 	return it.Error()
 }
 
-// tableRecords streams every record of table t in keyspace ks (current or
-// history), grouped by key: fn gets each key's records in stored order.
-func tableRecords(s *Snapshot, t *Table, ks byte, rep *Report, fn func(tuple []byte, recs []Version)) error {
-	prefix := tablePrefix(nil, ks, t.ID)
+// tableRecords streams every record of table t in record keyspace keys (current
+// or history), grouped by key: fn gets each key's records in stored order.
+func tableRecords(s *Snapshot, t *Table, keys recordKeys, rep *Report, fn func(tuple []byte, recs []Version)) error {
+	prefix := keys.tablePrefix(nil, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
@@ -160,29 +163,16 @@ func tableRecords(s *Snapshot, t *Table, ks byte, rep *Report, fn func(tuple []b
 		recs = nil
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		tuple, rest, err := t.splitTuple(it.Key()[len(prefix):])
-		var from int64
-		if err == nil {
-			from, rest, err = encoding.DecodeTimeDesc(rest)
-		}
-		want := 0
-		if ks == ksHistory {
-			want = 8
-		}
-		if err == nil && len(rest) != want {
-			err = fmt.Errorf("%w: %d bytes after valid_from", ErrCorrupt, len(rest))
-		}
+		tuple, from, txFrom, err := keys.decode(t, it.Key()[len(prefix):])
 		var v Version
 		if err == nil {
 			v, err = t.decodeVersion(tuple, from, it.Value())
 		}
-		if err == nil && ks == ksHistory {
-			if txFrom, _, _ := encoding.DecodeTimeDesc(rest); txFrom != v.TxFrom {
-				err = fmt.Errorf("%w: key says tx_from %d, value %d", ErrCorrupt, txFrom, v.TxFrom)
-			}
+		if err == nil && keys.ks == ksHistory && txFrom != v.TxFrom {
+			err = fmt.Errorf("%w: key says tx_from %d, value %d", ErrCorrupt, txFrom, v.TxFrom)
 		}
 		if err != nil {
-			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("%s record %x: %v", KeyspaceName(ks), it.Key(), err)})
+			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("%s record %x: %v", KeyspaceName(keys.ks), it.Key(), err)})
 			continue
 		}
 		if !bytes.Equal(tuple, cur) {
@@ -198,7 +188,7 @@ func tableRecords(s *Snapshot, t *Table, ks byte, rep *Report, fn func(tuple []b
 func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 	byKey := map[string][]Version{}
 	collect := func(tuple []byte, recs []Version) { byKey[string(tuple)] = append(byKey[string(tuple)], recs...) }
-	if err := tableRecords(s, t, ksCurrent, rep, collect); err != nil {
+	if err := tableRecords(s, t, currentKeys, rep, collect); err != nil {
 		return err
 	}
 	for _, recs := range byKey {
@@ -208,7 +198,7 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 			}
 		}
 	}
-	if err := tableRecords(s, t, ksHistory, rep, collect); err != nil {
+	if err := tableRecords(s, t, historyKeys, rep, collect); err != nil {
 		return err
 	}
 	skOwner := map[uint64]string{}
@@ -303,17 +293,11 @@ func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repor
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		sk, rest, err := encoding.DecodeUint64(it.Key()[len(prefix):])
-		var txFrom, from int64
-		var tuple, vrest []byte
+		sk, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix):])
+		var from int64
+		var tuple []byte
 		if err == nil {
-			txFrom, _, err = encoding.DecodeTimeDesc(rest)
-		}
-		if err == nil {
-			tuple, vrest, err = t.splitTuple(it.Value())
-		}
-		if err == nil {
-			from, _, err = encoding.DecodeTimeAsc(vrest)
+			tuple, from, err = skIndex.decodeValue(t, it.Value())
 		}
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("sk index entry %x: %v", it.Key(), err)})
@@ -360,7 +344,7 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		tx, _, err := encoding.DecodeTimeAsc(it.Key()[len(prefix):])
+		tx, _, err := txLogKey.decode(it.Key()[len(prefix):])
 		var e txLogEntry
 		if err == nil {
 			err = encoding.UnmarshalBounded(it.Value(), &e)

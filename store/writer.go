@@ -78,13 +78,13 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	if v.TxTo != Infinity || v.TxFrom >= tx {
 		return fmt.Errorf("bitempo: retire of a record that is not current: %s", v.String())
 	}
-	w.retires = append(w.retires, kvWrite{key: currentKey(nil, t.ID, v.tuple, v.ValidFrom), del: true})
+	w.retires = append(w.retires, kvWrite{key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), del: true})
 	v.TxTo = tx
 	value, err := encoding.AppendRecord(nil, v.recordValue())
 	if err != nil {
 		return err
 	}
-	w.retires = append(w.retires, kvWrite{key: historyKey(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), value: value})
+	w.retires = append(w.retires, kvWrite{key: historyKeys.key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), value: value})
 	if err := w.groupRetire(t, &v, value); err != nil {
 		return err
 	}
@@ -99,12 +99,11 @@ func (w *Writer) Assert(t *Table, v Version) error {
 	if err != nil {
 		return err
 	}
-	w.asserts = append(w.asserts, kvWrite{key: currentKey(nil, t.ID, v.tuple, v.ValidFrom), value: value})
+	w.asserts = append(w.asserts, kvWrite{key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), value: value})
 	if err := w.groupAssert(t, &v, value); err != nil {
 		return err
 	}
-	ptr := encoding.AppendTimeAsc(append([]byte(nil), v.tuple...), v.ValidFrom)
-	w.asserts = append(w.asserts, kvWrite{key: skIndexKey(nil, t.ID, v.SK, v.TxFrom), value: ptr})
+	w.asserts = append(w.asserts, kvWrite{key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), value: skIndex.value(nil, v.tuple, v.ValidFrom)})
 	w.noteAttrs(t, v.Attrs)
 	return w.logChange(t, txOpAssert, &v)
 }
@@ -137,7 +136,7 @@ func (w *Writer) logChange(t *Table, op int, v *Version) error {
 	if err != nil {
 		return err
 	}
-	w.asserts = append(w.asserts, kvWrite{key: txLogKey(nil, t.ID, w.Tx(), ord), value: value})
+	w.asserts = append(w.asserts, kvWrite{key: txLogKey.key(nil, t.ID, w.Tx(), ord), value: value})
 	return nil
 }
 
