@@ -215,7 +215,7 @@ func corruptExec(t *testing.T, data []byte) {
 	}
 	db, err = store.Open("db", store.Options{FS: mem, NoSync: true, MustExist: true, Logger: quiet, CacheSize: 1 << 20, MemTableSize: 1 << 20})
 	if err != nil {
-		if !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrNotBitempo) && !errors.Is(err, store.ErrNewerFormat) {
+		if !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrNotBitempo) && !errors.Is(err, store.ErrFormat) {
 			t.Fatalf("reopening a corrupt store: untyped error %v", err)
 		}
 		return

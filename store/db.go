@@ -136,6 +136,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.Tune != nil {
 		opts.Tune(popts)
 	}
+	if !fresh && !opts.ReadOnly {
+		if err := checkFormat(dir, popts); err != nil {
+			return nil, err
+		}
+	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		if errors.Is(err, pebble.ErrDBDoesNotExist) {
@@ -205,12 +210,8 @@ func (db *DB) load(fresh bool) error {
 		}
 		return db.initialise()
 	}
-	var format uint64
-	if err := encoding.UnmarshalBounded(raw, &format); err != nil {
-		return fmt.Errorf("%w: format marker: %v", ErrCorrupt, err)
-	}
-	if format > formatVersion {
-		return fmt.Errorf("%w: %s has format %d, this build reads up to %d", ErrNewerFormat, db.dir, format, formatVersion)
+	if err := formatOK(db.dir, raw); err != nil {
+		return err
 	}
 	if err := getMeta(v, metaLastTx, &db.lastTx); err != nil {
 		return err

@@ -12,7 +12,8 @@
 // encoding.AppendTimeDesc form (newest first) and "asc(t)" in AppendTimeAsc form.
 //
 //	0x01 meta    | name                              -> msgpack scalar
-//	    "format" (uint) the layout version, "last_tx" (int64) the newest committed
+//	    "format" (uint) the layout version (2; Open refuses any other, see
+//	    format.go, before it writes anything), "last_tx" (int64) the newest committed
 //	    transaction time, "next_table" (uint) the next table id. They make the
 //	    directory recognisable as bitempo's and transaction time monotonic across
 //	    restarts.

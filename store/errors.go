@@ -16,6 +16,9 @@ var (
 	ErrNotBitempo = errors.New("bitempo: not a bitempo store")
 	// ErrNewerFormat: the store was written by a newer bitempo layout version.
 	ErrNewerFormat = errors.New("bitempo: store format is newer than this version supports")
+	// ErrFormat: the store's layout version is not the one this build reads
+	// (older or newer); the error is a *FormatError that says how to move the data.
+	ErrFormat = errors.New("bitempo: unsupported store format")
 	// ErrReadOnly: a write on a store opened read-only.
 	ErrReadOnly = errors.New("bitempo: store is read-only")
 	// ErrClosed: use of a closed DB or Snapshot.

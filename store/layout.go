@@ -95,8 +95,8 @@ const (
 )
 
 // formatVersion is the layout version written to meta "format". Open refuses a
-// store with another one.
-const formatVersion = 1
+// store with another one (format.go).
+const formatVersion = 2
 
 var (
 	metaFormat    = []byte{ksMeta, 'f', 'o', 'r', 'm', 'a', 't'}

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyFixture copies a checked-in store into a fresh directory and returns it
+// with the contents of its files.
+func copyFixture(t *testing.T, name string) (string, map[string]string) {
+	t.Helper()
+	src := filepath.Join("testdata", name)
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, dirContents(t, dir)
+}
+
+func dirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
+}
+
+// A store written by format 1 is refused, read-write or read-only, with an
+// error that names its format and the way to move its data, and its directory
+// is left exactly as it was.
+func TestOpenFormat1Refused(t *testing.T) {
+	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
+		dir, before := copyFixture(t, "format1")
+		db, err := Open(dir, opts)
+		if err == nil {
+			db.Close()
+			t.Fatalf("%+v: opened a format-1 store", opts)
+		}
+		if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
+			t.Fatalf("%+v: got %v, want ErrFormat (and not ErrNewerFormat)", opts, err)
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Found != 1 || fe.Want != formatVersion || fe.Dir != dir {
+			t.Fatalf("%+v: got %#v, want a *FormatError of format 1", opts, fe)
+		}
+		for _, want := range []string{"store format 1", "reads only format 2", "not changed",
+			"bitempo scan NAME --format json", "bitempo export --all --history", "bitempo import", "bitempo load NAME FILE"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+			}
+		}
+		if after := dirContents(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
+		}
+	}
+}
