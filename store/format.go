@@ -88,4 +88,3 @@ func formatOK(dir string, raw []byte) error {
 	}
 	return nil
 }
-
