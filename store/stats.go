@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 
 	"github.com/bitempo/bitempo/encoding"
 )
@@ -99,4 +100,40 @@ func unionSize(a, b [][]byte) int64 {
 		}
 	}
 	return n
+}
+
+// KeyspaceStats is what one keyspace holds: its entries and their logical bytes
+// (keys plus values, as written, before compression).
+type KeyspaceStats struct {
+	Prefix     byte
+	Name       string
+	Entries    int64
+	KeyBytes   int64
+	ValueBytes int64
+}
+
+// KeyspaceStats counts the entries and logical bytes of every keyspace of the
+// store (Keyspaces order) with one pass over the snapshot: the measure of what
+// the layout costs per version, whatever the engine's compression.
+func (s *Snapshot) KeyspaceStats() ([]KeyspaceStats, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	out := make([]KeyspaceStats, len(keyspaces))
+	for i, ks := range keyspaces {
+		out[i] = KeyspaceStats{Prefix: ks.prefix, Name: ks.name}
+		it, err := s.newIter([]byte{ks.prefix}, []byte{ks.prefix + 1})
+		if err != nil {
+			return nil, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			out[i].Entries++
+			out[i].KeyBytes += int64(len(it.Key()))
+			out[i].ValueBytes += int64(len(it.Value()))
+		}
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
 )
 
 func (a *app) statsCmd() *cobra.Command {
 	var out outputFlags
+	var keyspaces bool
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Count keys, versions, records and events per table, and the store's size",
@@ -19,9 +21,15 @@ current records: the table's state now), records (every record ever asserted),
 retired (records a later transaction replaced) and events (CDC events kept by a
 changes table). A first line gives the store's size on disk (Pebble's files) and
 its last transaction; with --format csv or json it goes to stderr, so stdout
-holds only rows.`,
+holds only rows.
+
+--keyspaces prints instead one row per keyspace of the store's layout: its
+entries and their logical bytes (keys and values as written, before the
+engine's compression). Divided by the number of versions, they are what the
+layout costs per version.`,
 		Example: `  bitempo stats
-  bitempo stats --format json`,
+  bitempo stats --format json
+  bitempo stats --keyspaces`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			db, err := a.open(true)
@@ -49,6 +57,9 @@ holds only rows.`,
 			} else if !a.quiet {
 				fmt.Fprintln(a.stderr, "bitempo: "+line)
 			}
+			if keyspaces {
+				return keyspaceRows(s, w)
+			}
 			if err := w.header([]string{"table", "kind", "keys", "versions", "records", "retired", "events"}); err != nil {
 				return err
 			}
@@ -67,7 +78,36 @@ holds only rows.`,
 		}),
 	}
 	out.register(cmd, false)
+	cmd.Flags().BoolVar(&keyspaces, "keyspaces", false, "print entries and logical bytes per keyspace instead of per table")
 	return cmd
+}
+
+// keyspaceRows writes one row per keyspace of the layout and a total.
+func keyspaceRows(s *store.Snapshot, w rowWriter) error {
+	stats, err := s.KeyspaceStats()
+	if err != nil {
+		return err
+	}
+	if err := w.header([]string{"keyspace", "name", "entries", "key_bytes", "value_bytes", "bytes"}); err != nil {
+		return err
+	}
+	var total store.KeyspaceStats
+	for _, k := range stats {
+		total.Entries += k.Entries
+		total.KeyBytes += k.KeyBytes
+		total.ValueBytes += k.ValueBytes
+		err := w.row([]cell{valueCell(fmt.Sprintf("0x%02x", k.Prefix)), valueCell(k.Name), valueCell(k.Entries),
+			valueCell(k.KeyBytes), valueCell(k.ValueBytes), valueCell(k.KeyBytes + k.ValueBytes)})
+		if err != nil {
+			return err
+		}
+	}
+	err = w.row([]cell{valueCell("all"), valueCell(""), valueCell(total.Entries), valueCell(total.KeyBytes),
+		valueCell(total.ValueBytes), valueCell(total.KeyBytes + total.ValueBytes)})
+	if err != nil {
+		return err
+	}
+	return w.close()
 }
 
 // dirSize sums the sizes of the regular files under dir and counts them.
