@@ -34,9 +34,12 @@
 //	0x12 sk index| tid | sk (8 bytes BE) | desc(tx_from) -> tuple | asc(valid_from)
 //	    Every record of a surrogate key, newest first: GetBySK at T is one seek here
 //	    plus one point read in 0x10 or 0x11.
-//	0x13 txlog   | tid | asc(tx) | ordinal (4 bytes BE) -> msgpack [op, tuple, valid_from, tx_from]
-//	    One entry per record asserted (op 0) or retired (op 1) by transaction tx, in
-//	    commit order: the change feed Changes(T1, T2] scans one contiguous range.
+//	0x13 txlog   | tid | asc(tx) | ordinal (4 bytes BE) -> tuple | (op, varint valid_from [, uvarint tx - tx_from])...
+//	    One entry per key a transaction changed, holding its changes in commit
+//	    order: records asserted (op 0, tx_from = tx) and retired (op 1). The
+//	    ordinal is that of the entry's first change among the transaction's
+//	    changes to the table; a change's position is (tx, ordinal). The change
+//	    feed Changes(T1, T2] scans one contiguous range. See txlog.go.
 //	0x04 attrs   | tid | ordinal (4 bytes BE)       -> attribute name
 //	    The table's attribute names in the order writes (or DeclareAttrNames) first
 //	    used them; tools print columns in this order.

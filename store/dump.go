@@ -164,8 +164,6 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 		e.addKey("ordinal", FieldPlain, ord)
 		e.addValue("name", FieldPlain, string(e.RawKV.Value))
 		return err
-	case ksTxLog:
-		return e.decodeTxLog(b)
 	case ksBatches:
 		e.addKey("batch", FieldPlain, string(b))
 		tx, err := decodeBatchValue(e.RawKV.Value)
@@ -183,6 +181,8 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 		return e.decodeRecord(t, historyKeys, b)
 	case ksSKIndex:
 		return e.decodeSKIndex(t, b)
+	case ksTxLog:
+		return e.decodeTxLog(t, b)
 	case ksEvents:
 		return e.decodeEvent(t, b)
 	case ksGroups:
@@ -262,31 +262,29 @@ func (e *Entry) decodeSKIndex(t *Table, b []byte) error {
 	return nil
 }
 
-func (e *Entry) decodeTxLog(b []byte) error {
+// decodeTxLog decodes a transaction-log entry: per change its op, valid_from
+// and, for a retire, the tx_from of the retired record.
+func (e *Entry) decodeTxLog(t *Table, b []byte) error {
 	tx, ord, err := txLogKey.decode(b)
 	if err != nil {
 		return err
 	}
 	e.addKey("tx", FieldTxTime, tx)
 	e.addKey("ordinal", FieldPlain, ord)
-	var le txLogEntry
-	if err := encoding.UnmarshalBounded(e.RawKV.Value, &le); err != nil {
+	tuple, changes, err := decodeLogEntry(t, tx, e.RawKV.Value, nil)
+	if err != nil {
 		return err
 	}
-	op := map[int]string{txOpAssert: "assert", txOpRetire: "retire"}[le.Op]
-	if op == "" {
-		return fmt.Errorf("unknown txlog op %d", le.Op)
+	if e.Key, err = t.DecodeKey(tuple); err != nil {
+		return err
 	}
-	e.addValue("op", FieldPlain, op)
-	if e.Table != nil {
-		key, err := e.Table.DecodeKey(le.Tuple)
-		if err != nil {
-			return err
+	for _, c := range changes {
+		e.addValue("op", FieldPlain, c.op.String())
+		e.addValue("valid_from", FieldValidTime, c.validFrom)
+		if c.op == LogRetire {
+			e.addValue("tx_from", FieldTxTime, c.txFrom)
 		}
-		e.Key = key
 	}
-	e.addValue("valid_from", FieldValidTime, le.ValidFrom)
-	e.addValue("tx_from", FieldTxTime, le.TxFrom)
 	return nil
 }
 

@@ -318,12 +318,12 @@ func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repor
 	return it.Error()
 }
 
-// verifyTxLog checks that the transaction log holds one assert entry per record
-// at its tx_from and one retire entry per retired record at its tx_to, and nothing
-// else.
+// verifyTxLog checks that the transaction log holds one assert change per record
+// at its tx_from and one retire change per retired record at its tx_to, and
+// nothing else, and that the changes of one transaction have distinct ordinals.
 func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report) error {
 	type entry struct {
-		op       int
+		op       LogOp
 		tuple    string
 		from, tx int64 // tx: the tx of the log key
 		txFrom   int64
@@ -331,42 +331,51 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 	want := map[entry]bool{}
 	for tuple, recs := range byKey {
 		for _, v := range recs {
-			want[entry{txOpAssert, tuple, v.ValidFrom, v.TxFrom, v.TxFrom}] = true
+			want[entry{LogAssert, tuple, v.ValidFrom, v.TxFrom, v.TxFrom}] = true
 			if v.TxTo != Infinity {
-				want[entry{txOpRetire, tuple, v.ValidFrom, v.TxTo, v.TxFrom}] = true
+				want[entry{LogRetire, tuple, v.ValidFrom, v.TxTo, v.TxFrom}] = true
 			}
 		}
 	}
-	prefix := tablePrefix(nil, ksTxLog, t.ID)
+	prefix := txLogKey.tablePrefix(t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
+	var changes []logChange
+	var lastTx int64
+	var nextOrd uint64 // the least ordinal the next entry of lastTx may start at
 	for ok := it.First(); ok; ok = it.Next() {
-		tx, _, err := txLogKey.decode(it.Key()[len(prefix):])
-		var e txLogEntry
+		tx, first, err := txLogKey.decode(it.Key()[len(prefix):])
+		var tuple []byte
 		if err == nil {
-			err = encoding.UnmarshalBounded(it.Value(), &e)
+			tuple, changes, err = decodeLogEntry(t, tx, it.Value(), changes)
 		}
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})
 			continue
 		}
+		key, _ := t.DecodeKey(tuple)
 		if tx > s.lastTx {
 			rep.add(Problem{Invariant: 4, Table: t.Name, Detail: fmt.Sprintf("txlog entry at tx %d is newer than the last commit %d", tx, s.lastTx)})
 		}
-		k := entry{e.Op, string(e.Tuple), e.ValidFrom, tx, e.TxFrom}
-		if !want[k] {
-			key, _ := t.DecodeKey(e.Tuple)
-			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog entry (op %d, tx %d, valid_from %d) has no matching record", e.Op, tx, e.ValidFrom)})
-			continue
+		if tx == lastTx && uint64(first) < nextOrd {
+			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog entry at tx %d ordinal %d overlaps the previous entry's changes", tx, first)})
 		}
-		delete(want, k)
+		lastTx, nextOrd = tx, uint64(first)+uint64(len(changes))
+		for _, c := range changes {
+			k := entry{c.op, string(tuple), c.validFrom, tx, c.txFrom}
+			if !want[k] {
+				rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog change (%s, tx %d, valid_from %d) has no matching record", c.op, tx, c.validFrom)})
+				continue
+			}
+			delete(want, k)
+		}
 	}
 	for e := range want {
 		key, _ := t.DecodeKey([]byte(e.tuple))
-		rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("record (valid_from %d) has no txlog entry for op %d at tx %d", e.from, e.op, e.tx)})
+		rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("record (valid_from %d) has no txlog change %s at tx %d", e.from, e.op, e.tx)})
 	}
 	return it.Error()
 }

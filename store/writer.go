@@ -5,7 +5,6 @@ import (
 	"maps"
 
 	"github.com/bitempo/bitempo/encoding"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Writer accumulates one transaction's writes and commits them as one atomic batch.
@@ -24,7 +23,8 @@ type Writer struct {
 	asserts  []kvWrite
 	other    []kvWrite
 	nextSK   map[uint32]uint64
-	ordinals map[uint32]uint32
+	ordinals map[uint32]uint32 // the next transaction-log ordinal of each table
+	logs     map[uint32]*openLogEntry
 	newAttrs map[uint32][]string
 	done     bool
 }
@@ -43,7 +43,7 @@ func (db *DB) BeginWrite() (*Writer, error) {
 	db.mu.RLock()
 	nextSK := maps.Clone(db.nextSK)
 	db.mu.RUnlock()
-	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, newAttrs: map[uint32][]string{}}, nil
+	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, newAttrs: map[uint32][]string{}}, nil
 }
 
 // Snapshot returns the view the transaction reads committed state from: it holds
@@ -88,7 +88,8 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	if err := w.groupRetire(t, &v, value); err != nil {
 		return err
 	}
-	return w.logChange(t, txOpRetire, &v)
+	w.logChange(t, LogRetire, &v)
+	return nil
 }
 
 // Assert makes v a current record as of this commit. v.Attrs must be encodable;
@@ -105,40 +106,14 @@ func (w *Writer) Assert(t *Table, v Version) error {
 	}
 	w.asserts = append(w.asserts, kvWrite{key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), value: skIndex.value(nil, v.tuple, v.ValidFrom)})
 	w.noteAttrs(t, v.Attrs)
-	return w.logChange(t, txOpAssert, &v)
+	w.logChange(t, LogAssert, &v)
+	return nil
 }
 
 // Set writes a raw key of a keyspace owned by a higher layer's structure (event
 // log, batch ids, group index). The key must have been built by this package.
 func (w *Writer) set(key, value []byte) { w.other = append(w.other, kvWrite{key: key, value: value}) }
 func (w *Writer) del(key []byte)        { w.other = append(w.other, kvWrite{key: key, del: true}) }
-
-// Transaction log operations.
-const (
-	txOpAssert = 0
-	txOpRetire = 1
-)
-
-// txLogEntry is the value of a transaction-log key.
-type txLogEntry struct {
-	//lint:ignore U1000 msgpack reads this field's tag: encode the entry as an array
-	_msgpack  struct{} `msgpack:",as_array"`
-	Op        int
-	Tuple     []byte
-	ValidFrom int64
-	TxFrom    int64
-}
-
-func (w *Writer) logChange(t *Table, op int, v *Version) error {
-	ord := w.ordinals[t.ID]
-	w.ordinals[t.ID] = ord + 1
-	value, err := msgpack.Marshal(&txLogEntry{Op: op, Tuple: v.tuple, ValidFrom: v.ValidFrom, TxFrom: v.TxFrom})
-	if err != nil {
-		return err
-	}
-	w.asserts = append(w.asserts, kvWrite{key: txLogKey.key(nil, t.ID, w.Tx(), ord), value: value})
-	return nil
-}
 
 func (w *Writer) noteAttrs(t *Table, attrs Attrs) {
 	w.db.mu.RLock()
@@ -173,6 +148,9 @@ func (w *Writer) Commit() error {
 		return nil
 	}
 	tx := w.Tx()
+	for tid := range w.logs {
+		w.flushLog(tid)
+	}
 	writes := make([]kvWrite, 0, len(w.retires)+len(w.asserts)+len(w.other)+8)
 	writes = append(writes, w.retires...)
 	writes = append(writes, w.asserts...)
