@@ -32,8 +32,13 @@
 //	    this range with the current index; for each distinct valid_from it needs one
 //	    seek (at most one record per (key, valid_from) is alive at any T).
 //	0x12 sk index| tid | sk (8 bytes BE) | desc(tx_from) -> tuple | asc(valid_from)
-//	    Every record of a surrogate key, newest first: GetBySK at T is one seek here
-//	    plus one point read in 0x10 or 0x11.
+//	    Where a surrogate key's records are, newest first: from tx_from on, the
+//	    records of sk are those of the key and valid_from in the value. A record
+//	    asserted with the sk, key and valid_from of a record its transaction
+//	    retired (an SCD2 close, a type-1 overwrite) gets no entry of its own: the
+//	    retired record's entry already names it. GetBySK at T is one seek here,
+//	    then the record of sk with the greatest tx_from <= T among that key and
+//	    valid_from's: one point read in 0x10 and one seek in 0x11.
 //	0x13 txlog   | tid | asc(tx) | ordinal (4 bytes BE) -> tuple | (op, varint valid_from [, uvarint tx - tx_from])...
 //	    One entry per key a transaction changed, holding its changes in commit
 //	    order: records asserted (op 0, tx_from = tx) and retired (op 1). The
@@ -69,7 +74,9 @@
 //     names the same natural key.
 //  4. Transaction times are strictly increasing; no record is newer than last_tx.
 //  5. The sk index, the transaction log, the group index and the catalog agree
-//     with the records.
+//     with the records: one sk-index entry per record except the re-assertions
+//     described at 0x12, one transaction-log change per assertion and per
+//     retirement.
 //  6. A changes table's versions equal a from-scratch derivation of its event log
 //     (checked by package txn, which owns the derivation, via RegisterCheck).
 //

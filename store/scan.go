@@ -455,7 +455,9 @@ func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *H
 // transaction time tx, and false if there is none. It is the record of sk alive at
 // tx when one is (records of one sk have disjoint transaction periods, invariant
 // 3), otherwise the record whose retirement ended sk (its TxTo <= tx). One seek in
-// the sk index and one in the record indexes.
+// the sk index names the key and valid_from of sk's records at tx; one point read
+// of the current index and one seek in history (plus a step per record of that
+// key and valid_from asserted for another surrogate key) find the record.
 func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, error) {
 	if s.closed {
 		return Version{}, false, ErrClosed
@@ -476,8 +478,50 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 	if err != nil {
 		return Version{}, false, err
 	}
-	v, err := s.record(t, bytes.Clone(tuple), validFrom, txFrom)
+	v, err := s.recordOfSK(t, sk, bytes.Clone(tuple), validFrom, txFrom, tx)
 	return v, err == nil, err
+}
+
+// recordOfSK reads the newest record of surrogate key sk, key tuple and
+// validFrom asserted at or before tx, from the current index or history. The sk
+// index entry at indexTx says there is one (invariant 5); its absence is
+// corruption.
+func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, indexTx, tx int64) (Version, error) {
+	cur, err := s.iter(ksCurrent)
+	if err != nil {
+		return Version{}, err
+	}
+	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
+	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
+		head, err := encoding.DecodeRecordHead(cur.Value())
+		if err != nil {
+			return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+		}
+		if head.SK == sk && head.TxFrom <= tx {
+			return t.decodeVersion(tuple, validFrom, cur.Value())
+		}
+	}
+	hist, err := s.iter(ksHistory)
+	if err != nil {
+		return Version{}, err
+	}
+	group := historyKeys.appendValid(historyKeys.keyPrefix(nil, t.ID, tuple), validFrom)
+	for ok := hist.SeekGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
+		head, err := encoding.DecodeRecordHead(hist.Value())
+		if err != nil {
+			return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+		}
+		if head.TxFrom < indexTx {
+			break
+		}
+		if head.SK == sk {
+			return t.decodeVersion(tuple, validFrom, hist.Value())
+		}
+	}
+	if err := firstError(cur.Error(), hist.Error()); err != nil {
+		return Version{}, err
+	}
+	return Version{}, fmt.Errorf("%w: table %q: no record of sk %d (key %x valid from %d) asserted in [%d, %d]", ErrCorrupt, t.Name, sk, tuple, validFrom, indexTx, tx)
 }
 
 // record reads the record of a key that starts at validFrom and was asserted at

@@ -274,16 +274,32 @@ func overlapping(recs []Version, also func(a, b *Version) bool) (Version, Versio
 }
 
 // verifySKIndex checks that the sk index holds exactly one entry per record,
-// pointing at it.
+// pointing at it, except for a record that re-asserts, with the same surrogate
+// key, key and valid_from, a record retired by the same transaction (an SCD2
+// close), which the entry of the retired record already names.
 func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report) error {
 	type ref struct {
 		tuple    string
 		from, tx int64
 	}
+	retired := map[skRef]map[int64]bool{} // the tx_to of each sk, key and valid_from's retired records
+	for tuple, recs := range byKey {
+		for _, v := range recs {
+			if v.TxTo != Infinity {
+				r := skRef{t.ID, v.SK, tuple, v.ValidFrom}
+				if retired[r] == nil {
+					retired[r] = map[int64]bool{}
+				}
+				retired[r][v.TxTo] = true
+			}
+		}
+	}
 	want := map[ref]uint64{}
 	for tuple, recs := range byKey {
 		for _, v := range recs {
-			want[ref{tuple, v.ValidFrom, v.TxFrom}] = v.SK
+			if !retired[skRef{t.ID, v.SK, tuple, v.ValidFrom}][v.TxFrom] {
+				want[ref{tuple, v.ValidFrom, v.TxFrom}] = v.SK
+			}
 		}
 	}
 	prefix := tablePrefix(nil, ksSKIndex, t.ID)

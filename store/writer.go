@@ -25,6 +25,9 @@ type Writer struct {
 	nextSK   map[uint32]uint64
 	ordinals map[uint32]uint32 // the next transaction-log ordinal of each table
 	logs     map[uint32]*openLogEntry
+	// retiredSK holds the records this transaction retired, by sk, key and
+	// valid_from: re-asserting one of them (an SCD2 close) needs no sk-index entry.
+	retiredSK map[skRef]bool
 	newAttrs map[uint32][]string
 	done     bool
 }
@@ -43,7 +46,7 @@ func (db *DB) BeginWrite() (*Writer, error) {
 	db.mu.RLock()
 	nextSK := maps.Clone(db.nextSK)
 	db.mu.RUnlock()
-	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, newAttrs: map[uint32][]string{}}, nil
+	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retiredSK: map[skRef]bool{}, newAttrs: map[uint32][]string{}}, nil
 }
 
 // Snapshot returns the view the transaction reads committed state from: it holds
@@ -88,6 +91,7 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	if err := w.groupRetire(t, &v, value); err != nil {
 		return err
 	}
+	w.retiredSK[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}] = true
 	w.logChange(t, LogRetire, &v)
 	return nil
 }
@@ -104,10 +108,21 @@ func (w *Writer) Assert(t *Table, v Version) error {
 	if err := w.groupAssert(t, &v, value); err != nil {
 		return err
 	}
-	w.asserts = append(w.asserts, kvWrite{key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), value: skIndex.value(nil, v.tuple, v.ValidFrom)})
+	if !w.retiredSK[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}] {
+		w.asserts = append(w.asserts, kvWrite{key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), value: skIndex.value(nil, v.tuple, v.ValidFrom)})
+	}
 	w.noteAttrs(t, v.Attrs)
 	w.logChange(t, LogAssert, &v)
 	return nil
+}
+
+// skRef names the records of one surrogate key, key and valid_from: what an sk
+// index entry points at.
+type skRef struct {
+	tid       uint32
+	sk        uint64
+	tuple     string
+	validFrom int64
 }
 
 // Set writes a raw key of a keyspace owned by a higher layer's structure (event
