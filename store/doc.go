@@ -10,6 +10,16 @@
 // the 4-byte big-endian table id, so a table is one contiguous key range. "tuple" is
 // the natural key in encoding.AppendKey form (self-delimiting), "desc(t)" a time in
 // encoding.AppendTimeDesc form (newest first) and "asc(t)" in AppendTimeAsc form.
+// Keys keep times at fixed width, since their order is the index; values, whose
+// order nothing depends on, use varints where a field is an integer. layout.go
+// owns every key kind (one codec each); the files named below own the values.
+//
+// A "record value" (encoding.AppendRecordPositional) is a msgpack header
+// [2, valid_to, tx_from, tx_to, sk, flags], an open end (+∞) being one nil byte,
+// followed by the attributes in positional form: a count, then per attribute
+// its ordinal (as a gap from the previous one) and its value in msgpack. The
+// ordinals number the table's attribute names (0x04), so a record does not
+// repeat them.
 //
 //	0x01 meta    | name                              -> msgpack scalar
 //	    "format" (uint) the layout version (2; Open refuses any other, see
@@ -22,11 +32,11 @@
 //	0x03 sk      | tid                               -> uint64 (8 bytes BE)
 //	    The next surrogate key of the table, written in the batch that uses it, so a
 //	    surrogate key is never handed out twice, even after a crash.
-//	0x10 current | tid | tuple | desc(valid_from)    -> encoding.RecordValue
+//	0x10 current | tid | tuple | desc(valid_from)    -> record value
 //	    The current-state index: every record with tx_to = +∞. Versions of a key are
 //	    adjacent and newest first, so "the version of K in effect at V, as of now" is
 //	    one SeekGE(0x10|tid|K|desc(V)) whatever the key's correction history.
-//	0x11 history | tid | tuple | desc(valid_from) | desc(tx_from) -> encoding.RecordValue
+//	0x11 history | tid | tuple | desc(valid_from) | desc(tx_from) -> record value
 //	    Retired records (tx_to set). A record moves here, unchanged but for tx_to,
 //	    in the transaction that retires it. A read at a past transaction T merges
 //	    this range with the current index; for each distinct valid_from it needs one
@@ -46,8 +56,11 @@
 //	    changes to the table; a change's position is (tx, ordinal). The change
 //	    feed Changes(T1, T2] scans one contiguous range. See txlog.go.
 //	0x04 attrs   | tid | ordinal (4 bytes BE)       -> attribute name
-//	    The table's attribute names in the order writes (or DeclareAttrNames) first
-//	    used them; tools print columns in this order.
+//	    The table's attribute names, numbered 0, 1, 2... in the order writes (or
+//	    DeclareAttrNames) first used them: records store these ordinals instead
+//	    of names, and tools print columns in this order. A name is written by
+//	    the commit that first stores a record using it; ordinals are never
+//	    reused. See attrnames.go.
 //	0x20 events  | tid | tuple | asc(at) | asc(seq)  -> msgpack [op, attrs | nil]
 //	    The per-key CDC event log of a changes table, from which its versions
 //	    derive (invariant 6). See events.go.

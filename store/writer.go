@@ -28,8 +28,8 @@ type Writer struct {
 	// retiredSK holds the records this transaction retired, by sk, key and
 	// valid_from: re-asserting one of them (an SCD2 close) needs no sk-index entry.
 	retiredSK map[skRef]bool
-	newAttrs map[uint32][]string
-	done     bool
+	newAttrs  map[uint32][]string
+	done      bool
 }
 
 // BeginWrite starts a write transaction, waiting for the previous one to finish.
@@ -83,7 +83,7 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	}
 	w.retires = append(w.retires, kvWrite{key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), del: true})
 	v.TxTo = tx
-	value, err := encoding.AppendRecord(nil, v.recordValue())
+	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,8 @@ func (w *Writer) Retire(t *Table, v Version) error {
 // callers validate them before any write so that errors leave nothing behind.
 func (w *Writer) Assert(t *Table, v Version) error {
 	v.TxFrom, v.TxTo = w.Tx(), Infinity
-	value, err := encoding.AppendRecord(nil, v.recordValue())
+	w.noteAttrs(t, v.Attrs)
+	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,6 @@ func (w *Writer) Assert(t *Table, v Version) error {
 	if !w.retiredSK[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}] {
 		w.asserts = append(w.asserts, kvWrite{key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), value: skIndex.value(nil, v.tuple, v.ValidFrom)})
 	}
-	w.noteAttrs(t, v.Attrs)
 	w.logChange(t, LogAssert, &v)
 	return nil
 }
@@ -129,26 +129,6 @@ type skRef struct {
 // log, batch ids, group index). The key must have been built by this package.
 func (w *Writer) set(key, value []byte) { w.other = append(w.other, kvWrite{key: key, value: value}) }
 func (w *Writer) del(key []byte)        { w.other = append(w.other, kvWrite{key: key, del: true}) }
-
-func (w *Writer) noteAttrs(t *Table, attrs Attrs) {
-	w.db.mu.RLock()
-	seen := w.db.attrSeen[t.ID]
-	w.db.mu.RUnlock()
-	for _, name := range attrs.Names() {
-		if !seen[name] && !containsString(w.newAttrs[t.ID], name) {
-			w.newAttrs[t.ID] = append(w.newAttrs[t.ID], name)
-		}
-	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // Commit writes everything atomically (synced unless the store was opened with
 // NoSync) and publishes the new transaction time. After Commit, successful or
@@ -192,9 +172,9 @@ func (w *Writer) Commit() error {
 	w.db.nextSK = w.nextSK
 	for tid, names := range w.newAttrs {
 		for _, name := range names {
-			w.db.attrSeen[tid][name] = true
+			w.db.attrOrd[tid][name] = uint32(len(w.db.attrList[tid]))
+			w.db.attrList[tid] = append(w.db.attrList[tid], name)
 		}
-		w.db.attrList[tid] = append(w.db.attrList[tid], names...)
 	}
 	w.db.mu.Unlock()
 	return nil
