@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -17,16 +18,27 @@ import (
 //
 //	attrs  = uvarint count | per attribute, by ascending ordinal:
 //	         uvarint (ordinal - previous ordinal - 1; the first: ordinal) | value
-//	record = msgpack [2, valid_to, tx_from, tx_to, sk, flags] header, as AppendRecord
-//	         writes it but for the format number, then attrs
+//	record = head byte | [zigzag varint valid_to] | uvarint tx_from
+//	         | [uvarint (tx_to - tx_from)] | uvarint sk | attrs
+//	head   = the record's flags (FlagInferred, ...) in its low six bits, then
+//	         headOpenValid (0x80): valid_to is +∞ and absent, and
+//	         headOpenTx (0x40): tx_to is +∞ and absent
+//
+// Integers are varints because nothing orders values (keys keep fixed widths):
+// an open end costs nothing, tx_to is a short distance from tx_from, and a
+// surrogate key costs what its magnitude needs.
 //
 // A value is one scalar in exactly the form AppendAttrs gives it (encodeScalar
 // and parseScalar), so every attribute type flows into both forms. The gaps
 // between ordinals are almost always zero, so an attribute costs one byte plus
 // its value, where a named map repeats the name in every record.
 
-// recordPositional is the format number of a record with positional attributes.
-const recordPositional = 2
+// Bits of a positional record's head byte above its flags.
+const (
+	headOpenValid byte = 0x80
+	headOpenTx    byte = 0x40
+	headFlags     byte = 0x3f
+)
 
 // AppendAttrsPositional appends the positional form of a to dst. ordinal gives
 // the ordinal of a name; a name without one is an error (the caller assigns
@@ -107,11 +119,29 @@ func parseAttrsPositional(b []byte, name func(ord uint32) (string, bool)) (Attrs
 
 // AppendRecordPositional appends r with positional attributes (see above).
 func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string) (uint32, bool)) ([]byte, error) {
-	n := len(dst)
-	dst, err := appendRecordHead(dst, recordPositional, r)
-	if err != nil {
-		return dst[:n], err
+	if r.Flags&^headFlags != 0 {
+		return dst, fmt.Errorf("bitempo: record flags %#x do not fit a positional record", r.Flags)
 	}
+	if r.TxTo != math.MaxInt64 && r.TxTo <= r.TxFrom {
+		return dst, fmt.Errorf("bitempo: record tx_to %d is not after tx_from %d", r.TxTo, r.TxFrom)
+	}
+	n := len(dst)
+	head := r.Flags
+	if r.ValidTo == math.MaxInt64 {
+		head |= headOpenValid
+	}
+	if r.TxTo == math.MaxInt64 {
+		head |= headOpenTx
+	}
+	dst = append(dst, head)
+	if head&headOpenValid == 0 {
+		dst = binary.AppendVarint(dst, r.ValidTo)
+	}
+	dst = binary.AppendVarint(dst, r.TxFrom)
+	if head&headOpenTx == 0 {
+		dst = binary.AppendUvarint(dst, uint64(r.TxTo-r.TxFrom))
+	}
+	dst = binary.AppendUvarint(dst, r.SK)
 	out, err := AppendAttrsPositional(dst, r.Attrs, ordinal)
 	if err != nil {
 		return dst[:n], err
@@ -119,10 +149,57 @@ func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string
 	return out, nil
 }
 
+// DecodeRecordHeadPositional decodes a value written by AppendRecordPositional
+// except its attributes, which it leaves nil and does not check.
+func DecodeRecordHeadPositional(b []byte) (RecordValue, error) {
+	r, _, err := positionalHead(b)
+	return r, err
+}
+
+// positionalHead decodes the fields of a positional record before its
+// attributes and returns the bytes after them.
+func positionalHead(b []byte) (RecordValue, []byte, error) {
+	var r RecordValue
+	bad := func(field string) (RecordValue, []byte, error) {
+		return RecordValue{}, nil, fmt.Errorf("%w: positional record %s", ErrCorrupt, field)
+	}
+	if len(b) > MaxValueSize {
+		return bad(fmt.Sprintf("of %d bytes exceeds %d", len(b), MaxValueSize))
+	}
+	if len(b) == 0 {
+		return bad("is empty")
+	}
+	head := b[0]
+	b = b[1:]
+	r.Flags, r.ValidTo, r.TxTo = head&headFlags, math.MaxInt64, math.MaxInt64
+	var n int
+	if head&headOpenValid == 0 {
+		if r.ValidTo, n = binary.Varint(b); n <= 0 || r.ValidTo == math.MaxInt64 {
+			return bad("valid_to")
+		}
+		b = b[n:]
+	}
+	if r.TxFrom, n = binary.Varint(b); n <= 0 {
+		return bad("tx_from")
+	}
+	b = b[n:]
+	if head&headOpenTx == 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 || d == 0 || d >= uint64(math.MaxInt64-r.TxFrom) {
+			return bad("tx_to")
+		}
+		r.TxTo, b = r.TxFrom+int64(d), b[n:]
+	}
+	if r.SK, n = binary.Uvarint(b); n <= 0 {
+		return bad("sk")
+	}
+	return r, b[n:], nil
+}
+
 // DecodeRecordPositional decodes a value written by AppendRecordPositional; name
 // gives the name of an attribute ordinal.
 func DecodeRecordPositional(b []byte, name func(ord uint32) (string, bool)) (RecordValue, error) {
-	r, rest, err := recordHead(b, recordPositional)
+	r, rest, err := positionalHead(b)
 	if err != nil {
 		return r, err
 	}

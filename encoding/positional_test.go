@@ -74,6 +74,21 @@ func TestRecordPositionalMalformed(t *testing.T) {
 			t.Fatalf("attrs %x: %v, want ErrCorrupt", attrs, err)
 		}
 	}
+	for _, rec := range [][]byte{
+		{0x80, 2, 0, 1, 0}, // tx_to equal to tx_from
+		{0x80 | 0x40, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 0}, // an overlong tx_from
+		{0x40, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 1, 0},           // valid_to +inf written out
+	} {
+		if _, err := DecodeRecordPositional(rec, name); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("record %x: %v, want ErrCorrupt", rec, err)
+		}
+	}
+	if _, err := AppendRecordPositional(nil, &RecordValue{TxFrom: 5, TxTo: 5}, nil); err == nil {
+		t.Fatal("encoded an empty transaction period")
+	}
+	if _, err := AppendRecordPositional(nil, &RecordValue{TxTo: math.MaxInt64, Flags: 0x40}, nil); err == nil {
+		t.Fatal("encoded flags that collide with the head bits")
+	}
 	dup := func(ord uint32) (string, bool) { return "a", true } // two ordinals, one name
 	if _, err := DecodeRecordPositional(good, dup); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("duplicate name: %v, want ErrCorrupt", err)

@@ -38,34 +38,22 @@ type RecordValue struct {
 // reads walk about an eighth smaller. Decoders also accept the nine-byte integer
 // form, which stores written before this encoding hold.
 func AppendRecord(dst []byte, r *RecordValue) ([]byte, error) {
-	n := len(dst)
-	dst, err := appendRecordHead(dst, recordFormat, r)
-	if err != nil {
-		return dst[:n], err
-	}
-	out, err := AppendAttrs(dst, r.Attrs)
-	if err != nil {
-		return dst[:n], err
-	}
-	return out, nil
-}
-
-// appendRecordHead appends the header array of a record of the given format:
-// its seven elements, the attributes being the seventh.
-func appendRecordHead(dst []byte, format int64, r *RecordValue) ([]byte, error) {
 	w := bytes.NewBuffer(dst)
 	enc := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(enc)
 	enc.Reset(w)
 	err := firstErr(
 		enc.EncodeArrayLen(7),
-		enc.EncodeInt(format),
+		enc.EncodeInt(recordFormat),
 		encodeEnd(enc, r.ValidTo),
 		enc.EncodeInt(r.TxFrom),
 		encodeEnd(enc, r.TxTo),
 		enc.EncodeUint(r.SK),
 		enc.EncodeUint(uint64(r.Flags)),
 	)
+	if err == nil {
+		err = encodeAttrs(enc, r.Attrs)
+	}
 	if err != nil {
 		return dst, err
 	}
@@ -74,7 +62,7 @@ func appendRecordHead(dst []byte, format int64, r *RecordValue) ([]byte, error) 
 
 // DecodeRecord decodes a value written by AppendRecord.
 func DecodeRecord(b []byte) (RecordValue, error) {
-	r, rest, err := recordHead(b, recordFormat)
+	r, rest, err := recordHead(b)
 	if err != nil {
 		return r, err
 	}

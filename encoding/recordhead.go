@@ -13,20 +13,13 @@ import (
 // exactly the header encodings DecodeRecord accepts and decodes them to the same
 // values.
 func DecodeRecordHead(b []byte) (RecordValue, error) {
-	r, _, err := recordHead(b, recordFormat)
+	r, _, err := recordHead(b)
 	return r, err
 }
 
-// DecodeRecordHeadPositional is DecodeRecordHead for a value written by
-// AppendRecordPositional.
-func DecodeRecordHeadPositional(b []byte) (RecordValue, error) {
-	r, _, err := recordHead(b, recordPositional)
-	return r, err
-}
-
-// recordHead decodes the header of a record of the given format and returns the
-// bytes after it (the attributes).
-func recordHead(b []byte, want int64) (RecordValue, []byte, error) {
+// recordHead decodes the header of a record and returns the bytes after it (the
+// attributes).
+func recordHead(b []byte) (RecordValue, []byte, error) {
 	var r RecordValue
 	if len(b) > MaxValueSize {
 		return r, nil, fmt.Errorf("%w: record of %d bytes exceeds %d", ErrCorrupt, len(b), MaxValueSize)
@@ -54,8 +47,8 @@ func recordHead(b []byte, want int64) (RecordValue, []byte, error) {
 			return r, nil, fmt.Errorf("%w: record header: %v", ErrCorrupt, err)
 		}
 	}
-	if format := int64(fields[0]); format != want {
-		return r, nil, fmt.Errorf("%w: record format %d", ErrCorrupt, format)
+	if int64(fields[0]) != recordFormat {
+		return r, nil, fmt.Errorf("%w: record format %d", ErrCorrupt, int64(fields[0]))
 	}
 	if fields[5] > 0xFF {
 		return r, nil, fmt.Errorf("%w: record flags %d", ErrCorrupt, fields[5])

@@ -14,12 +14,13 @@
 // order nothing depends on, use varints where a field is an integer. layout.go
 // owns every key kind (one codec each); the files named below own the values.
 //
-// A "record value" (encoding.AppendRecordPositional) is a msgpack header
-// [2, valid_to, tx_from, tx_to, sk, flags], an open end (+∞) being one nil byte,
-// followed by the attributes in positional form: a count, then per attribute
-// its ordinal (as a gap from the previous one) and its value in msgpack. The
-// ordinals number the table's attribute names (0x04), so a record does not
-// repeat them.
+// A "record value" (encoding.AppendRecordPositional) is a head byte (the flags,
+// and whether valid_to and tx_to are open), valid_to as a varint unless open,
+// tx_from as a varint, tx_to as a varint distance from tx_from unless open, the
+// sk as a varint, then the attributes in positional form: a count, then per
+// attribute its ordinal (as a gap from the previous one) and its value in
+// msgpack. The ordinals number the table's attribute names (0x04), so a record
+// does not repeat them; an open end costs no byte.
 //
 //	0x01 meta    | name                              -> msgpack scalar
 //	    "format" (uint) the layout version (2; Open refuses any other, see
