@@ -20,9 +20,11 @@ import (
 //	         uvarint (ordinal - previous ordinal - 1; the first: ordinal) | value
 //	record = head byte | [zigzag varint valid_to] | uvarint tx_from
 //	         | [uvarint (tx_to - tx_from)] | uvarint sk | attrs
-//	head   = the record's flags (FlagInferred, ...) in its low six bits, then
-//	         headOpenValid (0x80): valid_to is +∞ and absent, and
-//	         headOpenTx (0x40): tx_to is +∞ and absent
+//	head   = the record's flags (FlagInferred, ...) in its low five bits, then
+//	         headOpenValid (0x80): valid_to is +∞ and absent,
+//	         headOpenTx (0x40): tx_to is +∞ and absent, and
+//	         headSharedAttrs (0x20): the attributes are absent, being those of
+//	         another record that the store knows how to find (AppendRecordShared)
 //
 // Integers are varints because nothing orders values (keys keep fixed widths):
 // an open end costs nothing, tx_to is a short distance from tx_from, and a
@@ -35,9 +37,10 @@ import (
 
 // Bits of a positional record's head byte above its flags.
 const (
-	headOpenValid byte = 0x80
-	headOpenTx    byte = 0x40
-	headFlags     byte = 0x3f
+	headOpenValid   byte = 0x80
+	headOpenTx      byte = 0x40
+	headSharedAttrs byte = 0x20
+	headFlags       byte = 0x1f
 )
 
 // AppendAttrsPositional appends the positional form of a to dst. ordinal gives
@@ -119,14 +122,52 @@ func parseAttrsPositional(b []byte, name func(ord uint32) (string, bool)) (Attrs
 
 // AppendRecordPositional appends r with positional attributes (see above).
 func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	n := len(dst)
+	dst, err := appendPositionalHead(dst, r, 0)
+	if err != nil {
+		return dst[:n], err
+	}
+	out, err := AppendAttrsPositional(dst, r.Attrs, ordinal)
+	if err != nil {
+		return dst[:n], err
+	}
+	return out, nil
+}
+
+// AppendRecordShared appends r without its attributes, marked as sharing them
+// with another record (r.Attrs is ignored). Decoders return such a record with
+// nil attributes and SharesAttrs reports it; the store decides which record
+// holds them.
+func AppendRecordShared(dst []byte, r *RecordValue) ([]byte, error) {
+	n := len(dst)
+	dst, err := appendPositionalHead(dst, r, headSharedAttrs)
+	if err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
+// SharesAttrs reports whether a value written by AppendRecordPositional or
+// AppendRecordShared is of the latter kind.
+func SharesAttrs(b []byte) bool { return len(b) > 0 && b[0]&headSharedAttrs != 0 }
+
+// PositionalAttrs returns the attribute bytes of a value written by
+// AppendRecordPositional, for comparing two records' attributes exactly.
+func PositionalAttrs(b []byte) ([]byte, error) {
+	_, rest, err := positionalHead(b)
+	return rest, err
+}
+
+// appendPositionalHead appends the fields of r before its attributes, with
+// extra bits in the head byte.
+func appendPositionalHead(dst []byte, r *RecordValue, extra byte) ([]byte, error) {
 	if r.Flags&^headFlags != 0 {
 		return dst, fmt.Errorf("bitempo: record flags %#x do not fit a positional record", r.Flags)
 	}
 	if r.TxTo != math.MaxInt64 && r.TxTo <= r.TxFrom {
 		return dst, fmt.Errorf("bitempo: record tx_to %d is not after tx_from %d", r.TxTo, r.TxFrom)
 	}
-	n := len(dst)
-	head := r.Flags
+	head := r.Flags | extra
 	if r.ValidTo == math.MaxInt64 {
 		head |= headOpenValid
 	}
@@ -141,12 +182,7 @@ func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string
 	if head&headOpenTx == 0 {
 		dst = binary.AppendUvarint(dst, uint64(r.TxTo-r.TxFrom))
 	}
-	dst = binary.AppendUvarint(dst, r.SK)
-	out, err := AppendAttrsPositional(dst, r.Attrs, ordinal)
-	if err != nil {
-		return dst[:n], err
-	}
-	return out, nil
+	return binary.AppendUvarint(dst, r.SK), nil
 }
 
 // DecodeRecordHeadPositional decodes a value written by AppendRecordPositional
@@ -171,6 +207,9 @@ func positionalHead(b []byte) (RecordValue, []byte, error) {
 	}
 	head := b[0]
 	b = b[1:]
+	if head&headSharedAttrs != 0 && head&headOpenTx != 0 {
+		return bad("shares the attributes of another record but is current")
+	}
 	r.Flags, r.ValidTo, r.TxTo = head&headFlags, math.MaxInt64, math.MaxInt64
 	var n int
 	if head&headOpenValid == 0 {
@@ -202,6 +241,12 @@ func DecodeRecordPositional(b []byte, name func(ord uint32) (string, bool)) (Rec
 	r, rest, err := positionalHead(b)
 	if err != nil {
 		return r, err
+	}
+	if SharesAttrs(b) {
+		if len(rest) != 0 {
+			return r, fmt.Errorf("%w: %d bytes after a record that shares its attributes", ErrCorrupt, len(rest))
+		}
+		return r, nil
 	}
 	if r.Attrs, rest, err = parseAttrsPositional(rest, name); err != nil {
 		return r, err

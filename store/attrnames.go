@@ -162,3 +162,42 @@ func (db *DB) attrName(tid, ord uint32) (string, bool) {
 	}
 	return list[ord], true
 }
+
+// sharedAttrs returns the attributes of a retired record stored without them
+// (Writer.shareAttrs): those of its successor, the record of surrogate key sk,
+// key tuple and validFrom asserted at txTo, which may share its own with its
+// successor in turn. Each step is one or two point reads, not iterator moves, so
+// a caller may resolve a record it is iterating over. Each successor was
+// asserted later than the last, so the chain ends.
+func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint64, txTo int64) (Attrs, error) {
+	for {
+		value, ok, err := s.view.get(currentKeys.key(nil, t.ID, tuple, validFrom, 0))
+		if err != nil {
+			return nil, err
+		}
+		var head encoding.RecordValue
+		if ok {
+			if head, err = decodeHead(t, value); err != nil {
+				return nil, err
+			}
+		}
+		if !ok || head.TxFrom != txTo {
+			if value, ok, err = s.view.get(historyKeys.key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
+				return nil, err
+			}
+			if ok {
+				head, err = decodeHead(t, value)
+			}
+		}
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok || head.SK != sk || head.TxFrom != txTo:
+			return nil, fmt.Errorf("%w: table %q: record of key %x valid from %d shares the attributes of a record of sk %d asserted at %d, which does not exist", ErrCorrupt, t.Name, tuple, validFrom, sk, txTo)
+		case !encoding.SharesAttrs(value):
+			rv, err := s.decodeRecord(t, value)
+			return rv.Attrs, err
+		}
+		txTo = head.TxTo
+	}
+}

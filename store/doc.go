@@ -49,9 +49,15 @@
 //	    one SeekGE(0x10|tid|K|desc(V)) whatever the key's correction history.
 //	0x11 history | tid | tuple | desc(valid_from) | desc(tx_from) -> record value
 //	    Retired records (tx_to set). A record moves here, unchanged but for tx_to,
-//	    in the transaction that retires it. A read at a past transaction T merges
-//	    this range with the current index; for each distinct valid_from it needs one
-//	    seek (at most one record per (key, valid_from) is alive at any T).
+//	    in the transaction that retires it, except that a record its transaction
+//	    re-asserts with the same sk, key, valid_from and attributes (an SCD2
+//	    close) keeps no attributes of its own: its value is marked as sharing
+//	    those of its successor, the record of its key and valid_from asserted at
+//	    its tx_to (in 0x10, or in 0x11 with tx_from = tx_to, which may share in
+//	    turn). A read at a past transaction T merges this range with the current
+//	    index; for each distinct valid_from it needs one seek (at most one record
+//	    per (key, valid_from) is alive at any T), plus a point read per shared
+//	    record whose attributes it returns. See Writer.shareAttrs.
 //	0x12 sk index| tid | sk (8 bytes BE) | desc(tx_from) -> tuple | asc(valid_from)
 //	    Where a surrogate key's records are, newest first: from tx_from on, the
 //	    records of sk are those of the key and valid_from in the value. A record
@@ -79,15 +85,17 @@
 //	0x30 groups  | tid | group tuple | 0x00 | tuple | desc(valid_from)                -> record value
 //	0x30 groups  | tid | group tuple | 0x01 | tuple | desc(valid_from) | desc(tx_from) -> record value
 //	    The temporal group index of tables declared with GroupBy: a copy of every
-//	    record filed under its group attributes' values, current records (0x00)
+//	    record (its exact value, shared attributes included) filed under its
+//	    group attributes' values, current records (0x00)
 //	    apart from retired ones (0x01), so "the versions of group G active at
 //	    (V, T)" is a range scan of G that touches no other group. See groups.go.
 //
 // An SCD2 change that closes a version writes five keys: the retired record
 // into 0x11 (its 0x10 key is overwritten by the closed copy), the closed copy
 // and the new version into 0x10, one sk-index entry for the new version, and one
-// transaction-log entry for the key. On 20,000 keys with 5 SCD2 changes each
-// they took 172 logical bytes per version (format 1: 321, with eight keys).
+// transaction-log entry for the key; the closed version's attributes are
+// stored once. On 20,000 keys with 5 SCD2 changes each (two attributes) they
+// took 162 logical bytes per version (format 1: 321, with eight keys).
 //
 // # Invariants
 //

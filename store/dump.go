@@ -240,6 +240,10 @@ func (e *Entry) decodeRecordValue(db *DB, t *Table) error {
 	if rv.Flags&encoding.FlagInferred != 0 {
 		e.addValue("inferred", FieldPlain, true)
 	}
+	if encoding.SharesAttrs(e.RawKV.Value) {
+		e.addValue("attrs", FieldPlain, "those of the record asserted at tx_to")
+		return nil
+	}
 	e.addValue("attrs", FieldAttrs, rv.Attrs)
 	return nil
 }

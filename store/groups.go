@@ -202,10 +202,15 @@ type GroupRecord struct {
 	Value []byte
 
 	names *attrNames
+	t     *Table
 }
 
-// Attrs decodes the record's attributes (a fresh map).
+// Attrs decodes the record's attributes (a fresh map). A retired record that
+// shares its successor's attributes (see Writer.shareAttrs) reads them from it.
 func (r *GroupRecord) Attrs() (Attrs, error) {
+	if encoding.SharesAttrs(r.Value) {
+		return r.names.s.sharedAttrs(r.t, r.Tuple, r.ValidFrom, r.SK, r.TxTo)
+	}
 	rv, err := encoding.DecodeRecordPositional(r.Value, r.names.name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
@@ -251,7 +256,7 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 			if !latest && (rec.TxFrom > maxTx || rec.TxTo <= minTx) {
 				continue
 			}
-			rec.names = s.attrNames(t)
+			rec.names, rec.t = s.attrNames(t), t
 			if !yield(&rec, nil) {
 				_ = it.Close()
 				return

@@ -89,6 +89,11 @@ func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom int64, value 
 	if err != nil {
 		return Version{}, err
 	}
+	if encoding.SharesAttrs(value) {
+		if rv.Attrs, err = s.sharedAttrs(t, tuple, validFrom, rv.SK, rv.TxTo); err != nil {
+			return Version{}, err
+		}
+	}
 	key, err := t.DecodeKey(tuple)
 	if err != nil {
 		return Version{}, err
