@@ -114,7 +114,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if fresh {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("bitempo: create %s: %w", dir, err)
+			return nil, fmt.Errorf("%w: create %s: %v", ErrIO, dir, err)
 		}
 	}
 	lock, err := pebble.LockDirectory(dir, fsys)
@@ -122,29 +122,32 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
 	}
 	defer lock.Close() // Open takes its own reference; this drops ours.
+	h := &health{logger: opts.Logger}
 	popts := &pebble.Options{
 		FS:                 fsys,
 		Lock:               lock,
 		ReadOnly:           opts.ReadOnly,
 		ErrorIfNotExists:   !fresh,
 		FormatMajorVersion: pebbleFormat,
-		Logger:             slogLogger{opts.Logger},
+		Logger:             slogLogger{opts.Logger, h},
 		MemTableSize:       opts.MemTableSize,
 		CacheSize:          opts.CacheSize,
+		EventListener:      &pebble.EventListener{DataCorruption: h.noteCorruption},
 	}
 	popts.EnsureDefaults()
 	if opts.Tune != nil {
 		opts.Tune(popts)
 	}
-	pdb, err := pebble.Open(dir, popts)
+	var pdb *pebble.DB
+	err = h.guard(func() (err error) {
+		pdb, err = pebble.Open(dir, popts)
+		return err
+	})
 	if err != nil {
-		if errors.Is(err, pebble.ErrDBDoesNotExist) {
-			return nil, fmt.Errorf("%w: %s", ErrNotExist, dir)
-		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotBitempo, dir, err)
+		return nil, openError(dir, err, h)
 	}
 	db := &DB{
-		engine: &pebbleEngine{db: pdb}, opts: opts, dir: dir,
+		engine: &pebbleEngine{db: pdb, h: h}, opts: opts, dir: dir,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
 		attrSeen: map[uint32]map[string]bool{}, attrList: map[uint32][]string{},
 	}
@@ -168,7 +171,7 @@ func checkDir(fsys vfs.FS, dir string, onDisk bool) (fresh bool, err error) {
 				return false, fmt.Errorf("%w: %s is a file, not a directory", ErrNotBitempo, dir)
 			}
 		}
-		return false, fmt.Errorf("bitempo: read %s: %w", dir, err)
+		return false, fmt.Errorf("%w: read %s: %v", ErrIO, dir, err)
 	}
 	if len(names) == 0 {
 		return true, nil
@@ -457,30 +460,6 @@ func (db *DB) tableByID(id uint32) *Table {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	return db.byID[id]
-}
-
-// slogLogger routes Pebble's log lines to log/slog.
-type slogLogger struct{ l *slog.Logger }
-
-func (s slogLogger) Infof(format string, args ...any) {
-	s.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-func (s slogLogger) Errorf(format string, args ...any) {
-	s.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-// fatalError is the panic value of slogLogger.Fatalf; pebbleEngine.commit
-// recovers it and returns ErrFailed.
-type fatalError string
-
-// Fatalf is called by Pebble on unrecoverable errors, such as a failed write-ahead
-// log write. A library must not exit the process, so it panics after logging; a
-// commit recovers the panic into an error (see pebbleEngine.commit).
-func (s slogLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	s.l.Error(msg, "component", "pebble", "fatal", true)
-	panic(fatalError("pebble: " + msg))
 }
 
 // DeclareAttrNames records attribute names of table t in the given order, ahead of

@@ -36,8 +36,19 @@ var (
 	// ErrFailed: the storage engine reported a fatal error (such as a failed
 	// write-ahead log write); the DB refuses further writes and must be reopened.
 	ErrFailed = errors.New("bitempo: store failed; close and reopen it")
-	// ErrCorrupt: a stored key or value that cannot be decoded.
+	// ErrCorrupt: damage to the store's files (a checksum mismatch in a table
+	// file, a damaged MANIFEST, write-ahead log, OPTIONS file or marker), or a
+	// stored key or value that cannot be decoded. The message names the file
+	// where it is known. Once a DB has seen corruption it refuses every read and
+	// write until it is reopened.
 	ErrCorrupt = errors.New("bitempo: corrupt store")
+	// ErrIO: the operating system refused to read or write the store's files
+	// (permissions, no space left, an I/O error). Nothing is known to be damaged;
+	// fix the cause and reopen.
+	ErrIO = errors.New("bitempo: store files cannot be read or written")
+	// ErrTooLarge: a write whose value exceeds the size the store can read back
+	// (encoding.MaxValueSize); nothing of the transaction is written.
+	ErrTooLarge = errors.New("bitempo: value too large")
 )
 
 // PeriodError is returned for a zero-width or inverted interval.

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -58,49 +56,49 @@ type kvEngine interface {
 
 // pebbleEngine implements kvEngine on a Pebble DB.
 type pebbleEngine struct {
-	db     *pebble.DB
-	failed atomic.Pointer[string] // set when Pebble reported a fatal error
+	db *pebble.DB
+	h  *health // the first fatal error or corruption Pebble reported (failure.go)
 }
 
 // compact runs a manual compaction of the whole key space, in parallel where
 // Pebble can split it.
 func (e *pebbleEngine) compact(ctx context.Context) error {
-	if msg := e.failed.Load(); msg != nil {
-		return fmt.Errorf("%w: %s", ErrFailed, *msg)
+	if err := e.h.err(); err != nil {
+		return err
 	}
-	return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
+	return e.h.readErr(e.h.guard(func() error {
+		return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
+	}))
 }
 
-// view refuses to read after a fatal error: the memtable may hold the batch whose
-// commit failed, which must not be shown as committed.
+// view refuses to read after a fatal error (the memtable may hold the batch whose
+// commit failed, which must not be shown as committed) and after a corruption.
 func (e *pebbleEngine) view() (kvView, error) {
-	if msg := e.failed.Load(); msg != nil {
-		return nil, fmt.Errorf("%w: %s", ErrFailed, *msg)
+	if err := e.h.err(); err != nil {
+		return nil, err
 	}
-	return &pebbleView{snap: e.db.NewSnapshot()}, nil
+	return &pebbleView{snap: e.db.NewSnapshot(), h: e.h}, nil
 }
 
 // commit applies writes as one Pebble batch. Pebble treats a failed write-ahead
 // log write or sync as fatal and calls Logger.Fatalf, which slogLogger turns into a
-// fatalError panic on the committing goroutine; commit turns it back into an
-// error wrapping ErrFailed and refuses every later commit, because Pebble's state
-// is then unknown (views are refused too). Reopening the store recovers from the log: the failed batch is
-// absent, or (when the OS kept data whose sync failed) present whole.
-func (e *pebbleEngine) commit(writes []kvWrite, sync bool) (err error) {
-	if msg := e.failed.Load(); msg != nil {
-		return fmt.Errorf("%w: %s", ErrFailed, *msg)
+// fatalError panic on the committing goroutine; guard turns it back into an
+// error wrapping ErrFailed, and every later commit and view is refused, because
+// Pebble's state is then unknown. Reopening the store recovers from the log: the
+// failed batch is absent, or (when the OS kept data whose sync failed) present
+// whole. A commit is refused, before anything is written, once a corruption has
+// been seen, and when a value exceeds the size the decoders accept (checkWrites).
+func (e *pebbleEngine) commit(writes []kvWrite, sync bool) error {
+	if err := e.h.err(); err != nil {
+		return err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(fatalError)
-			if !ok {
-				panic(r)
-			}
-			msg := string(f)
-			e.failed.Store(&msg)
-			err = fmt.Errorf("%w: %s", ErrFailed, msg)
-		}
-	}()
+	if err := checkWrites(writes); err != nil {
+		return err
+	}
+	return e.h.guard(func() error { return e.commitBatch(writes, sync) })
+}
+
+func (e *pebbleEngine) commitBatch(writes []kvWrite, sync bool) error {
 	b := e.db.NewBatch()
 	defer b.Close()
 	for _, w := range writes {
@@ -121,15 +119,33 @@ func (e *pebbleEngine) commit(writes []kvWrite, sync bool) (err error) {
 	return b.Commit(opt)
 }
 
-func (e *pebbleEngine) close() error { return e.db.Close() }
+// close closes Pebble. After a fatal error Pebble's Close may report it again
+// (or call Fatalf), which guard turns into the error.
+func (e *pebbleEngine) close() error {
+	return e.h.guard(e.db.Close)
+}
 
 type pebbleView struct {
 	snap *pebble.Snapshot
+	h    *health
 }
 
 func (v *pebbleView) newIter(lower, upper []byte) (kvIter, error) {
-	return v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, v.h.readErr(err)
+	}
+	return checkedIter{it, v.h}, nil
 }
+
+// checkedIter is a Pebble iterator whose errors say ErrCorrupt for corruption.
+type checkedIter struct {
+	*pebble.Iterator
+	h *health
+}
+
+func (it checkedIter) Error() error { return it.h.readErr(it.Iterator.Error()) }
+func (it checkedIter) Close() error { return it.h.readErr(it.Iterator.Close()) }
 
 func (v *pebbleView) get(key []byte) ([]byte, bool, error) {
 	val, closer, err := v.snap.Get(key)
@@ -137,7 +153,7 @@ func (v *pebbleView) get(key []byte) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, v.h.readErr(err)
 	}
 	out := append([]byte(nil), val...)
 	return out, true, closer.Close()
