@@ -51,6 +51,13 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is the memtable size in bytes. Default 16 MiB.
 	MemTableSize uint64
+	// RecoverWAL opens a store whose write-ahead log is damaged (which Open
+	// otherwise refuses with ErrCorrupt) by keeping every transaction before the
+	// damage and dropping the rest; the original log files are moved to a
+	// lost-wal-* directory of the store and DB.Recovery reports what was lost.
+	// A log whose last record was torn by a crash is not damaged: its torn
+	// record was never acknowledged, and Open drops it silently either way.
+	RecoverWAL bool
 	// Tune, if set, is called with the Pebble options just before opening, for
 	// tests and benchmarks that need to force flushes or compactions.
 	Tune func(*pebble.Options)
@@ -64,7 +71,7 @@ type DB struct {
 	dir    string
 
 	// writer serialises transactions: held from BeginWrite to Commit or Abort.
-	writer sync.Mutex
+	writer writerLock
 	// snapshots counts the snapshots taken and not yet closed; Close refuses
 	// while any is open, since their iterators pin the engine's files.
 	snapshots atomic.Int64
@@ -81,6 +88,7 @@ type DB struct {
 	nextSK   map[uint32]uint64
 	attrSeen map[uint32]map[string]bool
 	attrList map[uint32][]string
+	recovery *Recovery // what Open with RecoverWAL dropped
 }
 
 // Open opens the store in dir, creating it unless opts.ReadOnly or opts.MustExist.
@@ -138,6 +146,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.Tune != nil {
 		opts.Tune(popts)
 	}
+	var recovery *Recovery
+	if !fresh {
+		if recovery, err = checkBeforeOpen(fsys, dir, popts, opts); err != nil {
+			return nil, err
+		}
+	}
 	var pdb *pebble.DB
 	err = h.guard(func() (err error) {
 		pdb, err = pebble.Open(dir, popts)
@@ -152,11 +166,20 @@ func Open(dir string, opts Options) (*DB, error) {
 		attrSeen: map[uint32]map[string]bool{}, attrList: map[uint32][]string{},
 	}
 	if err := db.load(fresh); err != nil {
-		_ = pdb.Close()
+		_ = db.engine.close()
 		return nil, err
+	}
+	if recovery != nil {
+		recovery.KeptLastTx = db.lastTx
+		db.recovery = recovery
+		opts.Logger.Warn("bitempo: recovered a store with a damaged write-ahead log", "dir", dir, "report", recovery.String())
 	}
 	return db, nil
 }
+
+// Recovery returns what Open with Options.RecoverWAL dropped, or nil if the
+// store's write-ahead log was intact.
+func (db *DB) Recovery() *Recovery { return db.recovery }
 
 // checkDir reports whether dir holds no store yet, and refuses a directory that
 // holds files but no Pebble store (such as a home directory given by mistake).
@@ -325,8 +348,10 @@ type catalogRecord struct {
 // Close closes the store. Snapshots must be closed first: while any is open,
 // Close returns an error wrapping ErrSnapshotsOpen and leaves the store open.
 func (db *DB) Close() error {
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("Close"); err != nil {
+		return err
+	}
+	defer db.writer.unlock()
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -393,8 +418,10 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 	if err := def.validate(); err != nil {
 		return nil, err
 	}
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("CreateTable"); err != nil {
+		return nil, err
+	}
+	defer db.writer.unlock()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
@@ -468,8 +495,10 @@ func (db *DB) tableByID(id uint32) *Table {
 // reports them. Names the table has already seen keep their place. It commits on
 // its own: the order is presentation, not data, and survives a failed load.
 func (db *DB) DeclareAttrNames(t *Table, names []string) error {
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("DeclareAttrNames"); err != nil {
+		return err
+	}
+	defer db.writer.unlock()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {

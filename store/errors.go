@@ -42,6 +42,10 @@ var (
 	// where it is known. Once a DB has seen corruption it refuses every read and
 	// write until it is reopened.
 	ErrCorrupt = errors.New("bitempo: corrupt store")
+	// ErrReentrant: a write (a transaction, CreateTable, DeclareAttrNames,
+	// RawWrite) or Close called on a store from inside one of its own write
+	// transactions, on the transaction's goroutine; it would wait for itself.
+	ErrReentrant = errors.New("bitempo: re-entrant call on a store inside its own write transaction")
 	// ErrIO: the operating system refused to read or write the store's files
 	// (permissions, no space left, an I/O error). Nothing is known to be damaged;
 	// fix the cause and reopen.

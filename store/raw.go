@@ -53,8 +53,10 @@ func (db *DB) RawWrite(entries ...RawKV) error {
 		}
 		writes[i] = kvWrite{key: bytes.Clone(e.Key), value: bytes.Clone(e.Value), del: e.Value == nil}
 	}
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("RawWrite"); err != nil {
+		return err
+	}
+	defer db.writer.unlock()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {

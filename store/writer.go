@@ -34,10 +34,12 @@ func (db *DB) BeginWrite() (*Writer, error) {
 	if db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	db.writer.Lock()
+	if err := db.writer.lock("a write transaction"); err != nil {
+		return nil, err
+	}
 	snap, err := db.Snapshot()
 	if err != nil {
-		db.writer.Unlock()
+		db.writer.unlock()
 		return nil, err
 	}
 	db.mu.RLock()
@@ -218,5 +220,5 @@ func (w *Writer) Abort() {
 func (w *Writer) finish() {
 	w.done = true
 	_ = w.snap.Close()
-	w.db.writer.Unlock()
+	w.db.writer.unlock()
 }
