@@ -182,8 +182,15 @@ func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 		}
 		out[name] = c
 	}
-	if _, err := encoding.AppendAttrs(nil, out); err != nil {
+	enc, err := encoding.AppendAttrs(nil, out)
+	if err != nil {
 		return nil, &AttrError{t.Name, "", err}
+	}
+	if len(enc) > store.MaxAttrsSize {
+		// Checked here, before anything is written, because a record the
+		// decoders refuse could be neither read, overwritten nor deleted.
+		return nil, &AttrError{t.Name, "", fmt.Errorf("%w: the attributes encode to %d bytes, over the limit of %d (store.MaxAttrsSize)",
+			store.ErrTooLarge, len(enc), store.MaxAttrsSize)}
 	}
 	if err := t.CheckGroupAttrs(out); err != nil {
 		name := ""
