@@ -51,6 +51,15 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is the memtable size in bytes. Default 16 MiB.
 	MemTableSize uint64
+	// StallTimeout bounds how long a commit waits for room while the store's
+	// background writes (flushes, compactions) fail, as they do when the disk is
+	// full: after it, the commit returns an error wrapping ErrIO (it did not
+	// commit) and the store refuses every later call. Such a store cannot be
+	// closed, since Pebble's commit pipeline is held by the waiting commit: Close
+	// returns ErrIO and the directory stays locked until the process exits. A
+	// commit waiting behind background writes that succeed, however slowly, is
+	// not bounded. Default 30s; negative: wait for ever.
+	StallTimeout time.Duration
 	// RecoverWAL opens a store whose write-ahead log is damaged (which Open
 	// otherwise refuses with ErrCorrupt) by keeping every transaction before the
 	// damage and dropping the rest; the original log files are moved to a
@@ -102,6 +111,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.CacheSize == 0 {
 		opts.CacheSize = 64 << 20
 	}
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = 30 * time.Second
+	}
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 16 << 20
 	}
@@ -132,7 +144,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	defer lock.Close() // Open takes its own reference; this drops ours.
 	h := &health{logger: opts.Logger}
 	popts := &pebble.Options{
-		FS:                 fsys,
+		FS:                 fenceFS{fsys, h},
 		Lock:               lock,
 		ReadOnly:           opts.ReadOnly,
 		ErrorIfNotExists:   !fresh,
@@ -140,7 +152,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		Logger:             slogLogger{opts.Logger, h},
 		MemTableSize:       opts.MemTableSize,
 		CacheSize:          opts.CacheSize,
-		EventListener:      &pebble.EventListener{DataCorruption: h.noteCorruption},
+		EventListener:      h.listener(),
 	}
 	popts.EnsureDefaults()
 	if opts.Tune != nil {
@@ -161,7 +173,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, openError(dir, err, h)
 	}
 	db := &DB{
-		engine: &pebbleEngine{db: pdb, h: h}, opts: opts, dir: dir,
+		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout}, opts: opts, dir: dir,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
 		attrSeen: map[uint32]map[string]bool{}, attrList: map[uint32][]string{},
 	}
@@ -363,6 +375,13 @@ func (db *DB) Close() error {
 	}
 	db.closed = true // from here every call is refused; none holds mu any more
 	db.mu.Unlock()
+	if err := db.engine.stuck(); err != nil {
+		// A commit is still waiting inside Pebble, holding its commit
+		// pipeline, which Pebble's Close would wait for: the store cannot be
+		// closed, only abandoned. fenceFS keeps it from writing anything more,
+		// and its lock stays held until the process exits.
+		return fmt.Errorf("bitempo: close: the store cannot be closed, only abandoned (restart the process to reopen it): %w", err)
+	}
 	db.compacting.Lock() // Pebble may not close under a running compaction
 	defer db.compacting.Unlock()
 	return db.engine.close()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // This file is how the store fails: what it does when Pebble reports on-disk
@@ -30,6 +31,16 @@ type health struct {
 	failed  atomic.Pointer[string]     // the first fatal error Pebble reported
 	corrupt atomic.Pointer[corruption] // the first corruption Pebble reported
 	limiter logLimiter                 // rate-limits Pebble's error lines
+	// bgFail is the newest failure of a flush or compaction, nil again once a
+	// flush succeeds; stuck is set when a commit gave up waiting behind it.
+	bgFail atomic.Pointer[bgFailure]
+	stuck  atomic.Pointer[string]
+}
+
+// bgFailure is a failed flush or compaction.
+type bgFailure struct {
+	at  time.Time
+	msg string
 }
 
 // corruption is one on-disk corruption: the damaged file and what is wrong with it.
@@ -46,7 +57,78 @@ func (h *health) err() error {
 	if msg := h.failed.Load(); msg != nil {
 		return fmt.Errorf("%w: %s", ErrFailed, *msg)
 	}
+	if msg := h.stuck.Load(); msg != nil {
+		return fmt.Errorf("%w: %s", ErrIO, *msg)
+	}
 	return nil
+}
+
+// noteBackground records a failed flush or compaction (Pebble retries them) and
+// logs it, rate-limited.
+func (h *health) noteBackground(what string, err error) {
+	f := &bgFailure{at: time.Now(), msg: what + ": " + oneLine(err.Error())}
+	h.bgFail.Store(f)
+	if n, ok := h.limiter.allow(); ok {
+		h.logger.Error("bitempo: "+f.msg, "component", "pebble", "suppressed", n)
+	}
+}
+
+// listener returns the Pebble event listener of a store with health h.
+func (h *health) listener() *pebble.EventListener {
+	return &pebble.EventListener{
+		DataCorruption:  h.noteCorruption,
+		BackgroundError: func(err error) { h.noteBackground("background error", err) },
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err != nil {
+				h.noteBackground("flush", info.Err)
+			} else {
+				h.bgFail.Store(nil)
+			}
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			if info.Err != nil {
+				h.noteBackground("compaction", info.Err)
+			}
+		},
+	}
+}
+
+// stallPoll is how often a waiting commit checks whether it can make progress.
+const stallPoll = 100 * time.Millisecond
+
+// await waits for a commit running on another goroutine. A commit waits inside
+// Pebble when the memtables are full until a flush makes room; with no space
+// left on the device every flush fails, Pebble retries for ever and the commit
+// would wait for ever. So once the commit has waited timeout while flushes or
+// compactions keep failing, await gives up: the store refuses every later call
+// with ErrIO, and fenceFS stops it from creating files, so the flush the commit
+// waits for never finishes and the commit never lands. A commit waiting behind
+// flushes that make progress, however slowly, waits on.
+func (h *health) await(done <-chan error, timeout time.Duration) error {
+	select {
+	case err := <-done:
+		return err
+	default:
+	}
+	start := time.Now()
+	tick := time.NewTicker(stallPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			f := h.bgFail.Load()
+			if timeout <= 0 || f == nil || time.Since(start) < timeout {
+				continue
+			}
+			msg := fmt.Sprintf("a commit made no progress for %s while the store's background writes failed (%s); "+
+				"it did not commit, and the store stopped writing: free space, then restart the process to reopen it", time.Since(start).Round(time.Millisecond), f.msg)
+			h.stuck.CompareAndSwap(nil, &msg)
+			h.logger.Error("bitempo: "+msg, "component", "bitempo")
+			return h.err()
+		}
+	}
 }
 
 // noteCorruption is Pebble's EventListener.DataCorruption handler. Pebble's
@@ -276,4 +358,40 @@ func isIOError(err error) bool {
 		}
 	}
 	return false
+}
+
+// fenceFS is the file system a store's Pebble writes through. Once a commit has
+// given up waiting (health.stuck), it refuses to create files, after a pause:
+// Pebble retries a failed flush at once and for ever (the fault probe counted
+// about 4,000 retries a second), so without the pause the doomed instance would
+// spin a core, and without the refusal a flush that succeeded later, when space
+// was freed, could still land the commit its caller was told had failed.
+type fenceFS struct {
+	vfs.FS
+	h *health
+}
+
+// fencePause is how long a refused file creation waits before it fails.
+const fencePause = time.Second
+
+func (f fenceFS) fenced(name string) error {
+	if msg := f.h.stuck.Load(); msg != nil {
+		time.Sleep(fencePause)
+		return fmt.Errorf("%w: %s: the store stopped writing: %s", ErrIO, name, *msg)
+	}
+	return nil
+}
+
+func (f fenceFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := f.fenced(name); err != nil {
+		return nil, err
+	}
+	return f.FS.Create(name, category)
+}
+
+func (f fenceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := f.fenced(newname); err != nil {
+		return nil, err
+	}
+	return f.FS.ReuseForWrite(oldname, newname, category)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -51,6 +52,9 @@ type kvEngine interface {
 	// compact rewrites every key into the engine's most compact, read-optimised
 	// shape (for an LSM: the bottom levels, with no overlapping files above).
 	compact(ctx context.Context) error
+	// stuck returns the error of a commit that could not make progress and
+	// still waits inside the engine (then close would wait for it), or nil.
+	stuck() error
 	close() error
 }
 
@@ -58,6 +62,8 @@ type kvEngine interface {
 type pebbleEngine struct {
 	db *pebble.DB
 	h  *health // the first fatal error or corruption Pebble reported (failure.go)
+	// stallTimeout bounds a commit's wait while flushes fail (Options.StallTimeout).
+	stallTimeout time.Duration
 }
 
 // compact runs a manual compaction of the whole key space, in parallel where
@@ -95,7 +101,12 @@ func (e *pebbleEngine) commit(writes []kvWrite, sync bool) error {
 	if err := checkWrites(writes); err != nil {
 		return err
 	}
-	return e.h.guard(func() error { return e.commitBatch(writes, sync) })
+	// The batch commits on its own goroutine so that a commit that cannot make
+	// progress (see health.await) returns; a goroutine costs well under a
+	// microsecond, next to the commit's own work.
+	done := make(chan error, 1)
+	go func() { done <- e.h.guard(func() error { return e.commitBatch(writes, sync) }) }()
+	return e.h.await(done, e.stallTimeout)
 }
 
 func (e *pebbleEngine) commitBatch(writes []kvWrite, sync bool) error {
@@ -117,6 +128,14 @@ func (e *pebbleEngine) commitBatch(writes []kvWrite, sync bool) error {
 		opt = pebble.Sync
 	}
 	return b.Commit(opt)
+}
+
+// stuck returns the error of a commit that gave up waiting (health.await), or nil.
+func (e *pebbleEngine) stuck() error {
+	if e.h.stuck.Load() == nil {
+		return nil
+	}
+	return e.h.err()
 }
 
 // close closes Pebble. After a fatal error Pebble's Close may report it again
