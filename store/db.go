@@ -170,7 +170,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return err
 	})
 	if err != nil {
-		return nil, openError(dir, err, h)
+		return nil, openError(fsys, dir, err, h)
 	}
 	db := &DB{
 		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout}, opts: opts, dir: dir,
@@ -238,8 +238,10 @@ func (db *DB) load(fresh bool) error {
 		if !empty {
 			return fmt.Errorf("%w: %s: a Pebble database without bitempo's format marker", ErrNotBitempo, db.dir)
 		}
-		if db.opts.ReadOnly {
-			return fmt.Errorf("%w: %s is empty", ErrNotExist, db.dir)
+		if db.opts.ReadOnly || db.opts.MustExist {
+			// MustExist: an empty Pebble database is not a store yet, and
+			// may be someone else's; it is left without bitempo's meta keys.
+			return fmt.Errorf("%w: %s is an empty Pebble database", ErrNotExist, db.dir)
 		}
 		return db.initialise()
 	}

@@ -46,6 +46,10 @@ var (
 	// RawWrite) or Close called on a store from inside one of its own write
 	// transactions, on the transaction's goroutine; it would wait for itself.
 	ErrReentrant = errors.New("bitempo: re-entrant call on a store inside its own write transaction")
+	// ErrInvalidUse: a call the API does not allow, such as a Writer used after
+	// it finished, a retire of a record that is not current, an empty raw key,
+	// out-of-order lookup probes, an invalid event operation or batch id.
+	ErrInvalidUse = errors.New("bitempo: invalid use")
 	// ErrIO: the operating system refused to read or write the store's files
 	// (permissions, no space left, an I/O error). Nothing is known to be damaged;
 	// fix the cause and reopen.

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"runtime"
@@ -154,7 +156,7 @@ func (h *health) fail(msg string) {
 // error (Pebble marks them, and carries the damaged file's path) wraps ErrCorrupt
 // and names the file.
 func (h *health) readErr(err error) error {
-	if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFailed) {
+	if err == nil || wrapped(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if pebble.IsCorruptionError(err) {
@@ -171,7 +173,23 @@ func (h *health) readErr(err error) error {
 		}
 		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, detail)
 	}
-	return err
+	return fmt.Errorf("%w: %s", ErrIO, oneLine(err.Error()))
+}
+
+// sentinels are the package's sentinel errors, which engine errors are checked
+// against before they are wrapped.
+var sentinels = []error{ErrNotExist, ErrLocked, ErrNotBitempo, ErrNewerFormat, ErrReadOnly, ErrClosed, ErrSnapshotsOpen,
+	ErrUnknownTable, ErrTableExists, ErrInvalidTable, ErrKeyShape, ErrInvalidPeriod, ErrFailed, ErrCorrupt, ErrTooLarge,
+	ErrReentrant, ErrInvalidUse, ErrIO}
+
+// wrapped reports whether err wraps one of the package's sentinels.
+func wrapped(err error) bool {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // fatalError is the panic value of slogLogger.Fatalf on a goroutine that runs a
@@ -281,7 +299,10 @@ func (s slogLogger) Errorf(format string, args ...any) {
 // held by the exited goroutine), and blocking the goroutine forever (Close would
 // then wait on it).
 func (s slogLogger) Fatalf(format string, args ...any) {
-	msg := "pebble: " + fmt.Sprintf(format, args...)
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasPrefix(msg, "pebble") {
+		msg = "pebble: " + msg
+	}
 	s.l.Error(msg, "component", "pebble", "fatal", true)
 	s.h.fail(msg)
 	if onGuardedGoroutine() {
@@ -330,7 +351,7 @@ func oneLine(s string) string {
 
 // openError classifies an error of pebble.Open on a directory that holds a
 // Pebble store (checkDir has ruled out foreign directories).
-func openError(dir string, err error, h *health) error {
+func openError(fsys vfs.FS, dir string, err error, h *health) error {
 	switch {
 	case errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFailed):
 		return fmt.Errorf("bitempo: open %s: %w", dir, err)
@@ -345,7 +366,35 @@ func openError(dir string, err error, h *health) error {
 	// Anything else Pebble refuses in a directory that has its MANIFEST (a
 	// missing or swapped table file, an OPTIONS file it cannot parse, a file
 	// that is not what the MANIFEST says) is damage to the store.
-	return fmt.Errorf("%w: open %s: %v", ErrCorrupt, dir, oneLine(h.readErr(err).Error()))
+	msg := oneLine(err.Error())
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil {
+		msg = info.Path + ": " + msg
+	} else if opt := badOptionsFile(fsys, dir); opt != "" {
+		msg = opt + ": " + msg
+	}
+	return fmt.Errorf("%w: open %s: %s", ErrCorrupt, dir, msg)
+}
+
+// badOptionsFile returns the store's newest OPTIONS file if Pebble cannot
+// parse it, so that the error can name it.
+func badOptionsFile(fsys vfs.FS, dir string) string {
+	desc, err := pebble.Peek(dir, fsys)
+	if err != nil || desc.OptionsFilename == "" {
+		return ""
+	}
+	f, err := fsys.Open(desc.OptionsFilename)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	if err := (&pebble.Options{}).Parse(string(b), nil); err != nil {
+		return desc.OptionsFilename
+	}
+	return ""
 }
 
 // isIOError reports whether err is the operating system refusing a file

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -106,7 +107,11 @@ func (e *pebbleEngine) commit(writes []kvWrite, sync bool) error {
 	// microsecond, next to the commit's own work.
 	done := make(chan error, 1)
 	go func() { done <- e.h.guard(func() error { return e.commitBatch(writes, sync) }) }()
-	return e.h.await(done, e.stallTimeout)
+	err := e.h.await(done, e.stallTimeout)
+	if err == nil || wrapped(err) {
+		return err
+	}
+	return fmt.Errorf("%w: commit: %s", ErrIO, oneLine(err.Error()))
 }
 
 func (e *pebbleEngine) commitBatch(writes []kvWrite, sync bool) error {
@@ -141,7 +146,14 @@ func (e *pebbleEngine) stuck() error {
 // close closes Pebble. After a fatal error Pebble's Close may report it again
 // (or call Fatalf), which guard turns into the error.
 func (e *pebbleEngine) close() error {
-	return e.h.guard(e.db.Close)
+	err := e.h.guard(e.db.Close)
+	if err == nil || wrapped(err) {
+		return err
+	}
+	if herr := e.h.err(); herr != nil {
+		return fmt.Errorf("%w (closing: %s)", herr, oneLine(err.Error()))
+	}
+	return fmt.Errorf("%w: close: %s", ErrIO, oneLine(err.Error()))
 }
 
 type pebbleView struct {

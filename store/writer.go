@@ -78,7 +78,7 @@ func (w *Writer) Empty() bool {
 func (w *Writer) Retire(t *Table, v Version) error {
 	tx := w.Tx()
 	if v.TxTo != Infinity || v.TxFrom >= tx {
-		return fmt.Errorf("bitempo: retire of a record that is not current: %s", v.String())
+		return fmt.Errorf("%w: retire of a record that is not current: %s", ErrInvalidUse, v.String())
 	}
 	w.retires = append(w.retires, kvWrite{key: currentKey(nil, t.ID, v.tuple, v.ValidFrom), del: true})
 	v.TxTo = tx
@@ -169,7 +169,7 @@ func containsString(list []string, s string) bool {
 // no transaction time.
 func (w *Writer) Commit() error {
 	if w.done {
-		return fmt.Errorf("bitempo: transaction already finished")
+		return fmt.Errorf("%w: transaction already finished", ErrInvalidUse)
 	}
 	defer w.finish()
 	if w.Empty() {
