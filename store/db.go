@@ -98,6 +98,7 @@ type DB struct {
 	attrSeen map[uint32]map[string]bool
 	attrList map[uint32][]string
 	recovery *Recovery // what Open with RecoverWAL dropped
+	dirLock  *dirLock  // held from Open to Close (lock.go)
 }
 
 // Open opens the store in dir, creating it unless opts.ReadOnly or opts.MustExist.
@@ -137,11 +138,27 @@ func Open(dir string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("%w: create %s: %v", ErrIO, dir, err)
 		}
 	}
+	var dl *dirLock
+	if onDisk {
+		if dl, err = lockDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			dl.release()
+		}
+	}()
 	lock, err := pebble.LockDirectory(dir, fsys)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
 	}
 	defer lock.Close() // Open takes its own reference; this drops ours.
+	lf, err := watchLockFile(dir, onDisk)
+	if err != nil {
+		return nil, err
+	}
 	h := &health{logger: opts.Logger}
 	popts := &pebble.Options{
 		FS:                 fenceFS{fsys, h},
@@ -173,7 +190,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, openError(fsys, dir, err, h)
 	}
 	db := &DB{
-		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout}, opts: opts, dir: dir,
+		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf}, opts: opts, dir: dir, dirLock: dl,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
 		attrSeen: map[uint32]map[string]bool{}, attrList: map[uint32][]string{},
 	}
@@ -186,6 +203,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		db.recovery = recovery
 		opts.Logger.Warn("bitempo: recovered a store with a damaged write-ahead log", "dir", dir, "report", recovery.String())
 	}
+	opened = true
 	return db, nil
 }
 
@@ -386,7 +404,9 @@ func (db *DB) Close() error {
 	}
 	db.compacting.Lock() // Pebble may not close under a running compaction
 	defer db.compacting.Unlock()
-	return db.engine.close()
+	err := db.engine.close()
+	db.dirLock.release()
+	return err
 }
 
 // Compact rewrites the whole store into its read-optimised shape and returns when

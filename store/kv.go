@@ -65,6 +65,7 @@ type pebbleEngine struct {
 	h  *health // the first fatal error or corruption Pebble reported (failure.go)
 	// stallTimeout bounds a commit's wait while flushes fail (Options.StallTimeout).
 	stallTimeout time.Duration
+	lock         *lockFile // the LOCK file as locked at Open (lock.go); nil in memory
 }
 
 // compact runs a manual compaction of the whole key space, in parallel where
@@ -100,6 +101,9 @@ func (e *pebbleEngine) commit(writes []kvWrite, sync bool) error {
 		return err
 	}
 	if err := checkWrites(writes); err != nil {
+		return err
+	}
+	if err := e.lock.check(); err != nil {
 		return err
 	}
 	// The batch commits on its own goroutine so that a commit that cannot make
