@@ -54,6 +54,11 @@ var (
 	// (permissions, no space left, an I/O error). Nothing is known to be damaged;
 	// fix the cause and reopen.
 	ErrIO = errors.New("bitempo: store files cannot be read or written")
+	// ErrDamagedWAL: the store's write-ahead log is damaged (not merely torn by a
+	// crash): Open refuses it, and errors carrying ErrDamagedWAL also wrap
+	// ErrCorrupt. Options.RecoverWAL (the tool's recover command) opens it
+	// keeping the transactions before the damage.
+	ErrDamagedWAL = errors.New("bitempo: damaged write-ahead log")
 	// ErrTooLarge: a write whose value exceeds the size the store can read back
 	// (encoding.MaxValueSize); nothing of the transaction is written.
 	ErrTooLarge = errors.New("bitempo: value too large")

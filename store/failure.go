@@ -180,7 +180,7 @@ func (h *health) readErr(err error) error {
 // against before they are wrapped.
 var sentinels = []error{ErrNotExist, ErrLocked, ErrNotBitempo, ErrNewerFormat, ErrReadOnly, ErrClosed, ErrSnapshotsOpen,
 	ErrUnknownTable, ErrTableExists, ErrInvalidTable, ErrKeyShape, ErrInvalidPeriod, ErrFailed, ErrCorrupt, ErrTooLarge,
-	ErrReentrant, ErrInvalidUse, ErrIO}
+	ErrReentrant, ErrInvalidUse, ErrIO, ErrDamagedWAL}
 
 // wrapped reports whether err wraps one of the package's sentinels.
 func wrapped(err error) bool {

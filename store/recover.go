@@ -336,9 +336,9 @@ func checkBeforeOpen(fsys vfs.FS, dir string, popts *pebble.Options, opts Option
 	}
 	lost := len(d.scan.lost)
 	if !opts.RecoverWAL {
-		return nil, fmt.Errorf("%w: write-ahead log %s is damaged at offset %d, with %d readable commit(s) after the damage and %d later log file(s); "+
+		return nil, fmt.Errorf("%w: %w: %s is damaged at offset %d, with %d readable commit(s) after the damage and %d later log file(s); "+
 			"the store was not opened and nothing was changed (open it with RecoverWAL, or run bitempo recover, to keep the transactions before the damage)",
-			ErrCorrupt, d.path, d.scan.damageAt, lost, len(d.later))
+			ErrCorrupt, ErrDamagedWAL, d.path, d.scan.damageAt, lost, len(d.later))
 	}
 	if opts.ReadOnly {
 		return nil, fmt.Errorf("%w: write-ahead log %s is damaged; recovering it writes, so it needs a read-write open", ErrCorrupt, d.path)
