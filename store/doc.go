@@ -78,9 +78,9 @@
 // concurrent use.
 //
 // A write, CreateTable, DeclareAttrNames, RawWrite or Close called from inside
-// a write transaction of the same store, on the transaction's goroutine, fails
-// at once with ErrReentrant instead of waiting for itself (reentry.go says how
-// the goroutine is recognised, and why not otherwise).
+// the function of a write transaction of the same store (txn.Update runs it
+// through Writer.Run) fails at once with ErrReentrant instead of waiting for
+// itself; reentry.go says how such a call is recognised without goroutine ids.
 //
 // # Failure model
 //

@@ -43,8 +43,8 @@ var (
 	// write until it is reopened.
 	ErrCorrupt = errors.New("bitempo: corrupt store")
 	// ErrReentrant: a write (a transaction, CreateTable, DeclareAttrNames,
-	// RawWrite) or Close called on a store from inside one of its own write
-	// transactions, on the transaction's goroutine; it would wait for itself.
+	// RawWrite) or Close called on a store from inside the function of one of
+	// its own write transactions (Writer.Run); it would wait for itself.
 	ErrReentrant = errors.New("bitempo: re-entrant call on a store inside its own write transaction")
 	// ErrInvalidUse: a call the API does not allow, such as a Writer used after
 	// it finished, a retire of a record that is not current, an empty raw key,

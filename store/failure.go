@@ -197,18 +197,7 @@ func wrapped(err error) bool {
 type fatalError string
 
 // guardName is the function name runtime.Callers reports for guard.
-var guardName = sync.OnceValue(func() string {
-	pc := make([]uintptr, 1)
-	var name string
-	func() {
-		_ = (*health).guard(nil, func() error {
-			runtime.Callers(2, pc)
-			name = runtime.FuncForPC(pc[0]).Name()
-			return nil
-		})
-	}()
-	return name
-})
+var guardName = runtimeName(func(inner func() error) { _ = (*health).guard(nil, inner) })
 
 // guard runs fn, a call into Pebble on the caller's goroutine, and turns a
 // Fatalf of Pebble's inside it into an error (ErrFailed, or ErrCorrupt when the
@@ -235,8 +224,11 @@ func (h *health) guard(fn func() error) (err error) {
 // onGuardedGoroutine reports whether the calling goroutine is inside guard: a
 // Fatalf there can unwind to it. Pebble calls Fatalf rarely (failed log writes,
 // invariant violations), so walking the stack costs nothing that matters.
-func onGuardedGoroutine() bool {
-	want := guardName()
+func onGuardedGoroutine() bool { return onStack(guardName()) }
+
+// onStack reports whether the function named want is on the calling
+// goroutine's stack.
+func onStack(want string) bool {
 	pcs := make([]uintptr, 64)
 	skip := 2
 	for {

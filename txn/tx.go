@@ -59,7 +59,10 @@ func Update(db *store.DB, fn func(tx *Tx) error) (c Commit, err error) {
 			panic(r)
 		}
 	}()
-	if err := fn(tx); err != nil {
+	// Run marks the function as running inside the transaction, so that a
+	// write or Close on db from inside it fails with store.ErrReentrant instead
+	// of waiting for this transaction for ever.
+	if err := w.Run(func() error { return fn(tx) }); err != nil {
 		w.Abort()
 		return Commit{}, err
 	}
