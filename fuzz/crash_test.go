@@ -37,9 +37,24 @@ func crashKeys(i int) []string {
 	return keys
 }
 
+// crashBatch is the id of the CDC batch transaction i applies to the changes
+// table "cdc".
+func crashBatch(i int) string { return fmt.Sprintf("batch-%06d", i) }
+
+// crashEvents are the events of batch i: an upsert at valid time i of every
+// shared key and of the key the batch owns, cdc-<i>.
+func crashEvents(i int) []txn.Event {
+	events := []txn.Event{{Key: store.Key{fmt.Sprintf("cdc-%06d", i)}, At: int64(i), Op: txn.OpUpsert, Attrs: store.Attrs{"txn": i}}}
+	for _, k := range crashShared {
+		events = append(events, txn.Event{Key: store.Key{k}, At: int64(i), Op: txn.OpUpsert, Attrs: store.Attrs{"txn": i}})
+	}
+	return events
+}
+
 // crashTxn is transaction i: it creates crashKeys(i) over all valid time, and
 // moves every shared key to a new version effective at valid time i, all with
-// attribute txn = i and some padding so that commits take a while to write.
+// attribute txn = i and some padding so that commits take a while to write;
+// and it applies CDC batch i (crashEvents) to the changes table "cdc".
 func crashTxn(i int) func(tx *txn.Tx) error {
 	pad := strings.Repeat("x", 2048)
 	return func(tx *txn.Tx) error {
@@ -53,7 +68,11 @@ func crashTxn(i int) func(tx *txn.Tx) error {
 				return err
 			}
 		}
-		return nil
+		res, err := tx.Apply("cdc", crashBatch(i), crashEvents(i))
+		if err == nil && res.Replayed {
+			err = fmt.Errorf("batch %d was applied already", i)
+		}
+		return err
 	}
 }
 
@@ -73,9 +92,14 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Table("crash"); err != nil {
-		if _, err := db.CreateTable(store.TableDef{Name: "crash", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
-			t.Fatal(err)
+	for _, def := range []store.TableDef{
+		{Name: "crash", Key: []store.KeyColumn{{Name: "id", Type: store.String}}},
+		{Name: "cdc", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, Kind: store.Changes},
+	} {
+		if _, err := db.Table(def.Name); err != nil {
+			if _, err := db.CreateTable(def); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	fmt.Println("ready")
@@ -95,7 +119,11 @@ func TestCrashChild(t *testing.T) {
 // transaction time it was acknowledged with; the transactions present are
 // exactly 0..n for some n (a prefix: none lost in the middle), each of them
 // whole (all its keys, and its version of every shared key) and nothing of the
-// others; Verify is clean. BITEMPO_CRASH_CYCLES sets the number of kills.
+// others; Verify is clean. Each transaction also applies a CDC batch with its
+// own batch id to a changes table: the changes table holds exactly the batches
+// of the transactions present, derived whole, and re-applying a batch is
+// idempotent exactly for those (Replayed, at the transaction time it was
+// acknowledged with). BITEMPO_CRASH_CYCLES sets the number of kills.
 func TestCrashRecovery(t *testing.T) {
 	if os.Getenv(crashDirEnv) != "" {
 		t.Skip("in the child process")
@@ -175,9 +203,9 @@ func crashCheck(t *testing.T, dir string, acked map[int]int64) int {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify after the kill: %v %v", rep, err)
 	}
-	if _, err := db.Table("crash"); err != nil {
+	if _, err := db.Table("cdc"); err != nil {
 		if len(acked) > 0 {
-			t.Fatalf("the table is gone: %v", err)
+			t.Fatalf("the tables are gone: %v", err)
 		}
 		return 0
 	}
@@ -217,29 +245,66 @@ func crashCheck(t *testing.T, dir string, acked map[int]int64) int {
 			t.Fatalf("transaction %d was acknowledged at tx %d, its records say %d", i, tx, txOf[i])
 		}
 	}
-	for _, k := range crashShared {
-		var got []string
-		for v, err := range query.History(db, "crash", store.Key{k}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
-			if err != nil {
-				t.Fatal(err)
+	for _, table := range []string{"crash", "cdc"} {
+		for _, k := range crashShared {
+			var got []string
+			for v, err := range query.History(db, table, store.Key{k}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, fmt.Sprintf("[%d,%s) txn %v tx %d", v.ValidFrom, tick(v.ValidTo), v.Attrs["txn"], v.TxFrom))
 			}
-			got = append(got, fmt.Sprintf("[%d,%s) txn %v tx %d", v.ValidFrom, tick(v.ValidTo), v.Attrs["txn"], v.TxFrom))
-		}
-		// Transaction i asserted [i, +inf); transaction i+1 closed it at i+1,
-		// asserting [i, i+1) anew.
-		var want []string
-		for i := range n {
-			to, tx := strconv.Itoa(i+1), txOf[min(i+1, n-1)]
-			if i == n-1 {
-				to = "+inf"
+			// Transaction i asserted [i, +inf); transaction i+1 closed it at i+1,
+			// asserting [i, i+1) anew.
+			var want []string
+			for i := range n {
+				to, tx := strconv.Itoa(i+1), txOf[min(i+1, n-1)]
+				if i == n-1 {
+					to = "+inf"
+				}
+				want = append(want, fmt.Sprintf("[%d,%s) txn %d tx %d", i, to, i, tx))
 			}
-			want = append(want, fmt.Sprintf("[%d,%s) txn %d tx %d", i, to, i, tx))
-		}
-		if strings.Join(got, "; ") != strings.Join(want, "; ") {
-			t.Fatalf("shared key %s after %d transactions:\n got %v\nwant %v", k, n, got, want)
+			if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				t.Fatalf("%s: shared key %s after %d transactions:\n got %v\nwant %v", table, k, n, got, want)
+			}
 		}
 	}
+	crashCheckBatches(t, db, n, txOf)
 	return n
+}
+
+// crashCheckBatches checks the changes table after a kill: batch i's own key
+// exists exactly for the transactions present, and re-applying batches (the
+// last one present, the first one missing) is idempotent exactly for those
+// applied: Replayed with the transaction time the batch was committed in.
+func crashCheckBatches(t *testing.T, db *store.DB, n int, txOf map[int]int64) {
+	t.Helper()
+	for i := range n + 1 {
+		_, err := query.Get(db, "cdc", store.Key{fmt.Sprintf("cdc-%06d", i)}, query.AsOf{Valid: int64(i)})
+		if present := err == nil; present != (i < n) {
+			t.Fatalf("batch %d's key: %v, want present %v", i, err, i < n)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	errProbe := fmt.Errorf("crash test: roll back the probe")
+	for _, i := range []int{0, n - 1, n} {
+		var res txn.ApplyResult
+		_, err := txn.Update(db, func(tx *txn.Tx) error {
+			var err error
+			if res, err = tx.Apply("cdc", crashBatch(i), crashEvents(i)); err != nil {
+				return err
+			}
+			return errProbe
+		})
+		if err != errProbe {
+			t.Fatalf("re-apply of batch %d: %v", i, err)
+		}
+		if res.Replayed != (i < n) || (i < n && res.Tx != txOf[i]) {
+			t.Fatalf("re-apply of batch %d of %d: replayed %v at tx %d, want replayed %v at tx %d", i, n, res.Replayed, res.Tx, i < n, txOf[i])
+		}
+	}
 }
 
 func tick(t int64) string {

@@ -51,6 +51,22 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is the memtable size in bytes. Default 16 MiB.
 	MemTableSize uint64
+	// StallTimeout bounds how long a commit waits for room while the store's
+	// background writes (flushes, compactions) fail, as they do when the disk is
+	// full: after it, the commit returns an error wrapping ErrIO (it did not
+	// commit) and the store refuses every later call. Such a store cannot be
+	// closed, since Pebble's commit pipeline is held by the waiting commit: Close
+	// returns ErrIO and the directory stays locked until the process exits. A
+	// commit waiting behind background writes that succeed, however slowly, is
+	// not bounded. Default 30s; negative: wait for ever.
+	StallTimeout time.Duration
+	// RecoverWAL opens a store whose write-ahead log is damaged (which Open
+	// otherwise refuses with ErrCorrupt) by keeping every transaction before the
+	// damage and dropping the rest; the original log files are moved to a
+	// lost-wal-* directory of the store and DB.Recovery reports what was lost.
+	// A log whose last record was torn by a crash is not damaged: its torn
+	// record was never acknowledged, and Open drops it silently either way.
+	RecoverWAL bool
 	// Tune, if set, is called with the Pebble options just before opening, for
 	// tests and benchmarks that need to force flushes or compactions.
 	Tune func(*pebble.Options)
@@ -64,7 +80,7 @@ type DB struct {
 	dir    string
 
 	// writer serialises transactions: held from BeginWrite to Commit or Abort.
-	writer sync.Mutex
+	writer writerLock
 	// snapshots counts the snapshots taken and not yet closed; Close refuses
 	// while any is open, since their iterators pin the engine's files.
 	snapshots atomic.Int64
@@ -81,6 +97,8 @@ type DB struct {
 	nextSK   map[uint32]uint64
 	attrOrd  map[uint32]map[string]uint32 // the ordinal of each attribute name
 	attrList map[uint32][]string          // the attribute names by ordinal
+	recovery *Recovery                    // what Open with RecoverWAL dropped
+	dirLock  *dirLock                     // held from Open to Close (lock.go)
 }
 
 // Open opens the store in dir, creating it unless opts.ReadOnly or opts.MustExist.
@@ -93,6 +111,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if opts.CacheSize == 0 {
 		opts.CacheSize = 64 << 20
+	}
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = 30 * time.Second
 	}
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 16 << 20
@@ -114,51 +135,89 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if fresh {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("bitempo: create %s: %w", dir, err)
+			return nil, fmt.Errorf("%w: create %s: %v", ErrIO, dir, err)
 		}
 	}
+	var dl *dirLock
+	if onDisk {
+		if dl, err = lockDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			dl.release()
+		}
+	}()
 	lock, err := pebble.LockDirectory(dir, fsys)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
 	}
 	defer lock.Close() // Open takes its own reference; this drops ours.
+	lf, err := watchLockFile(dir, onDisk)
+	if err != nil {
+		return nil, err
+	}
+	h := &health{logger: opts.Logger}
 	popts := &pebble.Options{
-		FS:                 fsys,
+		FS:                 fenceFS{fsys, h},
 		Lock:               lock,
 		ReadOnly:           opts.ReadOnly,
 		ErrorIfNotExists:   !fresh,
 		FormatMajorVersion: pebbleFormat,
-		Logger:             slogLogger{opts.Logger},
+		Logger:             slogLogger{opts.Logger, h},
 		MemTableSize:       opts.MemTableSize,
 		CacheSize:          opts.CacheSize,
+		EventListener:      h.listener(),
 	}
 	popts.EnsureDefaults()
 	if opts.Tune != nil {
 		opts.Tune(popts)
 	}
-	if !fresh && !opts.ReadOnly {
-		if err := checkFormat(dir, popts); err != nil {
+	// Both checks read before the read-write open writes anything: the engine
+	// files first (a damaged MANIFEST or log is ErrCorrupt, directory unchanged),
+	// then the layout version (a store of another format is refused untouched).
+	var recovery *Recovery
+	if !fresh {
+		if recovery, err = checkBeforeOpen(fsys, dir, popts, opts); err != nil {
 			return nil, err
 		}
-	}
-	pdb, err := pebble.Open(dir, popts)
-	if err != nil {
-		if errors.Is(err, pebble.ErrDBDoesNotExist) {
-			return nil, fmt.Errorf("%w: %s", ErrNotExist, dir)
+		if !opts.ReadOnly {
+			if err := h.guard(func() error { return checkFormat(dir, popts) }); err != nil {
+				return nil, err
+			}
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotBitempo, dir, err)
+	}
+	var pdb *pebble.DB
+	err = h.guard(func() (err error) {
+		pdb, err = pebble.Open(dir, popts)
+		return err
+	})
+	if err != nil {
+		return nil, openError(fsys, dir, err, h)
 	}
 	db := &DB{
-		engine: &pebbleEngine{db: pdb}, opts: opts, dir: dir,
+		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf}, opts: opts, dir: dir, dirLock: dl,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
 		attrOrd: map[uint32]map[string]uint32{}, attrList: map[uint32][]string{},
 	}
 	if err := db.load(fresh); err != nil {
-		_ = pdb.Close()
+		_ = db.engine.close()
 		return nil, err
 	}
+	if recovery != nil {
+		recovery.KeptLastTx = db.lastTx
+		db.recovery = recovery
+		opts.Logger.Warn("bitempo: recovered a store with a damaged write-ahead log", "dir", dir, "report", recovery.String())
+	}
+	opened = true
 	return db, nil
 }
+
+// Recovery returns what Open with Options.RecoverWAL dropped, or nil if the
+// store's write-ahead log was intact.
+func (db *DB) Recovery() *Recovery { return db.recovery }
 
 // checkDir reports whether dir holds no store yet, and refuses a directory that
 // holds files but no Pebble store (such as a home directory given by mistake).
@@ -173,7 +232,7 @@ func checkDir(fsys vfs.FS, dir string, onDisk bool) (fresh bool, err error) {
 				return false, fmt.Errorf("%w: %s is a file, not a directory", ErrNotBitempo, dir)
 			}
 		}
-		return false, fmt.Errorf("bitempo: read %s: %w", dir, err)
+		return false, fmt.Errorf("%w: read %s: %v", ErrIO, dir, err)
 	}
 	if len(names) == 0 {
 		return true, nil
@@ -205,8 +264,10 @@ func (db *DB) load(fresh bool) error {
 		if !empty {
 			return fmt.Errorf("%w: %s: a Pebble database without bitempo's format marker", ErrNotBitempo, db.dir)
 		}
-		if db.opts.ReadOnly {
-			return fmt.Errorf("%w: %s is empty", ErrNotExist, db.dir)
+		if db.opts.ReadOnly || db.opts.MustExist {
+			// MustExist: an empty Pebble database is not a store yet, and
+			// may be someone else's; it is left without bitempo's meta keys.
+			return fmt.Errorf("%w: %s is an empty Pebble database", ErrNotExist, db.dir)
 		}
 		return db.initialise()
 	}
@@ -305,8 +366,10 @@ type catalogRecord struct {
 // Close closes the store. Snapshots must be closed first: while any is open,
 // Close returns an error wrapping ErrSnapshotsOpen and leaves the store open.
 func (db *DB) Close() error {
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("Close"); err != nil {
+		return err
+	}
+	defer db.writer.unlock()
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -318,9 +381,18 @@ func (db *DB) Close() error {
 	}
 	db.closed = true // from here every call is refused; none holds mu any more
 	db.mu.Unlock()
+	if err := db.engine.stuck(); err != nil {
+		// A commit is still waiting inside Pebble, holding its commit
+		// pipeline, which Pebble's Close would wait for: the store cannot be
+		// closed, only abandoned. fenceFS keeps it from writing anything more,
+		// and its lock stays held until the process exits.
+		return fmt.Errorf("bitempo: close: the store cannot be closed, only abandoned (restart the process to reopen it): %w", err)
+	}
 	db.compacting.Lock() // Pebble may not close under a running compaction
 	defer db.compacting.Unlock()
-	return db.engine.close()
+	err := db.engine.close()
+	db.dirLock.release()
+	return err
 }
 
 // Compact rewrites the whole store into its read-optimised shape and returns when
@@ -373,8 +445,10 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 	if err := def.validate(); err != nil {
 		return nil, err
 	}
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("CreateTable"); err != nil {
+		return nil, err
+	}
+	defer db.writer.unlock()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
@@ -442,38 +516,16 @@ func (db *DB) tableByID(id uint32) *Table {
 	return db.byID[id]
 }
 
-// slogLogger routes Pebble's log lines to log/slog.
-type slogLogger struct{ l *slog.Logger }
-
-func (s slogLogger) Infof(format string, args ...any) {
-	s.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-func (s slogLogger) Errorf(format string, args ...any) {
-	s.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-// fatalError is the panic value of slogLogger.Fatalf; pebbleEngine.commit
-// recovers it and returns ErrFailed.
-type fatalError string
-
-// Fatalf is called by Pebble on unrecoverable errors, such as a failed write-ahead
-// log write. A library must not exit the process, so it panics after logging; a
-// commit recovers the panic into an error (see pebbleEngine.commit).
-func (s slogLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	s.l.Error(msg, "component", "pebble", "fatal", true)
-	panic(fatalError("pebble: " + msg))
-}
-
 // DeclareAttrNames records attribute names of table t in the given order, ahead of
 // the writes that use them, so that tools print columns in the order of a loaded
 // file's header rather than the sorted order in which a write's attribute map
 // reports them. Names the table has already seen keep their place. It commits on
 // its own: the order is presentation, not data, and survives a failed load.
 func (db *DB) DeclareAttrNames(t *Table, names []string) error {
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("DeclareAttrNames"); err != nil {
+		return err
+	}
+	defer db.writer.unlock()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {

@@ -122,6 +122,73 @@
 // consistent view for one goroutine; it caches iterators and is not safe for
 // concurrent use.
 //
+// A write, CreateTable, DeclareAttrNames, RawWrite or Close called from inside
+// the function of a write transaction of the same store (txn.Update runs it
+// through Writer.Run) fails at once with ErrReentrant instead of waiting for
+// itself; reentry.go says how such a call is recognised without goroutine ids.
+//
+// # Failure model
+//
+// Every error wraps one of the sentinels in errors.go (or, for Compact, the
+// context's error). No panic reaches a caller and no background goroutine ends
+// the process: Pebble's corruption reports go to an event handler instead of
+// Logger.Fatalf, and Pebble's Fatalf records the failure and unwinds only on a
+// caller's goroutine (failure.go).
+//
+// What is detected, and what the store does:
+//
+//   - A damaged table file (any checksum mismatch, a missing, truncated or
+//     swapped file): ErrCorrupt naming the file, from Open, from the read that
+//     meets it, from Verify, or from Pebble's background table-stats collector
+//     right after Open. From then on the DB refuses every read and write with
+//     ErrCorrupt until it is reopened. Not recoverable by the store: restore a
+//     backup.
+//   - A damaged MANIFEST, a missing or dangling marker.manifest.* file, or an
+//     OPTIONS file Pebble cannot parse: Open fails with ErrCorrupt and changes
+//     nothing in the directory. Open reads the current MANIFEST's chunks and
+//     checksums itself before Pebble opens the store (logscan.go), because
+//     Pebble reads a MANIFEST up to its first bad record and then deletes, as
+//     obsolete, every table file the rest names. (Rejected: a read-only open
+//     first, which succeeds on a MANIFEST damaged in its later records, so the
+//     read-write open that follows still deletes.) A torn last record, which a
+//     crash leaves, is not damage: it was never acknowledged.
+//   - A damaged live write-ahead log (a bad chunk followed by readable chunks of
+//     the same log, or any bad chunk in a log older than the newest): Open fails
+//     with ErrCorrupt and ErrDamagedWAL and changes nothing; Pebble itself would
+//     replay up to the damage and silently drop every later acknowledged commit,
+//     since the format bitempo pins writes no sync offsets that let it tell. With
+//     Options.RecoverWAL, Open keeps the transactions before the damage, drops the
+//     damaged one and every later one (so the store holds a prefix of its
+//     history), moves the original log files into a lost-wal-* directory of the
+//     store and reports, in DB.Recovery, the newest transaction kept and the
+//     transaction times of the dropped ones it could still read. A torn last
+//     record of the newest log is dropped silently, as before.
+//   - A disk that fills up: a commit whose write-ahead log write fails fails with
+//     ErrFailed (the store refuses everything until reopened; the commit is
+//     absent, or present whole). A commit that must wait for a flush while
+//     flushes and compactions keep failing returns ErrIO after
+//     Options.StallTimeout (default 30s) and did not commit; the store then stops
+//     creating files and refuses everything, and cannot be closed (Close returns
+//     ErrIO; Pebble's commit pipeline is held by the waiting commit): free space
+//     and restart the process. Pebble's error lines are rate-limited to 10 per 10
+//     seconds, with a count of those suppressed.
+//   - A value the decoders would refuse (over MaxValueSize; attributes over
+//     MaxAttrsSize): the write fails with ErrTooLarge and nothing of its
+//     transaction is written.
+//   - The LOCK file deleted or replaced while the store is open: the store also
+//     holds an flock(2) on its directory, so a second Open still fails with
+//     ErrLocked; and every commit checks that LOCK is the file it locked, failing
+//     with ErrLocked (and refusing every later write) once it is not.
+//
+// Not detected: a write-ahead log truncated at or between records, or deleted,
+// looks exactly like a crash that lost unsynced commits, so the commits in the
+// lost part are gone silently (only Pebble's MANIFEST knows which logs are
+// live, and it does not record their length). After a power loss (not a process
+// crash) the unsynced tail of the newest log may hold any bytes; if they happen
+// to include a readable chunk of the same log after a bad one, Open reports
+// damage where there was only a torn write, and RecoverWAL loses only commits
+// that were never acknowledged.
+//
 // # Portability
 //
 // Reads and writes reach Pebble through a small boundary (kv.go): bounded ordered

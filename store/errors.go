@@ -39,8 +39,32 @@ var (
 	// ErrFailed: the storage engine reported a fatal error (such as a failed
 	// write-ahead log write); the DB refuses further writes and must be reopened.
 	ErrFailed = errors.New("bitempo: store failed; close and reopen it")
-	// ErrCorrupt: a stored key or value that cannot be decoded.
+	// ErrCorrupt: damage to the store's files (a checksum mismatch in a table
+	// file, a damaged MANIFEST, write-ahead log, OPTIONS file or marker), or a
+	// stored key or value that cannot be decoded. The message names the file
+	// where it is known. Once a DB has seen corruption it refuses every read and
+	// write until it is reopened.
 	ErrCorrupt = errors.New("bitempo: corrupt store")
+	// ErrReentrant: a write (a transaction, CreateTable, DeclareAttrNames,
+	// RawWrite) or Close called on a store from inside the function of one of
+	// its own write transactions (Writer.Run); it would wait for itself.
+	ErrReentrant = errors.New("bitempo: re-entrant call on a store inside its own write transaction")
+	// ErrInvalidUse: a call the API does not allow, such as a Writer used after
+	// it finished, a retire of a record that is not current, an empty raw key,
+	// out-of-order lookup probes, an invalid event operation or batch id.
+	ErrInvalidUse = errors.New("bitempo: invalid use")
+	// ErrIO: the operating system refused to read or write the store's files
+	// (permissions, no space left, an I/O error). Nothing is known to be damaged;
+	// fix the cause and reopen.
+	ErrIO = errors.New("bitempo: store files cannot be read or written")
+	// ErrDamagedWAL: the store's write-ahead log is damaged (not merely torn by a
+	// crash): Open refuses it, and errors carrying ErrDamagedWAL also wrap
+	// ErrCorrupt. Options.RecoverWAL (the tool's recover command) opens it
+	// keeping the transactions before the damage.
+	ErrDamagedWAL = errors.New("bitempo: damaged write-ahead log")
+	// ErrTooLarge: a write whose value exceeds the size the store can read back
+	// (encoding.MaxValueSize); nothing of the transaction is written.
+	ErrTooLarge = errors.New("bitempo: value too large")
 )
 
 // PeriodError is returned for a zero-width or inverted interval.

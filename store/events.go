@@ -84,7 +84,7 @@ func appendEventValue(dst []byte, e *LogEvent) ([]byte, error) {
 	case EventUpsert:
 		return encoding.AppendAttrs(append(dst, eventHeader, byte(EventUpsert)), e.Attrs)
 	}
-	return dst, fmt.Errorf("bitempo: event at %d seq %d: invalid op %d", e.At, e.Seq, e.Op)
+	return dst, fmt.Errorf("%w: event at %d seq %d: invalid op %d", ErrInvalidUse, e.At, e.Seq, e.Op)
 }
 
 // decodeEventValue decodes an event value; at and seq come from its key.
@@ -211,7 +211,7 @@ func (w *Writer) PutBatch(t *Table, id string) error {
 		return err
 	}
 	if id == "" || len(id) > MaxBatchIDLen {
-		return fmt.Errorf("bitempo: table %q: batch id must be 1-%d bytes, got %d", t.Name, MaxBatchIDLen, len(id))
+		return fmt.Errorf("%w: table %q: batch id must be 1-%d bytes, got %d", ErrInvalidUse, t.Name, MaxBatchIDLen, len(id))
 	}
 	w.set(batchKey(t.ID, id), mustMarshal(w.Tx()))
 	return nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -63,17 +64,15 @@ func checkFormat(dir string, popts *pebble.Options) error {
 	if err != nil {
 		return nil // the read-write open reports it with the usual errors
 	}
-	e := &pebbleEngine{db: pdb}
 	defer func() { _ = pdb.Close() }()
-	v, err := e.view()
+	raw, closer, err := pdb.Get(metaFormat)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %s: read the format marker: %v", ErrCorrupt, dir, err)
 	}
-	defer v.close()
-	raw, ok, err := v.get(metaFormat)
-	if err != nil || !ok {
-		return err
-	}
+	defer closer.Close()
 	return formatOK(dir, raw)
 }
 

@@ -38,7 +38,7 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 		if i > 0 {
 			c := bytes.Compare(probes[i-1].Tuple, probes[i].Tuple)
 			if c > 0 || (c == 0 && probes[i-1].Valid < probes[i].Valid) {
-				return fmt.Errorf("bitempo: LookupSorted: probe %d is out of order", i)
+				return fmt.Errorf("%w: LookupSorted: probe %d is out of order", ErrInvalidUse, i)
 			}
 		}
 		if probes[i].Tx >= s.lastTx {

@@ -49,12 +49,14 @@ func (db *DB) RawWrite(entries ...RawKV) error {
 	writes := make([]kvWrite, len(entries))
 	for i, e := range entries {
 		if len(e.Key) == 0 {
-			return fmt.Errorf("bitempo: raw write of an empty key")
+			return fmt.Errorf("%w: raw write of an empty key", ErrInvalidUse)
 		}
 		writes[i] = kvWrite{key: bytes.Clone(e.Key), value: bytes.Clone(e.Value), del: e.Value == nil}
 	}
-	db.writer.Lock()
-	defer db.writer.Unlock()
+	if err := db.writer.lock("RawWrite"); err != nil {
+		return err
+	}
+	defer db.writer.unlock()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {

@@ -39,10 +39,12 @@ func (db *DB) BeginWrite() (*Writer, error) {
 	if db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	db.writer.Lock()
+	if err := db.writer.lock("a write transaction"); err != nil {
+		return nil, err
+	}
 	snap, err := db.Snapshot()
 	if err != nil {
-		db.writer.Unlock()
+		db.writer.unlock()
 		return nil, err
 	}
 	db.mu.RLock()
@@ -81,7 +83,7 @@ func (w *Writer) Empty() bool {
 func (w *Writer) Retire(t *Table, v Version) error {
 	tx := w.Tx()
 	if v.TxTo != Infinity || v.TxFrom >= tx {
-		return fmt.Errorf("bitempo: retire of a record that is not current: %s", v.String())
+		return fmt.Errorf("%w: retire of a record that is not current: %s", ErrInvalidUse, v.String())
 	}
 	w.retires = append(w.retires, kvWrite{key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), del: true})
 	v.TxTo = tx
@@ -181,7 +183,7 @@ func (w *Writer) del(key []byte)        { w.other = append(w.other, kvWrite{key:
 // no transaction time.
 func (w *Writer) Commit() error {
 	if w.done {
-		return fmt.Errorf("bitempo: transaction already finished")
+		return fmt.Errorf("%w: transaction already finished", ErrInvalidUse)
 	}
 	defer w.finish()
 	if w.Empty() {
@@ -235,5 +237,5 @@ func (w *Writer) Abort() {
 func (w *Writer) finish() {
 	w.done = true
 	_ = w.snap.Close()
-	w.db.writer.Unlock()
+	w.db.writer.unlock()
 }

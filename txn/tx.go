@@ -59,7 +59,10 @@ func Update(db *store.DB, fn func(tx *Tx) error) (c Commit, err error) {
 			panic(r)
 		}
 	}()
-	if err := fn(tx); err != nil {
+	// Run marks the function as running inside the transaction, so that a
+	// write or Close on db from inside it fails with store.ErrReentrant instead
+	// of waiting for this transaction for ever.
+	if err := w.Run(func() error { return fn(tx) }); err != nil {
 		w.Abort()
 		return Commit{}, err
 	}
@@ -182,8 +185,15 @@ func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 		}
 		out[name] = c
 	}
-	if _, err := encoding.AppendAttrs(nil, out); err != nil {
+	enc, err := encoding.AppendAttrs(nil, out)
+	if err != nil {
 		return nil, &AttrError{t.Name, "", err}
+	}
+	if len(enc) > store.MaxAttrsSize {
+		// Checked here, before anything is written, because a record the
+		// decoders refuse could be neither read, overwritten nor deleted.
+		return nil, &AttrError{t.Name, "", fmt.Errorf("%w: the attributes encode to %d bytes, over the limit of %d (store.MaxAttrsSize)",
+			store.ErrTooLarge, len(enc), store.MaxAttrsSize)}
 	}
 	if err := t.CheckGroupAttrs(out); err != nil {
 		name := ""

@@ -20,6 +20,11 @@
 //     table first saw them, and with --with-tx tx_from and tx_to.
 //   - Errors are one line on stderr. Exit status 2: the command line is wrong;
 //     1: the command failed, or found nothing (get), or found a problem (verify).
+//   - A damaged store is named as such ("store DIR is corrupt: FILE ...") and
+//     left as it was; no command suggests creating a store over it. A store
+//     whose write-ahead log is damaged is refused until `bitempo recover` opens
+//     it, keeping every transaction before the damage and listing the lost ones
+//     (the original log files are kept in a lost-wal-* directory of the store).
 //
 // # Decisions
 //

@@ -70,8 +70,15 @@ func message(err error, dir string) string {
 		msg += "; close it and try again"
 	case errors.Is(err, store.ErrNotBitempo):
 		msg = fmt.Sprintf("%s is not a bitempo store: %s", dir, detail(err, store.ErrNotBitempo))
+	case errors.Is(err, store.ErrDamagedWAL):
+		msg = fmt.Sprintf("store %s has a damaged write-ahead log: %s. Nothing was changed. "+
+			"To keep every transaction before the damage (the rest is reported and set aside), run: bitempo recover --db %s",
+			dir, detail(err, store.ErrCorrupt, store.ErrDamagedWAL), dir)
 	case errors.Is(err, store.ErrCorrupt):
-		msg = fmt.Sprintf("store %s is corrupt: %s (run: bitempo verify --db %s)", dir, detail(err, store.ErrCorrupt), dir)
+		msg = fmt.Sprintf("store %s is corrupt: %s (its files were left as they were; bitempo verify --db %s shows what else is damaged; restore the store from a backup)",
+			dir, detail(err, store.ErrCorrupt), dir)
+	case errors.Is(err, store.ErrIO):
+		msg = fmt.Sprintf("cannot read or write the files of store %s: %s (check permissions and free space)", dir, detail(err, store.ErrIO))
 	default:
 		msg = clean(err)
 	}
@@ -88,10 +95,12 @@ func clean(err error) string {
 
 // detail is the message of err without the text of its sentinel, which the
 // caller has already said in its own words.
-func detail(err, sentinel error) string {
+func detail(err error, sentinels ...error) string {
 	s := clean(err)
-	s = strings.ReplaceAll(s, clean(sentinel)+": ", "")
-	s = strings.ReplaceAll(s, clean(sentinel), "")
+	for _, sentinel := range sentinels {
+		s = strings.ReplaceAll(s, clean(sentinel)+": ", "")
+		s = strings.ReplaceAll(s, clean(sentinel), "")
+	}
 	return strings.Trim(s, " :;")
 }
 

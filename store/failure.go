@@ -1,0 +1,438 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// This file is how the store fails: what it does when Pebble reports on-disk
+// corruption or an unrecoverable error, on a caller's goroutine or on one of
+// Pebble's background goroutines. The rule is that no panic reaches a caller and
+// no background goroutine ends the process; the DB instead remembers the first
+// failure and refuses every later read and write with a typed error until it is
+// reopened. See "Failure model" in the package documentation.
+
+// health is the failure state of one open store, shared by the engine, Pebble's
+// event listener and Pebble's logger (which exist before the engine does: Pebble
+// may report corruption while it opens).
+type health struct {
+	logger  *slog.Logger
+	failed  atomic.Pointer[string]     // the first fatal error Pebble reported
+	corrupt atomic.Pointer[corruption] // the first corruption Pebble reported
+	limiter logLimiter                 // rate-limits Pebble's error lines
+	// bgFail is the newest failure of a flush or compaction, nil again once a
+	// flush succeeds; stuck is set when a commit gave up waiting behind it.
+	bgFail atomic.Pointer[bgFailure]
+	stuck  atomic.Pointer[string]
+}
+
+// bgFailure is a failed flush or compaction.
+type bgFailure struct {
+	at  time.Time
+	msg string
+}
+
+// corruption is one on-disk corruption: the damaged file and what is wrong with it.
+type corruption struct {
+	path, detail string
+}
+
+// err returns the error every call of a failed store returns, or nil while the
+// store is healthy. Corruption takes precedence: it says which file to look at.
+func (h *health) err() error {
+	if c := h.corrupt.Load(); c != nil {
+		return fmt.Errorf("%w: %s: %s; the store refuses reads and writes until it is reopened", ErrCorrupt, c.path, c.detail)
+	}
+	if msg := h.failed.Load(); msg != nil {
+		return fmt.Errorf("%w: %s", ErrFailed, *msg)
+	}
+	if msg := h.stuck.Load(); msg != nil {
+		return fmt.Errorf("%w: %s", ErrIO, *msg)
+	}
+	return nil
+}
+
+// noteBackground records a failed flush or compaction (Pebble retries them) and
+// logs it, rate-limited.
+func (h *health) noteBackground(what string, err error) {
+	f := &bgFailure{at: time.Now(), msg: what + ": " + oneLine(err.Error())}
+	h.bgFail.Store(f)
+	if n, ok := h.limiter.allow(); ok {
+		h.logger.Error("bitempo: "+f.msg, "component", "pebble", "suppressed", n)
+	}
+}
+
+// listener returns the Pebble event listener of a store with health h.
+func (h *health) listener() *pebble.EventListener {
+	return &pebble.EventListener{
+		DataCorruption:  h.noteCorruption,
+		BackgroundError: func(err error) { h.noteBackground("background error", err) },
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err != nil {
+				h.noteBackground("flush", info.Err)
+			} else {
+				h.bgFail.Store(nil)
+			}
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			if info.Err != nil {
+				h.noteBackground("compaction", info.Err)
+			}
+		},
+	}
+}
+
+// stallPoll is how often a waiting commit checks whether it can make progress.
+const stallPoll = 100 * time.Millisecond
+
+// await waits for a commit running on another goroutine. A commit waits inside
+// Pebble when the memtables are full until a flush makes room; with no space
+// left on the device every flush fails, Pebble retries for ever and the commit
+// would wait for ever. So once the commit has waited timeout while flushes or
+// compactions keep failing, await gives up: the store refuses every later call
+// with ErrIO, and fenceFS stops it from creating files, so the flush the commit
+// waits for never finishes and the commit never lands. A commit waiting behind
+// flushes that make progress, however slowly, waits on.
+func (h *health) await(done <-chan error, timeout time.Duration) error {
+	select {
+	case err := <-done:
+		return err
+	default:
+	}
+	start := time.Now()
+	tick := time.NewTicker(stallPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			f := h.bgFail.Load()
+			if timeout <= 0 || f == nil || time.Since(start) < timeout {
+				continue
+			}
+			msg := fmt.Sprintf("a commit made no progress for %s while the store's background writes failed (%s); "+
+				"it did not commit, and the store stopped writing: free space, then restart the process to reopen it", time.Since(start).Round(time.Millisecond), f.msg)
+			h.stuck.CompareAndSwap(nil, &msg)
+			h.logger.Error("bitempo: "+msg, "component", "bitempo")
+			return h.err()
+		}
+	}
+}
+
+// noteCorruption is Pebble's EventListener.DataCorruption handler. Pebble's
+// default handler calls Logger.Fatalf, which on a read path panicked the caller
+// and on the background table-stats goroutine ended the process. Pebble calls it
+// synchronously on the reading goroutine and then returns the corruption error to
+// the read, so recording it is all there is to do here.
+func (h *health) noteCorruption(info pebble.DataCorruptionInfo) {
+	c := &corruption{path: info.Path, detail: oneLine(fmt.Sprint(info.Details))}
+	if h.corrupt.CompareAndSwap(nil, c) {
+		h.logger.Error("bitempo: on-disk corruption: the store refuses reads and writes until it is reopened",
+			"file", c.path, "detail", c.detail)
+	}
+}
+
+// fail records a fatal error reported by Pebble.
+func (h *health) fail(msg string) {
+	m := oneLine(msg)
+	h.failed.CompareAndSwap(nil, &m)
+}
+
+// readErr turns an error of a Pebble read into the store's terms: a corruption
+// error (Pebble marks them, and carries the damaged file's path) wraps ErrCorrupt
+// and names the file.
+func (h *health) readErr(err error) error {
+	if err == nil || wrapped(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if pebble.IsCorruptionError(err) {
+		path := "a store file"
+		if info := pebble.ExtractDataCorruptionInfo(err); info != nil {
+			path = info.Path
+		} else if c := h.corrupt.Load(); c != nil {
+			path = c.path
+		}
+		detail := oneLine(err.Error())
+		if h.corrupt.CompareAndSwap(nil, &corruption{path: path, detail: detail}) {
+			h.logger.Error("bitempo: on-disk corruption: the store refuses reads and writes until it is reopened",
+				"file", path, "detail", detail)
+		}
+		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, detail)
+	}
+	return fmt.Errorf("%w: %s", ErrIO, oneLine(err.Error()))
+}
+
+// sentinels are the package's sentinel errors, which engine errors are checked
+// against before they are wrapped.
+var sentinels = []error{ErrNotExist, ErrLocked, ErrNotBitempo, ErrNewerFormat, ErrReadOnly, ErrClosed, ErrSnapshotsOpen,
+	ErrUnknownTable, ErrTableExists, ErrInvalidTable, ErrKeyShape, ErrInvalidPeriod, ErrFailed, ErrCorrupt, ErrTooLarge,
+	ErrReentrant, ErrInvalidUse, ErrIO, ErrDamagedWAL}
+
+// wrapped reports whether err wraps one of the package's sentinels.
+func wrapped(err error) bool {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// fatalError is the panic value of slogLogger.Fatalf on a goroutine that runs a
+// guarded call; guard recovers it.
+type fatalError string
+
+// guardName is the function name runtime.Callers reports for guard.
+var guardName = runtimeName(func(inner func() error) { _ = (*health).guard(nil, inner) })
+
+// guard runs fn, a call into Pebble on the caller's goroutine, and turns a
+// Fatalf of Pebble's inside it into an error (ErrFailed, or ErrCorrupt when the
+// fatal error followed a corruption) instead of a panic. Any other panic continues.
+//
+//go:noinline
+func (h *health) guard(fn func() error) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if _, ok := r.(fatalError); !ok {
+			panic(r)
+		}
+		err = h.err()
+		if err == nil { // a fatal error Pebble reported before h existed; cannot happen
+			err = fmt.Errorf("%w: %s", ErrFailed, r)
+		}
+	}()
+	return fn()
+}
+
+// onGuardedGoroutine reports whether the calling goroutine is inside guard: a
+// Fatalf there can unwind to it. Pebble calls Fatalf rarely (failed log writes,
+// invariant violations), so walking the stack costs nothing that matters.
+func onGuardedGoroutine() bool { return onStack(guardName()) }
+
+// onStack reports whether the function named want is on the calling
+// goroutine's stack.
+func onStack(want string) bool {
+	pcs := make([]uintptr, 64)
+	skip := 2
+	for {
+		n := runtime.Callers(skip, pcs)
+		frames := runtime.CallersFrames(pcs[:n])
+		for {
+			f, more := frames.Next()
+			if f.Function == want {
+				return true
+			}
+			if !more {
+				break
+			}
+		}
+		if n < len(pcs) {
+			return false
+		}
+		skip += n
+	}
+}
+
+// slogLogger routes Pebble's log lines to log/slog: Info as Debug, errors as
+// Error (at most a few a second, see logLimiter), and Fatalf as described there.
+type slogLogger struct {
+	l *slog.Logger
+	h *health
+}
+
+func (s slogLogger) Infof(format string, args ...any) {
+	s.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (s slogLogger) Errorf(format string, args ...any) {
+	if n, ok := s.h.limiter.allow(); ok {
+		attrs := []any{"component", "pebble"}
+		if n > 0 {
+			attrs = append(attrs, "suppressed", n)
+		}
+		s.l.Error(fmt.Sprintf(format, args...), attrs...)
+	}
+}
+
+// Fatalf is called by Pebble on errors it cannot recover from: a failed
+// write-ahead log or MANIFEST write, or a broken internal invariant. Pebble's
+// contract is that Fatalf does not return; a library must not exit the process
+// either. So Fatalf records the failure (every later call on the DB returns it)
+// and then:
+//
+//   - on a goroutine inside guard (a commit, Open, Compact or Close on the
+//     caller's goroutine) it panics with a fatalError, which guard turns into the
+//     call's error;
+//   - on any other goroutine (Pebble's flushes, compactions, table-stats
+//     collection) it returns. Pebble's background paths return an error right
+//     after Fatalf, which fails the background job; the DB no longer serves
+//     anything, so the state that job leaves is never read.
+//
+// Rejected: panicking everywhere (a panic on a background goroutine ends the
+// process, which no caller can prevent; the fault probe saw exactly that),
+// runtime.Goexit (it would end a caller's goroutine, or leave Pebble's mutexes
+// held by the exited goroutine), and blocking the goroutine forever (Close would
+// then wait on it).
+func (s slogLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasPrefix(msg, "pebble") {
+		msg = "pebble: " + msg
+	}
+	s.l.Error(msg, "component", "pebble", "fatal", true)
+	s.h.fail(msg)
+	if onGuardedGoroutine() {
+		panic(fatalError(msg))
+	}
+}
+
+// logLimiter lets through at most logBurst error lines per logWindow and counts
+// the rest: with a full disk Pebble retries a failing flush thousands of times a
+// second and logs every failure.
+type logLimiter struct {
+	mu         sync.Mutex
+	start      time.Time
+	n          int
+	suppressed int
+}
+
+const (
+	logWindow = 10 * time.Second
+	logBurst  = 10
+)
+
+// allow reports whether a line may be logged now, and how many were suppressed
+// since the last one that was.
+func (l *logLimiter) allow() (suppressed int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.start) >= logWindow {
+		l.start, l.n = now, 0
+	}
+	if l.n >= logBurst {
+		l.suppressed++
+		return 0, false
+	}
+	l.n++
+	suppressed, l.suppressed = l.suppressed, 0
+	return suppressed, true
+}
+
+// oneLine folds a multi-line message (Pebble's errors carry stack details).
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.TrimSpace(s)
+}
+
+// openError classifies an error of pebble.Open on a directory that holds a
+// Pebble store (checkDir has ruled out foreign directories).
+func openError(fsys vfs.FS, dir string, err error, h *health) error {
+	switch {
+	case errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFailed):
+		return fmt.Errorf("bitempo: open %s: %w", dir, err)
+	case errors.Is(err, pebble.ErrDBDoesNotExist):
+		return fmt.Errorf("%w: %s", ErrNotExist, dir)
+	case isIOError(err):
+		return fmt.Errorf("%w: open %s: %v", ErrIO, dir, oneLine(err.Error()))
+	}
+	if herr := h.err(); herr != nil {
+		return fmt.Errorf("bitempo: open %s: %w", dir, herr)
+	}
+	// Anything else Pebble refuses in a directory that has its MANIFEST (a
+	// missing or swapped table file, an OPTIONS file it cannot parse, a file
+	// that is not what the MANIFEST says) is damage to the store.
+	msg := oneLine(err.Error())
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil {
+		msg = info.Path + ": " + msg
+	} else if opt := badOptionsFile(fsys, dir); opt != "" {
+		msg = opt + ": " + msg
+	}
+	return fmt.Errorf("%w: open %s: %s", ErrCorrupt, dir, msg)
+}
+
+// badOptionsFile returns the store's newest OPTIONS file if Pebble cannot
+// parse it, so that the error can name it.
+func badOptionsFile(fsys vfs.FS, dir string) string {
+	desc, err := pebble.Peek(dir, fsys)
+	if err != nil || desc.OptionsFilename == "" {
+		return ""
+	}
+	f, err := fsys.Open(desc.OptionsFilename)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	if err := (&pebble.Options{}).Parse(string(b), nil); err != nil {
+		return desc.OptionsFilename
+	}
+	return ""
+}
+
+// isIOError reports whether err is the operating system refusing a file
+// operation, rather than damage Pebble found in a file's content.
+func isIOError(err error) bool {
+	for _, target := range []error{fs.ErrPermission, syscall.ENOSPC, syscall.EDQUOT, syscall.EIO, syscall.EROFS,
+		syscall.ENOTDIR, syscall.ELOOP, syscall.EMFILE, syscall.ENFILE, syscall.EFBIG} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// fenceFS is the file system a store's Pebble writes through. Once a commit has
+// given up waiting (health.stuck), it refuses to create files, after a pause:
+// Pebble retries a failed flush at once and for ever (the fault probe counted
+// about 4,000 retries a second), so without the pause the doomed instance would
+// spin a core, and without the refusal a flush that succeeded later, when space
+// was freed, could still land the commit its caller was told had failed.
+type fenceFS struct {
+	vfs.FS
+	h *health
+}
+
+// fencePause is how long a refused file creation waits before it fails.
+const fencePause = time.Second
+
+func (f fenceFS) fenced(name string) error {
+	if msg := f.h.stuck.Load(); msg != nil {
+		time.Sleep(fencePause)
+		return fmt.Errorf("%w: %s: the store stopped writing: %s", ErrIO, name, *msg)
+	}
+	return nil
+}
+
+func (f fenceFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := f.fenced(name); err != nil {
+		return nil, err
+	}
+	return f.FS.Create(name, category)
+}
+
+func (f fenceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := f.fenced(newname); err != nil {
+		return nil, err
+	}
+	return f.FS.ReuseForWrite(oldname, newname, category)
+}

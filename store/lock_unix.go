@@ -1,0 +1,42 @@
+//go:build unix
+
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// dirLock is an exclusive flock(2) on a store's directory (see lock.go).
+type dirLock struct{ f *os.File }
+
+// lockDir takes the directory lock of dir, or fails with ErrLocked.
+func lockDir(dir string) (*dirLock, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrIO, dir, err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s (its directory is locked)", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("%w: lock %s: %v", ErrIO, dir, err)
+	}
+	return &dirLock{f}, nil
+}
+
+// release drops the lock.
+func (l *dirLock) release() {
+	if l != nil {
+		_ = l.f.Close() // closing the last descriptor releases the flock
+	}
+}
