@@ -16,9 +16,16 @@ import (
 // Exit statuses.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the command ran and failed, or found a problem (a miss, a bad store)
-	exitUsage   = 2 // the command line is wrong
+	exitFailure = 1   // the command ran and failed, or found a problem (a miss, a bad store)
+	exitUsage   = 2   // the command line is wrong
+	exitSignal  = 130 // interrupted by SIGINT or SIGTERM (128 + SIGINT, as shells report it)
 )
+
+// interruptedError is a command stopped by a signal: exit status 130. Its text
+// says what was left done and undone.
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
 
 // usageError is a mistake on the command line: exit status 2.
 type usageError struct{ msg string }
@@ -43,9 +50,12 @@ func (f *failure) Unwrap() error { return f.err }
 func exitStatus(err error) int {
 	var u *usageError
 	var f *failure
+	var sig *interruptedError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &sig):
+		return exitSignal
 	case errors.As(err, &u):
 		return exitUsage
 	case errors.As(err, &f):
