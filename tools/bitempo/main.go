@@ -20,14 +20,15 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	// stdoutTTY and stderrTTY say whether the streams are terminals: the default
-	// output format and the progress bar depend on it.
-	stdoutTTY, stderrTTY bool
+	// output format and the progress bar depend on it. stdinTTY says whether a
+	// command may ask a question (drop).
+	stdoutTTY, stderrTTY, stdinTTY bool
 }
 
 func main() {
 	a := &app{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
-		stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr),
+		stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr), stdinTTY: isTerminal(os.Stdin),
 	}
 	os.Exit(a.run(os.Args[1:]))
 }
@@ -102,6 +103,9 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.verifyCmd(),
 		a.statsCmd(),
 		a.compactCmd(),
+		a.tablesCmd(),
+		a.describeCmd(),
+		a.dropCmd(),
 	)
 	return root
 }
