@@ -64,7 +64,11 @@ same file twice changes nothing the second time.
 
 The key columns are the table's; every other column is an attribute. Types come
 from --types col=int64|float64|bool|string|time, else are inferred per column
-(integers, decimals, booleans, otherwise strings); an empty cell is null.
+(integers, decimals, booleans, otherwise strings); an empty cell is null. Values
+come back as they went in: a column holding a decimal that a float64 cannot hold
+exactly (12345678901234567890.5) is kept as text, with a warning naming the line
+(--types COL=float64 rounds it instead). Text must be UTF-8: a cell that is not
+fails the load with its line and column (or is skipped with --skip-bad).
 
 Every row is read and checked before anything is written: a row that does not fit
 (bad time, wrong type, missing key) fails the load with its file, line and column,
@@ -156,8 +160,16 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		return err
 	}
 	plan, err := makePlan(in, t, mode, lf, types)
+	if err != nil && len(in.bad) > 0 {
+		// Columns go missing when the rows that hold them could not be read
+		// (every line of a JSONL file bad): the bad row is the cause to report.
+		return fmt.Errorf("load %s: %w; nothing loaded", t.Name, in.bad[0])
+	}
 	if err != nil {
 		return err
+	}
+	for _, w := range plan.warnings {
+		fmt.Fprintf(a.stderr, "bitempo: warning: %s\n", w)
 	}
 	rows, bad := plan.convert(in)
 	bad = append(in.bad, bad...)
