@@ -104,6 +104,9 @@ func readInput(path, format string, stdin io.Reader) (*input, error) {
 
 func (in *input) parseCSV() error {
 	data := bytes.TrimPrefix(in.data, []byte("\xef\xbb\xbf"))
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return usagef("%s: the first line starts with '{': it looks like JSON lines, not CSV; give --format jsonl (CSV is the default for stdin and .csv files)", in.name)
+	}
 	r := csv.NewReader(bytes.NewReader(data))
 	header, err := r.Read()
 	if err == io.EOF {
