@@ -96,7 +96,9 @@ func (tx *Tx) commit() (Commit, error) {
 		}
 		c.Retired += len(retired)
 		c.Asserted += len(asserted)
+		ks.orig, ks.cur = nil, nil // the Writer holds the records now: let a large transaction's timelines go
 	}
+	tx.keys, tx.order = nil, nil
 	if !tx.w.Empty() {
 		c.Tx = tx.w.Tx()
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -155,7 +156,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	// midway (SIGKILL cannot be caught, but a commit is atomic on disk).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	in, err := readInput(path, format, a.stdin)
+	in, err := a.readInterruptible(ctx, t.Name, path, format)
 	if err != nil {
 		return err
 	}
@@ -173,6 +174,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	}
 	rows, bad := plan.convert(in)
 	bad = append(in.bad, bad...)
+	in.rows = nil // converted: let the parsed cells go before the transaction grows
 	slices.SortStableFunc(bad, func(x, y *rowError) int { return x.line - y.line })
 	if len(bad) > 0 && !lf.skipBad {
 		return fmt.Errorf("load %s: %w; nothing loaded (--skip-bad skips such rows)", t.Name, bad[0])
@@ -228,6 +230,35 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		}
 	}
 	return nil
+}
+
+// readInterruptible reads the input file. A read of stdin does not return
+// when a signal arrives (a terminal, or a pipe whose writer ignores SIGINT), so
+// a signal during the read ends the process here; nothing has been written yet.
+func (a *app) readInterruptible(ctx context.Context, table, path, format string) (*input, error) {
+	const reading, read, exiting = 0, 1, 2
+	var phase atomic.Int32
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			if phase.CompareAndSwap(reading, exiting) {
+				name := path
+				if name == "-" {
+					name = "stdin"
+				}
+				fmt.Fprintf(a.stderr, "bitempo: load %s: interrupted while reading %s; nothing loaded, the store is as it was before\n", table, name)
+				os.Exit(exitSignal)
+			}
+		case <-done:
+		}
+	}()
+	in, err := readInput(path, format, a.stdin)
+	if !phase.CompareAndSwap(reading, read) {
+		select {} // the goroutine is exiting the process
+	}
+	return in, err
 }
 
 // chooseMode checks the flags against the table's kind.

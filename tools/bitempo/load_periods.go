@@ -41,6 +41,7 @@ func (r *loadRun) commitVersions() error {
 			if err := tx.Put(r.t.Name, row.key, row.attrs, row.from, row.to); err != nil {
 				return err
 			}
+			row.attrs = nil // the transaction holds its own copy
 			inserted++
 		}
 		return nil
@@ -106,6 +107,7 @@ func (r *loadRun) commitUpserts() error {
 			if err != nil {
 				return err
 			}
+			row.attrs = nil // the transaction holds its own copy
 			counts[o]++
 		}
 		return nil

@@ -168,3 +168,31 @@ func TestLoadPeriodsLateChanges(t *testing.T) {
 	r = ok(t, dir, "history", "c", "c1", "--db", "db")
 	wantLines(t, r.stdout, "id,valid_from,valid_to,sk,tier", "c1,2024-01-01,2024-02-01,1,gold", "c1,2024-02-01,2024-03-01,2,silver", "c1,2024-03-01,,3,gold")
 }
+
+// A load reading stdin that never ends stops on SIGINT, saying nothing was loaded.
+func TestLoadInterruptWhileReadingStdin(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
+	cmd := exec.Command(binary, "load", "t", "-", "--at", "at", "--db", "db")
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("id,at,tier\na,1,gold\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	ee, isExit := err.(*exec.ExitError)
+	if !isExit || ee.ExitCode() != exitSignal || !strings.Contains(stderr.String(), "interrupted while reading stdin; nothing loaded, the store is as it was before") {
+		t.Fatalf("exit %v, stderr %q", err, stderr.String())
+	}
+}
