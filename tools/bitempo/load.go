@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -25,7 +26,8 @@ type loadFlags struct {
 	batchID                       string
 	types, ignore                 []string
 	skipBad, noCompact            bool
-	batchSize                     int
+	batchSize, spillRows          int
+	spillBytes                    int64
 }
 
 // compactAfterRows is the size of load after which load compacts the store: a
@@ -78,13 +80,22 @@ and nothing is committed, unless --skip-bad (each skipped row is reported).
 A load is one transaction: every row commits at one transaction time, or none
 does. A load that fails, or is interrupted (Ctrl-C, SIGTERM), leaves the store
 exactly as it was and says so; a kill or a crash cannot leave part of it either.
-Memory: the file is held in memory, and the transaction takes about 3 KB per row
-(3 GB for a million change rows). For a file too large for that, --batch-size N
-commits N rows per transaction, bounding the transaction's memory to N rows; the
-load is then no longer atomic: an interruption or failure stops between batches
-and names the rows that committed (in file order, or --at order for changes into
-a periods table), and running the same command again finishes the load (rows
-already loaded change nothing; for a changes table keep the same --batch-size).
+
+Memory: the file is held in memory (about 1 KB per row once parsed). A load of up
+to --spill-rows rows (default 500,000) keeps its transaction in memory too, about
+2 KB more per row. A larger load (periods tables) sorts its rows by key, applies
+them key by key, and spills the transaction's writes to sorted files in the store
+directory whenever they pass 64 MB; the commit then adds them to the store in one
+atomic step (an ingested sstable), so the transaction itself stays within about
+64 MB plus the keys of one flush. Versions are the same either way; surrogate
+keys (sk) are then numbered in key order rather than file order. A changes
+table's load is always held in memory.
+
+--batch-size N instead commits N rows per transaction. The load is then no
+longer atomic: an interruption or failure stops between batches and names the
+rows that committed (in file order, or --at order for changes into a periods
+table), and running the same command again finishes the load (rows already
+loaded change nothing; for a changes table keep the same --batch-size).
 
 Periods tables and late changes: a periods table keeps versions, not events. A
 change row equal to the version in effect is a no-op and is dropped; a row dated
@@ -123,6 +134,9 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 	f.StringSliceVar(&lf.ignore, "ignore", nil, "columns of the file to leave out (e.g. sk, tx_from, tx_to of a scan's output)")
 	f.BoolVar(&lf.skipBad, "skip-bad", false, "skip rows that do not fit, reporting each, instead of failing")
 	f.IntVar(&lf.batchSize, "batch-size", 0, "commit N rows per transaction instead of the whole file in one (0: one transaction)")
+	f.IntVar(&lf.spillRows, "spill-rows", 500_000, "a one-transaction load of more rows goes key by key, its writes spilling to disk")
+	f.Int64Var(&lf.spillBytes, "spill-bytes", defaultSpillBytes, "memory a spilling load's writes take before they go to disk")
+	_ = f.MarkHidden("spill-bytes")
 	f.BoolVar(&lf.noCompact, "no-compact", false, "do not compact the store after a load of 100,000 rows or more")
 	return cmd
 }
@@ -147,6 +161,13 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	t, err := a.table(db, table)
 	if err != nil {
 		return err
+	}
+	// A load killed while spilling leaves its run files; the store's lock,
+	// held now, says no other load is using them.
+	if left, _ := filepath.Glob(filepath.Join(db.Dir(), "bitempo-spill-*")); len(left) > 0 {
+		for _, d := range left {
+			_ = os.RemoveAll(d)
+		}
 	}
 	mode, err := chooseMode(t, lf)
 	if err != nil {
@@ -191,7 +212,8 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		}
 	}
 	sum := loadSummary{table: t.Name, file: in.name, rows: len(rows), skipped: len(bad), mode: mode}
-	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, rows: rows, size: lf.batchSize, sum: &sum}
+	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, rows: rows, size: lf.batchSize, sum: &sum,
+		grouped: lf.batchSize == 0 && mode != modeEvents && len(rows) > lf.spillRows, spillBytes: lf.spillBytes}
 	for _, i := range plan.attrCols {
 		run.attrNames = append(run.attrNames, in.cols[i])
 	}

@@ -25,7 +25,7 @@ func (r *loadRun) commitEvents(batchID string) error {
 		}
 		events := make([]txn.Event, 0, b.hi-b.lo)
 		for i := b.lo; i < b.hi; i++ {
-			if err := r.tick(i); err != nil {
+			if err := r.tick(tx, i); err != nil {
 				return err
 			}
 			row := &r.rows[i]

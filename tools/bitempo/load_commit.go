@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -38,7 +40,20 @@ type loadRun struct {
 	size      int // --batch-size; 0: one transaction
 	sum       *loadSummary
 	bar       *progress
+	// grouped: the rows are sorted by key and the transaction is flushed key by
+	// key, its writes spilling to disk (spillRows); lastFlush is the row of the
+	// last flush.
+	grouped    bool
+	lastFlush  int
+	spillBytes int64
 }
+
+// defaultSpillBytes is the memory a spilling load's writes may take before they
+// go to a sorted run on disk (--spill-bytes, hidden: tests make it tiny).
+const defaultSpillBytes = 64 << 20
+
+// flushRows is the fewest rows between two flushes of a grouped load.
+const flushRows = 4096
 
 // batch is one transaction's rows, rows[lo:hi].
 type batch struct{ lo, hi int }
@@ -55,6 +70,14 @@ func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.C
 		c, err := txn.Update(r.db, func(tx *txn.Tx) error {
 			if err := tx.DeclareAttrNames(r.t.Name, r.attrNames); err != nil {
 				return err
+			}
+			r.lastFlush = b[0]
+			if r.grouped {
+				if err := tx.SpillTo(r.db.Dir(), r.spillBytes); errors.Is(err, store.ErrBulkUnsupported) {
+					r.grouped = false // the engine cannot: keep the transaction in memory
+				} else if err != nil {
+					return err
+				}
 			}
 			if err := body(tx, batch{b[0], b[1]}); err != nil {
 				return err
@@ -76,10 +99,17 @@ func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.C
 	return nil
 }
 
-// tick records that row i was applied and reports an interruption, checked
-// every interruptCheckRows rows.
-func (r *loadRun) tick(i int) error {
+// tick is called before row i is applied: it flushes a grouped load's finished
+// keys and reports an interruption, checked every interruptCheckRows rows.
+func (r *loadRun) tick(tx *txn.Tx, i int) error {
 	r.bar.add(1)
+	if r.grouped && i-r.lastFlush >= flushRows && r.rows[i].tuple != r.rows[i-1].tuple {
+		// Every row of the keys before row i is applied: hand them to the Writer.
+		if err := tx.Flush(); err != nil {
+			return err
+		}
+		r.lastFlush = i
+	}
 	if i%interruptCheckRows == 0 && r.ctx.Err() != nil {
 		return errInterrupted
 	}
@@ -109,6 +139,15 @@ func (r *loadRun) howToContinue() string {
 		return fmt.Sprintf("to continue, run the same command again with the same --batch-size %d: the committed batches are recognised by their batch ids and skipped", r.size)
 	}
 	return "to continue, run the same command again: rows already loaded change nothing"
+}
+
+// groupByKey sorts the rows by key, stably, for a load too large to hold its
+// transaction in memory: each key's rows keep their order, and keys are then
+// done one after the other and flushed. Per-key results are independent of the
+// other keys, so the versions are those of the file order; only surrogate keys
+// are numbered in key order instead of file order.
+func (r *loadRun) groupByKey() {
+	slices.SortStableFunc(r.rows, func(x, y loadRow) int { return strings.Compare(x.tuple, y.tuple) })
 }
 
 // interrupted is the error of a load stopped by a signal.

@@ -13,10 +13,13 @@ import (
 // commitVersions writes rows as versions (Put).
 func (r *loadRun) commitVersions() error {
 	var inserted, closed, unchanged int
+	if r.grouped {
+		r.groupByKey()
+	}
 	return r.commit(func(tx *txn.Tx, b batch) error {
 		inserted, closed, unchanged = 0, 0, 0
 		for i := b.lo; i < b.hi; i++ {
-			if err := r.tick(i); err != nil {
+			if err := r.tick(tx, i); err != nil {
 				return err
 			}
 			row := &r.rows[i]
@@ -75,12 +78,15 @@ func (r *loadRun) commitUpserts() error {
 		}
 		last[s] = &rows[i]
 	}
+	if r.grouped {
+		r.groupByKey() // stable: each key's rows stay in --at order
+	}
 	var counts [5]int // by txn.Outcome
 	var closedByDelete, missedDelete, late int
 	return r.commit(func(tx *txn.Tx, b batch) error {
 		counts, closedByDelete, missedDelete, late = [5]int{}, 0, 0, 0
 		for i := b.lo; i < b.hi; i++ {
-			if err := r.tick(i); err != nil {
+			if err := r.tick(tx, i); err != nil {
 				return err
 			}
 			row := &rows[i]

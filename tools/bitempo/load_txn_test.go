@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,14 +86,25 @@ func TestLoadFailingLastRowLeavesStoreUnchanged(t *testing.T) {
 }
 
 // TestLoadInterrupt kills loads with SIGINT and SIGKILL at random moments: the
-// store is then exactly as before the load or as after the whole load.
+// store is then exactly as before the load or as after the whole load, both
+// for a load held in memory and for one that spills to disk and ingests.
 func TestLoadInterrupt(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{"in memory", nil}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}}} {
+		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra) })
+	}
+}
+
+func testLoadInterrupt(t *testing.T, extra []string) {
 	dir := t.TempDir()
 	changesFile(t, dir, "c.csv", 12_000, 2_000, 2)
+	load := append([]string{"load", "t", "c.csv", "--at", "at"}, extra...)
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "ref")
 	before, _ := dumpState(t, dir, "ref")
 	start := time.Now()
-	ok(t, dir, "load", "t", "c.csv", "--at", "at", "--db", "ref")
+	ok(t, dir, append(load, "--db", "ref")...)
 	took := time.Since(start)
 	after, _ := dumpState(t, dir, "ref")
 	trials := 6
@@ -104,7 +117,7 @@ func TestLoadInterrupt(t *testing.T) {
 		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGKILL}[i%2]
 		db := fmt.Sprintf("db%d", i)
 		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
-		cmd := exec.Command(binary, "load", "t", "c.csv", "--at", "at", "--db", db)
+		cmd := exec.Command(binary, append(load, "--db", db)...)
 		cmd.Dir = dir
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -135,8 +148,60 @@ func TestLoadInterrupt(t *testing.T) {
 		default:
 			t.Fatalf("%v after %v left the store neither as before nor as after the load (exit %d, stderr %q)", sig, delay, code, stderr.String())
 		}
+		if entries, _ := filepath.Glob(filepath.Join(dir, db, "bitempo-spill-*")); len(entries) > 0 && sig == syscall.SIGINT {
+			t.Fatalf("an interrupted load left its spill files: %v", entries)
+		}
 	}
 	t.Logf("outcomes over %d trials (load takes %v): %v", trials, took, seen)
+}
+
+// TestLoadSpillSameVersions forces the spilling path (rows grouped by key,
+// writes spilled to disk with a tiny budget, committed by ingestion) and checks
+// it gives the versions of the in-memory path, for a first load and for a
+// second one that changes and retires what the first wrote.
+func TestLoadSpillSameVersions(t *testing.T) {
+	dir := t.TempDir()
+	changesFile(t, dir, "a.csv", 10_000, 1_500, 4)
+	changesFile(t, dir, "b.csv", 10_000, 2_000, 5)
+	for _, db := range []string{"mem", "spill"} {
+		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
+	}
+	spill := []string{"--spill-rows", "0", "--spill-bytes", "20000"}
+	for _, f := range []string{"a.csv", "b.csv"} {
+		m := ok(t, dir, "load", "t", f, "--at", "at", "--db", "mem")
+		s := ok(t, dir, append([]string{"load", "t", f, "--at", "at", "--db", "spill"}, spill...)...)
+		// The summaries agree but for the transaction time.
+		if txTime.ReplaceAllString(m.stderr, "TX") != txTime.ReplaceAllString(s.stderr, "TX") {
+			t.Fatalf("summaries differ:\n%s\n%s", m.stderr, s.stderr)
+		}
+		for _, valid := range []string{"0", "100", "2500", "4999"} {
+			a := ok(t, dir, "scan", "t", "--valid", valid, "--db", "mem").stdout
+			b := ok(t, dir, "scan", "t", "--valid", valid, "--db", "spill").stdout
+			if withoutSK(a) != withoutSK(b) {
+				t.Fatalf("%s, valid %s: versions differ", f, valid)
+			}
+		}
+		ok(t, dir, "verify", "--db", "spill")
+	}
+	if _, txs := dumpState(t, dir, "spill"); len(txs) != 2 {
+		t.Fatalf("two loads wrote %d transaction times", len(txs))
+	}
+	a := ok(t, dir, "stats", "--format", "csv", "--db", "mem").stdout
+	b := ok(t, dir, "stats", "--format", "csv", "--db", "spill").stdout
+	if a != b {
+		t.Fatalf("stats differ:\n%s\n%s", a, b)
+	}
+}
+
+// withoutSK drops the sk column (the fourth) of scan output and sorts the lines.
+func withoutSK(out string) string {
+	lines := csvLines(out)
+	for i, l := range lines {
+		f := strings.Split(l, ",")
+		lines[i] = strings.Join(append(f[:3:3], f[4:]...), ",")
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
 
 // TestLoadPeriodsLateChanges is finding 3 of issue 12: change files loaded one by
