@@ -39,10 +39,12 @@ type kvView interface {
 	close() error
 }
 
-// kvWrite is one mutation of a batch.
+// kvWrite is one mutation of a batch. With rangeEnd set it deletes every key
+// in [key, rangeEnd) (DropTable); del and value are then ignored.
 type kvWrite struct {
 	key, value []byte
 	del        bool
+	rangeEnd   []byte
 }
 
 // kvEngine is the engine under a DB.
@@ -126,9 +128,12 @@ func (e *pebbleEngine) commitBatch(writes []kvWrite, sync bool) error {
 	defer b.Close()
 	for _, w := range writes {
 		var err error
-		if w.del {
+		switch {
+		case w.rangeEnd != nil:
+			err = b.DeleteRange(w.key, w.rangeEnd, nil)
+		case w.del:
 			err = b.Delete(w.key, nil)
-		} else {
+		default:
 			err = b.Set(w.key, w.value, nil)
 		}
 		if err != nil {

@@ -32,6 +32,7 @@ type Writer struct {
 	retired  map[skRef]retiredRecord
 	newAttrs map[uint32][]string
 	done     bool
+	bulk     *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
 }
 
 // BeginWrite starts a write transaction, waiting for the previous one to finish.
@@ -75,7 +76,7 @@ func (w *Writer) AllocSK(t *Table) uint64 {
 
 // Empty reports whether the transaction has written nothing.
 func (w *Writer) Empty() bool {
-	return len(w.retires) == 0 && len(w.asserts) == 0 && len(w.other) == 0
+	return len(w.retires) == 0 && len(w.asserts) == 0 && len(w.other) == 0 && !w.bulk.spilled()
 }
 
 // Retire ends the current record v (as read from the current index) at this
@@ -211,7 +212,11 @@ func (w *Writer) Commit() error {
 		}
 	}
 	w.db.mu.RUnlock()
-	if err := w.db.engine.commit(writes, !w.db.opts.NoSync); err != nil {
+	commit := func() error { return w.db.engine.commit(writes, !w.db.opts.NoSync) }
+	if w.bulk.spilled() {
+		commit = func() error { return w.commitSpilled(writes) }
+	}
+	if err := commit(); err != nil {
 		return fmt.Errorf("bitempo: commit: %w", err)
 	}
 	w.db.mu.Lock()
@@ -236,6 +241,7 @@ func (w *Writer) Abort() {
 
 func (w *Writer) finish() {
 	w.done = true
+	w.bulk.close()
 	_ = w.snap.Close()
 	w.db.writer.unlock()
 }

@@ -20,6 +20,10 @@ type Tx struct {
 	done  bool
 	buf   []byte
 	cdc   *changesLog // changes-table writes of this transaction (Apply)
+	// flushed and flushedStats: the keys handed to the Writer by Flush, and
+	// the records they wrote (flush.go).
+	flushed      map[string]struct{}
+	flushedStats Commit
 }
 
 // keyState is one touched key: its versions as loaded and as rewritten so far,
@@ -82,7 +86,7 @@ func View(db *store.DB, fn func(s *store.Snapshot) error) error {
 // commit writes the difference between each touched key's loaded and final
 // timelines, then commits the batch.
 func (tx *Tx) commit() (Commit, error) {
-	var c Commit
+	c := tx.flushedStats
 	for _, ks := range tx.order {
 		retired, asserted := diff(ks.orig, ks.cur)
 		for _, v := range retired {
@@ -99,7 +103,9 @@ func (tx *Tx) commit() (Commit, error) {
 		}
 		c.Retired += len(retired)
 		c.Asserted += len(asserted)
+		ks.orig, ks.cur = nil, nil // the Writer holds the records now: let a large transaction's timelines go
 	}
+	tx.keys, tx.order = nil, nil
 	if !tx.w.Empty() {
 		c.Tx = tx.w.Tx()
 	}
@@ -157,6 +163,9 @@ func (tx *Tx) state(t *store.Table, key store.Key) (*keyState, error) {
 	}
 	if ks, ok := tx.keys[string(tx.buf)]; ok {
 		return ks, tx.completeState(ks)
+	}
+	if err := tx.checkNotFlushed(string(tx.buf), t); err != nil {
+		return nil, err
 	}
 	tuple := bytes.Clone(tx.buf[4:])
 	versions, err := tx.w.Snapshot().KeyVersions(t, tuple, store.Infinity)

@@ -36,6 +36,9 @@ facts a later correction made stale. --since 0 starts at the first commit.`,
 			if err != nil {
 				return usagef("--until: %v", err)
 			}
+			if hi != 0 && hi < lo {
+				return usagef("changes: --since %s is later than --until %s: the interval (since, until] is empty", since, until)
+			}
 			db, t, err := a.openTable(args[0])
 			if err != nil {
 				return err

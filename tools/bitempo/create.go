@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
@@ -23,7 +24,11 @@ func (a *app) createCmd() *cobra.Command {
 default to string. A periods table takes versions and SCD2 changes (load --from/--to
 or --at); a changes table is owned by a CDC feed (load --at [--seq] [--op-col]).
 Tracked attributes decide what makes a new version: all non-key attributes by
-default, or only --track, or all but --track-except. The axis says how valid times
+default, or only --track, or all but --track-except. Pick the kind for what your
+rows are: states or corrections you load in order (periods), or events that may
+arrive late, repeated or split across files in any order (changes, whose versions
+do not depend on arrival order). Without --kind the table is a periods table and
+create says so. The axis says how valid times
 are written: time (RFC 3339), date (YYYY-MM-DD) or int. --group-by declares a
 temporal index on attributes (contracts grouped by user_id) for backfill, which
 aggregates a group's versions in effect at each requested time.`,
@@ -55,6 +60,11 @@ aggregates a group's versions in effect at each requested time.`,
 				return err
 			}
 			fmt.Fprintf(a.stdout, "created table %s in %s: %s\n", t.Name, a.db, describeTable(t))
+			if !cmd.Flags().Changed("kind") {
+				fmt.Fprintln(a.stdout, "  (the default kind, periods: it keeps versions, so a change equal to the version in effect is dropped and")
+				fmt.Fprintln(a.stdout, "  late changes only rewrite up to the next stored one; for event feeds with late, repeated or")
+				fmt.Fprintln(a.stdout, "  out-of-order rows, create it with --kind changes; --kind periods says you chose this)")
+			}
 			return nil
 		}),
 	}
@@ -74,6 +84,9 @@ aggregates a group's versions in effect at each requested time.`,
 // tableDef builds a table definition from create's flags.
 func tableDef(name string, keys, keyTypes []string, kind, axis, granularity string, track, trackExcept []string) (store.TableDef, error) {
 	def := store.TableDef{Name: name, Track: track, TrackExcept: trackExcept}
+	if err := checkTableName(name); err != nil {
+		return def, err
+	}
 	if len(keys) == 0 {
 		return def, usagef("create: --key is required (the natural key columns, e.g. --key customer_id)")
 	}
@@ -107,6 +120,26 @@ func tableDef(name string, keys, keyTypes []string, kind, axis, granularity stri
 		}
 	}
 	return def, nil
+}
+
+// checkTableName rejects a table name that would have to be quoted on every
+// command line: spaces and other white space, control characters, or none.
+func checkTableName(name string) error {
+	if name == "" {
+		return usagef("create: the table name is empty")
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || !unicode.IsPrint(r) {
+			return usagef("create: table name %q has a space or control character; use letters, digits, _ or - (e.g. %q)",
+				name, strings.Map(func(r rune) rune {
+					if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+						return '_'
+					}
+					return r
+				}, name))
+		}
+	}
+	return nil
 }
 
 // describeTable summarises a table definition in one line.

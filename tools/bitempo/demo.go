@@ -20,14 +20,18 @@ func (a *app) demoCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Build a small store and walk through what bitempo answers",
-		Long: `Build a small store (by default ./bitempo-demo.db, recreated without asking; it
-refuses a directory that holds anything but a bitempo store) and run the tool's
-own commands on it, explaining each: a customer dimension with moves and a
-revert, an as-of lookup, orders resolved against the dimension, a CDC feed with
-late and duplicated events, a correction, a timeline, the state as known before
-the correction, and a verify. Every command it shows can be run by hand
-afterwards with --db ./bitempo-demo.db.`,
+		Long: `Build a small store (by default ./bitempo-demo.db) and run the tool's own
+commands on it, explaining each: a customer dimension with moves and a revert, an
+as-of lookup, orders resolved against the dimension, a CDC feed with late and
+duplicated events, a correction, a timeline, the state as known before the
+correction, and a verify. The demo's data files are kept in the store's
+demo-files directory, so every command it shows can be run by hand afterwards.
+
+The demo marks the stores it builds (a DEMO file in the store directory) and
+rebuilds only those: it refuses a store it did not create, and any directory
+that holds something else, so --db can never wipe your data.`,
 		Example: `  bitempo demo
+  bitempo demo --db /tmp/demo.db
   go run ./tools/bitempo demo`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
@@ -39,19 +43,29 @@ afterwards with --db ./bitempo-demo.db.`,
 			if err := resetDemoDir(dir); err != nil {
 				return err
 			}
-			files, err := os.MkdirTemp("", "bitempo-demo-files-")
-			if err != nil {
+			files := filepath.Join(dir, demoFilesDir)
+			if err := os.MkdirAll(files, 0o755); err != nil {
 				return err
 			}
-			defer os.RemoveAll(files)
 			d := &demo{a: a, dir: dir, files: files}
 			return d.run()
 		}),
 	}
 }
 
-// resetDemoDir removes a previous demo store. It refuses to remove a directory
-// that is not a bitempo store, so a mistyped --db cannot delete someone's files.
+// demoMarker is the file that marks a store as built by the demo, and
+// demoFilesDir the directory of its data files, both inside the store directory
+// (Pebble ignores files it does not know). A marker file rather than a key in
+// the store: the demo must be able to tell its stores apart without opening
+// one, and a store copied elsewhere keeps it.
+const (
+	demoMarker   = "DEMO"
+	demoFilesDir = "demo-files"
+)
+
+// resetDemoDir removes a previous demo store and creates a fresh, marked one.
+// It refuses a directory that is not an empty directory or a store the demo
+// built, so a mistyped --db cannot delete anyone's files or tables.
 func resetDemoDir(dir string) error {
 	db, err := store.Open(dir, store.Options{ReadOnly: true, MustExist: true, Logger: discardLogger()})
 	switch {
@@ -65,11 +79,22 @@ func resetDemoDir(dir string) error {
 		if err := db.Close(); err != nil {
 			return err
 		}
+		if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
+			return fmt.Errorf("demo: %s is a bitempo store the demo did not create; it is left alone: give another --db (or remove it yourself)", dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("demo: remove the previous demo store: %w", err)
+		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("demo: remove the previous demo store: %w", err)
+	db, err = store.Open(dir, store.Options{Logger: discardLogger()})
+	if err != nil {
+		return err
 	}
-	return nil
+	if err := db.Close(); err != nil {
+		return err
+	}
+	marker := "This store was built by bitempo demo, which deletes and rebuilds it when run again.\n"
+	return os.WriteFile(filepath.Join(dir, demoMarker), []byte(marker), 0o644)
 }
 
 // demo runs the tool's own commands on the demo store and explains them.
@@ -127,7 +152,8 @@ func (d *demo) run() error {
 		}
 	}
 	d.say(fmt.Sprintf(`bitempo demo: a bitemporal store in %s. Every command below is the tool
-itself, run with --db %s; run them again by hand afterwards.`, d.dir, d.dir))
+itself, run with --db %s; run them again by hand afterwards (the data files
+are in %s).`, d.dir, d.dir, d.files))
 
 	d.section("A customer dimension with history", `customers.csv holds changes: Ada moves Oslo -> Bergen on 11 March and back to
 Oslo on 1 June; Bo moves on 20 April; Cy leaves on 1 May and returns on 1 July.
@@ -235,7 +261,7 @@ facts resolved at load time can be found and re-resolved:`)
 func (d *demo) cmd(want int, args ...string) error {
 	shown := make([]string, len(args))
 	for i, s := range args {
-		shown[i] = strings.TrimPrefix(s, d.files+string(filepath.Separator))
+		shown[i] = s
 		if strings.ContainsAny(shown[i], " ") {
 			shown[i] = fmt.Sprintf("%q", shown[i])
 		}
@@ -244,8 +270,7 @@ func (d *demo) cmd(want int, args ...string) error {
 	var out bytes.Buffer
 	sub := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &out, stdoutTTY: true}
 	got := sub.run(append(args, "--db", d.dir))
-	text := strings.ReplaceAll(out.String(), d.files+string(filepath.Separator), "")
-	if _, err := io.WriteString(d.a.stdout, text); err != nil {
+	if _, err := io.WriteString(d.a.stdout, out.String()); err != nil {
 		return err
 	}
 	if got != want {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,9 +17,16 @@ import (
 // Exit statuses.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the command ran and failed, or found a problem (a miss, a bad store)
-	exitUsage   = 2 // the command line is wrong
+	exitFailure = 1   // the command ran and failed, or found a problem (a miss, a bad store)
+	exitUsage   = 2   // the command line is wrong
+	exitSignal  = 130 // interrupted by SIGINT or SIGTERM (128 + SIGINT, as shells report it)
 )
+
+// interruptedError is a command stopped by a signal: exit status 130. Its text
+// says what was left done and undone.
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
 
 // usageError is a mistake on the command line: exit status 2.
 type usageError struct{ msg string }
@@ -43,9 +51,12 @@ func (f *failure) Unwrap() error { return f.err }
 func exitStatus(err error) int {
 	var u *usageError
 	var f *failure
+	var sig *interruptedError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &sig):
+		return exitSignal
 	case errors.As(err, &u):
 		return exitUsage
 	case errors.As(err, &f):
@@ -62,6 +73,9 @@ func message(err error, dir string) string {
 	switch {
 	case errors.Is(err, store.ErrNotExist):
 		msg = fmt.Sprintf("no bitempo store at %s (create one with: bitempo create TABLE --key COL --db %s)", dir, dir)
+	case (errors.Is(err, fs.ErrPermission) && syscall.Access(dir, 5 /* R_OK|X_OK */) != nil) ||
+		(errors.Is(err, store.ErrLocked) && permissionDenied(dir)):
+		msg = fmt.Sprintf("permission denied: cannot open store %s as user %d; bitempo needs read and write access to the store directory and its files, even to read (it takes the store's lock)", dir, os.Getuid())
 	case errors.Is(err, store.ErrLocked):
 		msg = fmt.Sprintf("store %s is locked by another process", dir)
 		if pid := lockHolder(dir); pid > 0 {
@@ -102,6 +116,21 @@ func detail(err error, sentinels ...error) string {
 		s = strings.ReplaceAll(s, clean(sentinel), "")
 	}
 	return strings.Trim(s, " :;")
+}
+
+// permissionDenied reports whether the user may not open the store's LOCK file
+// (or create it) for writing: Pebble reports that as a failure to take the lock,
+// which the user must not read as "locked by another process".
+func permissionDenied(dir string) bool {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR, 0)
+	if err == nil {
+		_ = f.Close()
+		return false
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return true
+	}
+	return errors.Is(err, fs.ErrNotExist) && syscall.Access(dir, 2 /* W_OK */) != nil
 }
 
 // lockHolder returns the process holding the store's LOCK file, read from

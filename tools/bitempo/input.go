@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // absent marks a JSONL field that a line does not have (as opposed to null).
@@ -103,6 +104,9 @@ func readInput(path, format string, stdin io.Reader) (*input, error) {
 
 func (in *input) parseCSV() error {
 	data := bytes.TrimPrefix(in.data, []byte("\xef\xbb\xbf"))
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return usagef("%s: the first line starts with '{': it looks like JSON lines, not CSV; give --format jsonl (CSV is the default for stdin and .csv files)", in.name)
+	}
 	r := csv.NewReader(bytes.NewReader(data))
 	header, err := r.Read()
 	if err == io.EOF {
@@ -111,7 +115,10 @@ func (in *input) parseCSV() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.name, err)
 	}
-	for _, h := range header {
+	for i, h := range header {
+		if at := invalidUTF8(h); at >= 0 {
+			return &rowError{file: in.name, line: 1, col: i + 1, err: fmt.Errorf("invalid UTF-8 in the header at byte %d of the cell", at+1)}
+		}
 		in.cols = append(in.cols, strings.TrimSpace(h))
 	}
 	if err := in.checkHeader(); err != nil {
@@ -137,8 +144,18 @@ func (in *input) parseCSV() error {
 		}
 		line, _ := r.FieldPos(0)
 		vals := make([]any, len(rec))
+		var bad *rowError
 		for i, s := range rec {
+			if at := invalidUTF8(s); at >= 0 && bad == nil {
+				fline, _ := r.FieldPos(i)
+				bad = &rowError{file: in.name, line: fline, col: i + 1, name: in.cols[i],
+					err: fmt.Errorf("invalid UTF-8 (byte 0x%02x at byte %d of the cell); bitempo stores text as UTF-8: convert the file (e.g. iconv -f LATIN1 -t UTF-8)", s[at], at+1)}
+			}
 			vals[i] = s
+		}
+		if bad != nil {
+			in.bad = append(in.bad, bad)
+			continue
 		}
 		in.rows = append(in.rows, inputRow{line: line, vals: vals})
 	}
@@ -167,6 +184,11 @@ func (in *input) parseJSONL() error {
 	for line := 1; sc.Scan(); line++ {
 		text := bytes.TrimSpace(sc.Bytes())
 		if len(text) == 0 {
+			continue
+		}
+		if at := invalidUTF8(string(text)); at >= 0 {
+			in.bad = append(in.bad, &rowError{file: in.name, line: line,
+				err: fmt.Errorf("invalid UTF-8 (byte 0x%02x at byte %d of the line); JSON text must be UTF-8", text[at], at+1)})
 			continue
 		}
 		names, values, err := decodeObject(text)
@@ -235,6 +257,26 @@ func decodeObject(text []byte) ([]string, []any, error) {
 		return nil, nil, fmt.Errorf("invalid JSON: more than one value on the line")
 	}
 	return names, values, nil
+}
+
+// invalidUTF8 returns the offset of the first byte of s that is not valid
+// UTF-8, or -1. Input text must be UTF-8: a byte that is not would be stored
+// as it is and printed as U+FFFD by JSON output, so it is rejected with its
+// line and column rather than kept (the rejected alternative, storing bytes and
+// printing them losslessly, would make every string output format carry an
+// escape convention).
+func invalidUTF8(s string) int {
+	if utf8.ValidString(s) {
+		return -1
+	}
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // column returns the index of a named column, or an error naming the file.

@@ -5,7 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
 	"slices"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bitempo/bitempo/store"
@@ -21,7 +26,8 @@ type loadFlags struct {
 	batchID                       string
 	types, ignore                 []string
 	skipBad, noCompact            bool
-	batchSize                     int
+	batchSize, spillRows          int
+	spillBytes                    int64
 }
 
 // compactAfterRows is the size of load after which load compacts the store: a
@@ -61,15 +67,46 @@ same file twice changes nothing the second time.
 
 The key columns are the table's; every other column is an attribute. Types come
 from --types col=int64|float64|bool|string|time, else are inferred per column
-(integers, decimals, booleans, otherwise strings); an empty cell is null.
+(integers, decimals, booleans, otherwise strings); an empty cell is null. Values
+come back as they went in: a column holding a decimal that a float64 cannot hold
+exactly (12345678901234567890.5) is kept as text, with a warning naming the line
+(--types COL=float64 rounds it instead). Text must be UTF-8: a cell that is not
+fails the load with its line and column (or is skipped with --skip-bad).
 
 Every row is read and checked before anything is written: a row that does not fit
 (bad time, wrong type, missing key) fails the load with its file, line and column,
-and nothing is committed, unless --skip-bad (each skipped row is reported). The
-checked rows are then committed in transactions of --batch-size rows. If a commit
-fails midway (disk full, say), the batches before it stay committed and the error
-says how far the load got; loading the file again is safe, since rows already
-loaded change nothing. --batch-size 0 loads everything in one transaction.
+and nothing is committed, unless --skip-bad (each skipped row is reported).
+
+A load is one transaction: every row commits at one transaction time, or none
+does. A load that fails, or is interrupted (Ctrl-C, SIGTERM), leaves the store
+exactly as it was and says so; a kill or a crash cannot leave part of it either.
+
+Memory: the file is held in memory (about 1 KB per row once parsed). A load of up
+to --spill-rows rows (default 500,000) keeps its transaction in memory too, about
+2 KB more per row. A larger load (periods tables) sorts its rows by key, applies
+them key by key, and spills the transaction's writes to sorted files in the store
+directory whenever they pass 64 MB; the commit then adds them to the store in one
+atomic step (an ingested sstable), so the transaction itself stays within about
+64 MB plus the keys of one flush. Versions are the same either way; surrogate
+keys (sk) are then numbered in key order rather than file order. A changes
+table's load is always held in memory.
+
+--batch-size N instead commits N rows per transaction. The load is then no
+longer atomic: an interruption or failure stops between batches and names the
+rows that committed (in file order, or --at order for changes into a periods
+table), and running the same command again finishes the load (rows already
+loaded change nothing; for a changes table keep the same --batch-size).
+
+Periods tables and late changes: a periods table keeps versions, not events. A
+change row equal to the version in effect is a no-op and is dropped; a row dated
+before or between versions already stored is late and only rewrites the interval
+up to the next stored change. So loading changes file by file can give another
+history than loading them as one file: if file 1 holds gold on 01-01 and gold on
+03-01 (dropped) and file 2 holds silver on 02-01, silver runs on past 03-01. The
+summary counts the late rows and the no-op rows dropped. When events come late,
+repeated or split across files in any order, use a changes table (bitempo create
+NAME --kind changes): its versions derive from the set of events, whatever their
+order.
 
 A load of 100,000 rows or more that commits anything ends by compacting the
 store (store.DB.Compact, a few seconds per million versions), so reads right after
@@ -96,7 +133,10 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 	f.StringSliceVar(&lf.types, "types", nil, "attribute types, col=int64|float64|bool|string|time,...")
 	f.StringSliceVar(&lf.ignore, "ignore", nil, "columns of the file to leave out (e.g. sk, tx_from, tx_to of a scan's output)")
 	f.BoolVar(&lf.skipBad, "skip-bad", false, "skip rows that do not fit, reporting each, instead of failing")
-	f.IntVar(&lf.batchSize, "batch-size", 10000, "rows per transaction (0: one transaction)")
+	f.IntVar(&lf.batchSize, "batch-size", 0, "commit N rows per transaction instead of the whole file in one (0: one transaction)")
+	f.IntVar(&lf.spillRows, "spill-rows", 500_000, "a one-transaction load of more rows goes key by key, its writes spilling to disk")
+	f.Int64Var(&lf.spillBytes, "spill-bytes", defaultSpillBytes, "memory a spilling load's writes take before they go to disk")
+	_ = f.MarkHidden("spill-bytes")
 	f.BoolVar(&lf.noCompact, "no-compact", false, "do not compact the store after a load of 100,000 rows or more")
 	return cmd
 }
@@ -122,20 +162,40 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err != nil {
 		return err
 	}
+	// A load killed while spilling leaves its run files; the store's lock,
+	// held now, says no other load is using them.
+	if left, _ := filepath.Glob(filepath.Join(db.Dir(), "bitempo-spill-*")); len(left) > 0 {
+		for _, d := range left {
+			_ = os.RemoveAll(d)
+		}
+	}
 	mode, err := chooseMode(t, lf)
 	if err != nil {
 		return err
 	}
-	in, err := readInput(path, format, a.stdin)
+	// SIGINT and SIGTERM roll the load back instead of killing the process
+	// midway (SIGKILL cannot be caught, but a commit is atomic on disk).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	in, err := a.readInterruptible(ctx, t.Name, path, format)
 	if err != nil {
 		return err
 	}
 	plan, err := makePlan(in, t, mode, lf, types)
+	if err != nil && len(in.bad) > 0 {
+		// Columns go missing when the rows that hold them could not be read
+		// (every line of a JSONL file bad): the bad row is the cause to report.
+		return fmt.Errorf("load %s: %w; nothing loaded", t.Name, in.bad[0])
+	}
 	if err != nil {
 		return err
 	}
+	for _, w := range plan.warnings {
+		fmt.Fprintf(a.stderr, "bitempo: warning: %s\n", w)
+	}
 	rows, bad := plan.convert(in)
 	bad = append(in.bad, bad...)
+	in.rows = nil // converted: let the parsed cells go before the transaction grows
 	slices.SortStableFunc(bad, func(x, y *rowError) int { return x.line - y.line })
 	if len(bad) > 0 && !lf.skipBad {
 		return fmt.Errorf("load %s: %w; nothing loaded (--skip-bad skips such rows)", t.Name, bad[0])
@@ -143,31 +203,32 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	for _, e := range bad {
 		fmt.Fprintf(a.stderr, "bitempo: skipped %v\n", e)
 	}
+	if ctx.Err() != nil {
+		return &interruptedError{fmt.Sprintf("load %s: interrupted; nothing loaded, the store is as it was before", t.Name)}
+	}
 	if mode == modeVersions {
 		if err := a.checkOverlaps(in.name, t, rows); err != nil {
 			return err
 		}
 	}
-	sum := loadSummary{table: t.Name, file: in.name, rows: len(rows), skipped: len(bad)}
-	attrNames := make([]string, 0, len(plan.attrCols))
+	sum := loadSummary{table: t.Name, file: in.name, rows: len(rows), skipped: len(bad), mode: mode}
+	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, rows: rows, size: lf.batchSize, sum: &sum,
+		grouped: lf.batchSize == 0 && mode != modeEvents && len(rows) > lf.spillRows, spillBytes: lf.spillBytes}
 	for _, i := range plan.attrCols {
-		attrNames = append(attrNames, in.cols[i])
-	}
-	if err := db.DeclareAttrNames(t, attrNames); err != nil {
-		return err
+		run.attrNames = append(run.attrNames, in.cols[i])
 	}
 	switch mode {
 	case modeVersions:
-		err = a.commitVersions(db, t, rows, lf.batchSize, &sum)
+		err = run.commitVersions()
 	case modeUpserts:
-		err = a.commitUpserts(db, t, rows, lf.batchSize, &sum)
+		err = run.commitUpserts()
 	case modeEvents:
 		batchID := lf.batchID
 		if batchID == "" {
 			h := sha256.Sum256(in.data)
 			batchID = "sha256:" + hex.EncodeToString(h[:16])
 		}
-		err = a.commitEvents(db, t, rows, lf.batchSize, batchID, &sum)
+		err = run.commitEvents(batchID)
 	}
 	if err != nil {
 		return err
@@ -175,16 +236,51 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if !a.quiet {
 		fmt.Fprintln(a.stderr, sum.String())
 	}
+	if ctx.Err() != nil {
+		// The signal came while the last transaction was committing: too late
+		// to roll it back, so the load is whole.
+		fmt.Fprintf(a.stderr, "bitempo: interrupted after the load committed; every row is loaded\n")
+		return nil
+	}
 	if len(rows) >= compactAfterRows && len(sum.txs) > 0 && !lf.noCompact { // a load that committed nothing wrote nothing to compact
 		start := time.Now()
-		if err := db.Compact(context.Background()); err != nil {
-			return fmt.Errorf("load %s: every row is committed, but %w", t.Name, err)
+		if err := db.Compact(ctx); err != nil {
+			return fmt.Errorf("load %s: every row is committed, but compaction stopped: %w (bitempo compact finishes it)", t.Name, err)
 		}
 		if !a.quiet {
 			fmt.Fprintf(a.stderr, "compacted the store in %s\n", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	return nil
+}
+
+// readInterruptible reads the input file. A read of stdin does not return
+// when a signal arrives (a terminal, or a pipe whose writer ignores SIGINT), so
+// a signal during the read ends the process here; nothing has been written yet.
+func (a *app) readInterruptible(ctx context.Context, table, path, format string) (*input, error) {
+	const reading, read, exiting = 0, 1, 2
+	var phase atomic.Int32
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			if phase.CompareAndSwap(reading, exiting) {
+				name := path
+				if name == "-" {
+					name = "stdin"
+				}
+				fmt.Fprintf(a.stderr, "bitempo: load %s: interrupted while reading %s; nothing loaded, the store is as it was before\n", table, name)
+				os.Exit(exitSignal)
+			}
+		case <-done:
+		}
+	}()
+	in, err := readInput(path, format, a.stdin)
+	if !phase.CompareAndSwap(reading, read) {
+		select {} // the goroutine is exiting the process
+	}
+	return in, err
 }
 
 // chooseMode checks the flags against the table's kind.
@@ -280,13 +376,4 @@ func batches(n, size int) [][2]int {
 		out = append(out, [2]int{lo, min(lo+size, n)})
 	}
 	return out
-}
-
-// midwayError reports a commit that failed after earlier batches committed.
-func midwayError(table string, sum *loadSummary, total int, err error) error {
-	if sum.committedRows == 0 {
-		return fmt.Errorf("load %s: %w; nothing loaded", table, err)
-	}
-	return fmt.Errorf("load %s: %w; rows 1-%d of %d (in checked order) were committed in %s before the failure, the rest is not loaded; loading the file again is safe",
-		table, err, sum.committedRows, total, describeTxs(sum.txs))
 }

@@ -10,58 +10,61 @@ import (
 	"github.com/bitempo/bitempo/txn"
 )
 
-// commitVersions writes rows as versions (Put), one transaction per batch.
-func (a *app) commitVersions(db *store.DB, t *store.Table, rows []loadRow, size int, sum *loadSummary) error {
-	bar := a.newProgress("loading "+t.Name, len(rows))
-	defer bar.finish()
-	for _, b := range batches(len(rows), size) {
-		var inserted, closed, unchanged int
-		c, err := txn.Update(db, func(tx *txn.Tx) error {
-			inserted, closed, unchanged = 0, 0, 0
-			for i := b[0]; i < b[1]; i++ {
-				r := &rows[i]
-				existing, err := tx.Versions(t.Name, r.key)
-				if err != nil {
-					return err
-				}
-				same := false
-				for _, v := range existing {
-					if v.ValidFrom < r.to && r.from < v.ValidTo {
-						if v.ValidFrom == r.from && v.ValidTo == r.to && sameAttrs(v.Attrs, r.attrs) {
-							same = true
-						} else {
-							closed++
-						}
+// commitVersions writes rows as versions (Put).
+func (r *loadRun) commitVersions() error {
+	var inserted, closed, unchanged int
+	if r.grouped {
+		r.groupByKey()
+	}
+	return r.commit(func(tx *txn.Tx, b batch) error {
+		inserted, closed, unchanged = 0, 0, 0
+		for i := b.lo; i < b.hi; i++ {
+			if err := r.tick(tx, i); err != nil {
+				return err
+			}
+			row := &r.rows[i]
+			existing, err := tx.Versions(r.t.Name, row.key)
+			if err != nil {
+				return err
+			}
+			same := false
+			for _, v := range existing {
+				if v.ValidFrom < row.to && row.from < v.ValidTo {
+					if v.ValidFrom == row.from && v.ValidTo == row.to && sameAttrs(v.Attrs, row.attrs) {
+						same = true
+					} else {
+						closed++
 					}
 				}
-				if same {
-					unchanged++
-					continue
-				}
-				if err := tx.Put(t.Name, r.key, r.attrs, r.from, r.to); err != nil {
-					return err
-				}
-				inserted++
 			}
-			return nil
-		})
-		if err != nil {
-			return midwayError(t.Name, sum, len(rows), err)
+			if same {
+				unchanged++
+				continue
+			}
+			if err := tx.Put(r.t.Name, row.key, row.attrs, row.from, row.to); err != nil {
+				return err
+			}
+			row.attrs = nil // the transaction holds its own copy
+			inserted++
 		}
-		sum.add(c, b[1]-b[0])
-		sum.inserted += inserted
-		sum.closed += closed
-		sum.unchanged += unchanged
-		bar.add(b[1] - b[0])
-	}
-	return nil
+		return nil
+	}, func(c txn.Commit, b batch) {
+		r.sum.add(c)
+		r.sum.inserted += inserted
+		r.sum.closed += closed
+		r.sum.unchanged += unchanged
+	})
 }
 
 // commitUpserts applies rows as SCD2 changes (Upsert, DeleteAt) in ascending
 // --at order, file order breaking ties, so the result does not depend on how the
 // file is sorted; a later row for the same key and time wins and is counted as a
-// conflict when its attributes differ.
-func (a *app) commitUpserts(db *store.DB, t *store.Table, rows []loadRow, size int, sum *loadSummary) error {
+// conflict when its attributes differ. A row is late when the key already has a
+// version in effect after its time (it lands before or between versions of an
+// earlier load); a periods table keeps versions, not events, so such a row only
+// rewrites the interval up to the next change (see load --help).
+func (r *loadRun) commitUpserts() error {
+	rows := r.rows
 	slices.SortStableFunc(rows, func(x, y loadRow) int { return cmpInt64(x.at, y.at) })
 	type slot struct {
 		tuple string
@@ -71,56 +74,63 @@ func (a *app) commitUpserts(db *store.DB, t *store.Table, rows []loadRow, size i
 	for i := range rows {
 		s := slot{rows[i].tuple, rows[i].at}
 		if prev, ok := last[s]; ok && (prev.del != rows[i].del || !sameAttrs(prev.attrs, rows[i].attrs)) {
-			sum.conflicts++
+			r.sum.conflicts++
 		}
 		last[s] = &rows[i]
 	}
-	bar := a.newProgress("loading "+t.Name, len(rows))
-	defer bar.finish()
-	for _, b := range batches(len(rows), size) {
-		var counts [5]int // by txn.Outcome
-		var closedByDelete, missedDelete int
-		c, err := txn.Update(db, func(tx *txn.Tx) error {
-			counts, closedByDelete, missedDelete = [5]int{}, 0, 0
-			for i := b[0]; i < b[1]; i++ {
-				r := &rows[i]
-				if r.del {
-					ok, err := tx.DeleteAt(t.Name, r.key, r.at)
-					if err != nil {
-						return err
-					}
-					if ok {
-						closedByDelete++
-					} else {
-						missedDelete++
-					}
-					continue
-				}
-				o, err := tx.Upsert(t.Name, r.key, r.attrs, r.at)
+	if r.grouped {
+		r.groupByKey() // stable: each key's rows stay in --at order
+	}
+	var counts [5]int // by txn.Outcome
+	var closedByDelete, missedDelete, late int
+	return r.commit(func(tx *txn.Tx, b batch) error {
+		counts, closedByDelete, missedDelete, late = [5]int{}, 0, 0, 0
+		for i := b.lo; i < b.hi; i++ {
+			if err := r.tick(tx, i); err != nil {
+				return err
+			}
+			row := &rows[i]
+			v, miss, err := tx.Get(r.t.Name, row.key, row.at)
+			if err != nil {
+				return err
+			}
+			if (miss == store.Found && v.ValidTo != store.Infinity) || miss == store.InGap || miss == store.BeforeFirst {
+				late++
+			}
+			if row.del {
+				ok, err := tx.DeleteAt(r.t.Name, row.key, row.at)
 				if err != nil {
 					return err
 				}
-				counts[o]++
+				if ok {
+					closedByDelete++
+				} else {
+					missedDelete++
+				}
+				continue
 			}
-			return nil
-		})
-		if err != nil {
-			return midwayError(t.Name, sum, len(rows), err)
+			o, err := tx.Upsert(r.t.Name, row.key, row.attrs, row.at)
+			if err != nil {
+				return err
+			}
+			row.attrs = nil // the transaction holds its own copy
+			counts[o]++
 		}
-		sum.add(c, b[1]-b[0])
-		sum.inserted += counts[txn.Inserted] + counts[txn.Changed]
-		sum.closed += counts[txn.Changed] + closedByDelete
-		sum.unchanged += counts[txn.Unchanged] + missedDelete
-		sum.overwritten += counts[txn.Overwritten]
-		sum.merged += counts[txn.Merged]
-		bar.add(b[1] - b[0])
-	}
-	return nil
+		return nil
+	}, func(c txn.Commit, b batch) {
+		r.sum.add(c)
+		r.sum.inserted += counts[txn.Inserted] + counts[txn.Changed]
+		r.sum.closed += counts[txn.Changed] + closedByDelete
+		r.sum.unchanged += counts[txn.Unchanged] + missedDelete
+		r.sum.noops += counts[txn.Unchanged]
+		r.sum.overwritten += counts[txn.Overwritten]
+		r.sum.merged += counts[txn.Merged]
+		r.sum.late += late
+	})
 }
 
 // add records a committed transaction.
-func (s *loadSummary) add(c txn.Commit, rows int) {
-	s.committedRows += rows
+func (s *loadSummary) add(c txn.Commit) {
 	s.asserted += c.Asserted
 	s.retired += c.Retired
 	if c.Tx != 0 {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bitempo/bitempo/store"
@@ -39,6 +42,9 @@ type loadPlan struct {
 	sentinel    int64
 	hasSentinel bool
 	deleteValue string
+	// warnings are said on stderr before the load: columns whose inferred
+	// type was changed to keep their values exact.
+	warnings []string
 }
 
 // makePlan assigns the file's columns to roles and decides attribute types.
@@ -118,6 +124,12 @@ func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map
 				values[r] = in.rows[r].vals[i]
 			}
 			if typ, ok := inferJSONType(values); ok {
+				if typ == typeFloat64 {
+					typ = p.keepExact(in, i, typ, func(r int) string {
+						n, _ := values[r].(json.Number)
+						return n.String()
+					})
+				}
 				p.attrTypes[i] = typ
 			}
 			continue
@@ -126,9 +138,61 @@ func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map
 		for r := range in.rows {
 			texts[r] = in.rows[r].vals[i].(string)
 		}
-		p.attrTypes[i] = inferType(texts)
+		typ := inferType(texts)
+		if typ == typeFloat64 {
+			typ = p.keepExact(in, i, typ, func(r int) string { return texts[r] })
+		}
+		p.attrTypes[i] = typ
 	}
 	return p, nil
+}
+
+// keepExact returns typeString, with a warning, when a number of column c that
+// the inferred type float64 would read cannot be held exactly by a float64
+// (12345678901234567890.5 would come back as 12345678901234567000); the
+// column's values are then kept as the text of the file. A declared
+// --types COL=float64 rounds to the nearest float64 as asked. The rejected
+// alternative, a decimal attribute type, is a change to the value encoding.
+func (p *loadPlan) keepExact(in *input, c int, typ attrType, text func(r int) string) attrType {
+	for r := range in.rows {
+		s := text(r)
+		if s == "" || exactFloat(s) {
+			continue
+		}
+		p.warnings = append(p.warnings, fmt.Sprintf("%s line %d, column %q: %s cannot be held exactly by a float64, so the column is kept as text (--types %s=float64 rounds it instead)",
+			in.name, in.rows[r].line, in.cols[c], s, in.cols[c]))
+		return typeString
+	}
+	return typ
+}
+
+// exactFloat reports whether the decimal number s reads back from a float64 as
+// the same number (1.50 does; 0.1 does, as the shortest text of its float64;
+// 12345678901234567890.5 does not).
+func exactFloat(s string) bool {
+	s = strings.TrimSpace(s)
+	digits := 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == 'e' || c == 'E':
+			digits = 100 // an exponent: decide exactly below
+		}
+	}
+	if digits <= 15 { // 15 significant decimal digits always survive a float64
+		return true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return false
+	}
+	want, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return false
+	}
+	got, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return ok && want.Cmp(got) == 0
 }
 
 // reservedColumns are the columns every version output has; an attribute of the

@@ -15,6 +15,11 @@ type loadSummary struct {
 	asserted, retired      int
 	txs                    []int64
 	committedRows          int
+	mode                   loadMode
+	// Periods tables loaded with --at: rows that landed before or between
+	// versions already stored (late), and rows equal to the version in effect
+	// (no-ops, dropped: a periods table keeps versions, not events).
+	late, noops int
 	// Changes tables only (events is set): what Apply reported.
 	events                        bool
 	duplicates, split, tombstones int
@@ -37,6 +42,9 @@ func (s *loadSummary) String() string {
 		}
 	}
 	fmt.Fprintf(&b, "; conflicts %d", s.conflicts)
+	if s.mode == modeUpserts {
+		fmt.Fprintf(&b, "; late rows %d (dated before or between stored versions), no-op rows dropped %d", s.late, s.noops)
+	}
 	if s.events {
 		fmt.Fprintf(&b, "; events: duplicates %d, tombstones %d, collapsed %d", s.duplicates, s.tombstones, s.collapsed)
 		if s.replayed > 0 {

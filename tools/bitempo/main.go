@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/bitempo/bitempo/store"
@@ -20,14 +21,15 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	// stdoutTTY and stderrTTY say whether the streams are terminals: the default
-	// output format and the progress bar depend on it.
-	stdoutTTY, stderrTTY bool
+	// output format and the progress bar depend on it. stdinTTY says whether a
+	// command may ask a question (drop).
+	stdoutTTY, stderrTTY, stdinTTY bool
 }
 
 func main() {
 	a := &app{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
-		stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr),
+		stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr), stdinTTY: isTerminal(os.Stdin),
 	}
 	os.Exit(a.run(os.Args[1:]))
 }
@@ -49,6 +51,9 @@ func (a *app) run(args []string) (status int) {
 	}
 	status = exitStatus(err)
 	msg := message(err, a.db)
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		msg = unknownCommand(err)
+	}
 	if status == exitUsage {
 		path := "bitempo"
 		if cmd != nil {
@@ -77,10 +82,11 @@ Every command takes --db DIR (default ./bitempo.db). Flags may come before or
 after the arguments. Valid times are read and printed according to the table's
 axis: RFC 3339 (time), YYYY-MM-DD (date) or integers (int); transaction times are
 always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("bitempo {{.Version}}\n")
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
@@ -103,8 +109,56 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.statsCmd(),
 		a.compactCmd(),
 		a.recoverCmd(),
+		a.tablesCmd(),
+		a.describeCmd(),
+		a.dropCmd(),
 	)
 	return root
+}
+
+// unknownCommand rewrites cobra's several-line "unknown command" error, with
+// its suggestions, as one line.
+func unknownCommand(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	msg := "bitempo: " + strings.TrimSpace(lines[0])
+	var suggestions []string
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "\t") && strings.TrimSpace(l) != "" {
+			suggestions = append(suggestions, strings.TrimSpace(l))
+		}
+	}
+	if len(suggestions) > 0 {
+		msg += "; did you mean " + strings.Join(suggestions, " or ") + "?"
+	}
+	return msg
+}
+
+// version is the tool's version: the module version it was built from
+// (go install ...@v1.2.3), else the VCS revision of a build in the repository.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	v := info.Main.Version
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (commit %.12s%s)", rev, modified)
+	}
+	return v + ", " + info.GoVersion
 }
 
 // action wraps a command's work so that its errors exit with status 1, while

@@ -58,7 +58,7 @@ func (o *outputFlags) writer(a *app) (rowWriter, error) {
 	case "json":
 		return &jsonWriter{w: a.stdout}, nil
 	case "table":
-		return &tableWriter{w: a.stdout}, nil
+		return &tableWriter{w: a.stdout, note: a.stderr}, nil
 	}
 	return nil, usagef("unknown --format %q (want table, csv or json)", o.format)
 }
@@ -125,10 +125,19 @@ func writeJSON(b *bytes.Buffer, v any) {
 	b.Truncate(b.Len() - 1) // Encode ends with a newline
 }
 
-// tableWriter buffers rows and prints them as aligned columns.
+// maxCellWidth is the widest a value prints in table output, in characters:
+// one 5 MB value must not fill a terminal (or the buffered table) with
+// megabytes per row. Longer values are cut and end with an ellipsis; csv and
+// json print every value whole.
+const maxCellWidth = 60
+
+// tableWriter buffers rows and prints them as aligned columns, values cut to
+// maxCellWidth characters; note (stderr) is told when a value was cut.
 type tableWriter struct {
 	w    io.Writer
+	note io.Writer
 	rows [][]string
+	cut  int
 }
 
 func (t *tableWriter) header(cols []string) error {
@@ -139,14 +148,26 @@ func (t *tableWriter) header(cols []string) error {
 func (t *tableWriter) row(cells []cell) error {
 	rec := make([]string, len(cells))
 	for i, x := range cells {
-		rec[i] = strings.ReplaceAll(x.text, "\n", `\n`)
+		text := x.text
+		if len(text) > maxCellWidth && utf8.RuneCountInString(text) > maxCellWidth {
+			text = string([]rune(text[:min(len(text), 4*maxCellWidth)])[:maxCellWidth-1]) + "…"
+			t.cut++
+		}
+		rec[i] = strings.ReplaceAll(text, "\n", `\n`)
 	}
 	t.rows = append(t.rows, rec)
 	return nil
 }
 
 func (t *tableWriter) close() error {
-	return writeAligned(t.w, t.rows)
+	if err := writeAligned(t.w, t.rows); err != nil {
+		return err
+	}
+	if t.cut > 0 && t.note != nil {
+		fmt.Fprintf(t.note, "bitempo: %s cut to %d characters in table output; --format csv or json prints every value whole\n",
+			plural(t.cut, "value"), maxCellWidth)
+	}
+	return nil
 }
 
 // writeAligned prints rows as columns separated by two spaces.

@@ -1,0 +1,318 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// This file lets one transaction grow beyond memory. A Writer with spilling on
+// (Writer.EnableSpill) moves its writes, whenever they pass a byte budget, to a
+// sorted run file on disk; Commit then merges the runs and the writes still in
+// memory into one sorted sstable and adds it to the engine in one atomic step
+// (for Pebble, DB.Ingest: all of the file or none of it, and durable when it
+// returns). The store's meta keys (last transaction time, surrogate-key
+// counters, attribute names) are written into the same file, so they land in
+// the same atomic step as the records.
+//
+// What Pebble's ingestion allows decides the shape (pebble v2 ingest.go): an
+// ingested sstable may hold point deletions, which a retire needs (it deletes
+// the record's current-index key), but several local sstables of one ingestion
+// must not overlap each other, and one sstable cannot hold two entries for the
+// same user key (every entry of an ingested file gets the same sequence
+// number). So the runs are merged, the last write of a key wins (the order of
+// a batch: runs in the order they were spilled, and within a run retires, then
+// asserts, then other writes), and exactly one file is ingested. The rejected
+// alternative, one sstable per run, fails on overlapping runs.
+//
+// An engine that cannot ingest refuses spilling with ErrBulkUnsupported, and
+// the caller keeps the transaction in memory (or splits it).
+
+// ErrBulkUnsupported is returned by Writer.EnableSpill when the storage engine
+// cannot add a spilled transaction atomically.
+var ErrBulkUnsupported = errors.New("bitempo: the storage engine cannot commit a transaction spilled to disk")
+
+// bulkIngester is implemented by engines that can add a sorted stream of
+// writes atomically, as one step.
+type bulkIngester interface {
+	// ingestSorted writes the writes yielded by next (sorted by key, one per
+	// key) to a file under dir and adds it to the engine atomically.
+	ingestSorted(dir string, next func() (kvWrite, bool, error)) error
+}
+
+// bulkState is a Writer's spill: its directory, budget and runs.
+type bulkState struct {
+	dir     string
+	budget  int64
+	size    int64 // bytes of the writes in memory, counted up to checked
+	checked [3]int
+	runs    []string
+}
+
+// EnableSpill lets the transaction move its writes to sorted runs in a new
+// directory under dir whenever they pass budget bytes (Writer.Spill). dir must
+// be on the store's file system for the commit to link rather than copy.
+func (w *Writer) EnableSpill(dir string, budget int64) error {
+	if _, ok := w.db.engine.(bulkIngester); !ok {
+		return ErrBulkUnsupported
+	}
+	if w.db.opts.FS != nil || w.db.opts.InMemory {
+		// The runs and the sstable are written with the operating system's
+		// file system, which a store on another vfs.FS cannot ingest from.
+		return fmt.Errorf("%w: the store is not on the operating system's file system", ErrBulkUnsupported)
+	}
+	d, err := os.MkdirTemp(dir, "bitempo-spill-")
+	if err != nil {
+		return fmt.Errorf("bitempo: spill directory: %w", err)
+	}
+	w.bulk = &bulkState{dir: d, budget: budget}
+	return nil
+}
+
+// Spill moves the writes held in memory to a sorted run on disk when they pass
+// the budget given to EnableSpill; without EnableSpill it does nothing. The
+// caller (txn.Tx.Flush) calls it between keys.
+func (w *Writer) Spill() error {
+	b := w.bulk
+	if b == nil {
+		return nil
+	}
+	for i, ws := range [][]kvWrite{w.retires, w.asserts, w.other} {
+		for _, x := range ws[b.checked[i]:] {
+			b.size += int64(len(x.key) + len(x.value) + 16)
+		}
+		b.checked[i] = len(ws)
+	}
+	if b.size < b.budget {
+		return nil
+	}
+	writes := sortedWrites(append(append(append([]kvWrite(nil), w.retires...), w.asserts...), w.other...))
+	path := filepath.Join(b.dir, fmt.Sprintf("run-%06d", len(b.runs)))
+	if err := writeRun(path, writes); err != nil {
+		return fmt.Errorf("bitempo: spill: %w", err)
+	}
+	b.runs = append(b.runs, path)
+	w.retires, w.asserts, w.other = nil, nil, nil
+	b.size, b.checked = 0, [3]int{}
+	return nil
+}
+
+// spilled reports whether any write is on disk.
+func (b *bulkState) spilled() bool { return b != nil && len(b.runs) > 0 }
+
+// close removes the spill directory.
+func (b *bulkState) close() {
+	if b != nil {
+		_ = os.RemoveAll(b.dir)
+	}
+}
+
+// sortedWrites sorts writes by key, keeping the last write of each key.
+func sortedWrites(ws []kvWrite) []kvWrite {
+	slices.SortStableFunc(ws, func(x, y kvWrite) int { return bytes.Compare(x.key, y.key) })
+	out := ws[:0]
+	for i := range ws {
+		if len(out) > 0 && bytes.Equal(out[len(out)-1].key, ws[i].key) {
+			out[len(out)-1] = ws[i]
+			continue
+		}
+		out = append(out, ws[i])
+	}
+	return out
+}
+
+// A run file is a sequence of entries: uvarint key length, key, one byte (1 for
+// a deletion), uvarint value length, value.
+func writeRun(path string, ws []kvWrite) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	var hdr [binary.MaxVarintLen64]byte
+	for _, x := range ws {
+		if x.rangeEnd != nil {
+			_ = f.Close()
+			return fmt.Errorf("a range deletion cannot be spilled")
+		}
+		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.key)))])
+		bw.Write(x.key)
+		del := byte(0)
+		if x.del {
+			del = 1
+		}
+		bw.WriteByte(del)
+		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.value)))])
+		bw.Write(x.value)
+	}
+	if err := bw.Flush(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// runReader reads a run file in order.
+type runReader struct {
+	f    *os.File
+	r    *bufio.Reader
+	cur  kvWrite
+	rank int // later runs win ties
+}
+
+func (rr *runReader) next() (bool, error) {
+	n, err := binary.ReadUvarint(rr.r)
+	if err == io.EOF {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	key := make([]byte, n)
+	if _, err := io.ReadFull(rr.r, key); err != nil {
+		return false, err
+	}
+	del, err := rr.r.ReadByte()
+	if err != nil {
+		return false, err
+	}
+	n, err = binary.ReadUvarint(rr.r)
+	if err != nil {
+		return false, err
+	}
+	value := make([]byte, n)
+	if _, err := io.ReadFull(rr.r, value); err != nil {
+		return false, err
+	}
+	rr.cur = kvWrite{key: key, value: value, del: del == 1}
+	return true, nil
+}
+
+// mergeHeap orders run readers by current key, the latest run first on ties.
+type mergeHeap []*runReader
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if c := bytes.Compare(h[i].cur.key, h[j].cur.key); c != 0 {
+		return c < 0
+	}
+	return h[i].rank > h[j].rank
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*runReader)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// commitSpilled commits a spilled transaction: the last run is the writes
+// still in memory (tail, in batch order), and all runs are merged into the
+// engine's atomic ingestion.
+func (w *Writer) commitSpilled(tail []kvWrite) error {
+	b := w.bulk
+	path := filepath.Join(b.dir, fmt.Sprintf("run-%06d", len(b.runs)))
+	if err := writeRun(path, sortedWrites(tail)); err != nil {
+		return fmt.Errorf("bitempo: spill: %w", err)
+	}
+	b.runs = append(b.runs, path)
+	var h mergeHeap
+	defer func() {
+		for _, rr := range h {
+			_ = rr.f.Close()
+		}
+	}()
+	for i, p := range b.runs {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		rr := &runReader{f: f, r: bufio.NewReaderSize(f, 256<<10), rank: i}
+		ok, err := rr.next()
+		if err != nil {
+			_ = f.Close()
+			return err
+		}
+		if !ok {
+			_ = f.Close()
+			continue
+		}
+		h = append(h, rr)
+	}
+	heap.Init(&h)
+	next := func() (kvWrite, bool, error) {
+		if len(h) == 0 {
+			return kvWrite{}, false, nil
+		}
+		out := h[0].cur
+		for len(h) > 0 && bytes.Equal(h[0].cur.key, out.key) {
+			rr := h[0]
+			ok, err := rr.next()
+			if err != nil {
+				return kvWrite{}, false, err
+			}
+			if ok {
+				heap.Fix(&h, 0)
+			} else {
+				_ = rr.f.Close()
+				heap.Pop(&h)
+			}
+		}
+		return out, true, nil
+	}
+	return w.db.engine.(bulkIngester).ingestSorted(b.dir, next)
+}
+
+// ingestSorted writes one sstable and ingests it. Pebble's Fatalf (a failed
+// manifest or log write during the ingestion) is turned into ErrFailed as in
+// commit.
+func (e *pebbleEngine) ingestSorted(dir string, next func() (kvWrite, bool, error)) (err error) {
+	if err := e.h.err(); err != nil {
+		return err
+	}
+	if err := e.lock.check(); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "ingest.sst")
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	sw := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: e.db.TableFormat()})
+	for {
+		x, ok, err := next()
+		if err != nil {
+			_ = sw.Close()
+			return err
+		}
+		if !ok {
+			break
+		}
+		if x.del {
+			err = sw.Delete(x.key)
+		} else {
+			err = sw.Set(x.key, x.value)
+		}
+		if err != nil {
+			_ = sw.Close()
+			return err
+		}
+	}
+	if err := sw.Close(); err != nil {
+		return err
+	}
+	return e.h.guard(func() error { return e.db.Ingest(context.Background(), []string{path}) })
+}
