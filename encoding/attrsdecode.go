@@ -6,15 +6,17 @@ import (
 	"hash/maphash"
 	"math"
 	"sync/atomic"
+	"time"
 )
 
 // This file decodes attribute records by hand. Reads decode one record per
 // returned version, so this is on the hot path of every Get: walking the bytes in
 // place costs a fraction of a general msgpack decoder (no reader, no interface
 // dispatch per value). It accepts exactly the canonical scalar forms that
-// AppendAttrs writes, plus the other integer and string widths (never float32, which AppendAttrs does
-// not write), and checks
-// every length against the bytes present before slicing.
+// AppendAttrs writes, plus the other integer and string widths (never float32, which
+// AppendAttrs does not write) and the three forms of msgpack's timestamp extension
+// (a time at microsecond precision within [MinTime, MaxTime]), and checks every
+// length against the bytes present before slicing.
 
 // parseAttrs decodes a msgpack map of scalars from the front of b.
 func parseAttrs(b []byte) (Attrs, []byte, error) {
@@ -163,6 +165,53 @@ func parseScalar(b []byte) (any, []byte, error) {
 			return nil, nil, err
 		}
 		return append([]byte{}, p...), rest, nil // a fresh, non-nil slice: empty bytes are not null
+	case c == 0xd6, c == 0xd7, c == 0xc7:
+		return parseTime(b)
 	}
 	return nil, nil, fmt.Errorf("value with msgpack code 0x%02x is not a scalar", b[0])
+}
+
+// timestampExt is the msgpack extension type of timestamps.
+const timestampExt = 0xff // -1
+
+// parseTime reads a msgpack timestamp: fixext4 (seconds as uint32), fixext8
+// (nanoseconds in the top 30 bits, seconds in the low 34) or ext8 of 12 bytes
+// (nanoseconds as uint32, seconds as int64). The value must be a canonical time
+// attribute: whole microseconds, within [MinTime, MaxTime].
+func parseTime(b []byte) (any, []byte, error) {
+	var payload []byte
+	switch {
+	case b[0] == 0xd6 && len(b) >= 6:
+		payload, b = b[1:6], b[6:]
+	case b[0] == 0xd7 && len(b) >= 10:
+		payload, b = b[1:10], b[10:]
+	case b[0] == 0xc7 && len(b) >= 15 && b[1] == 12:
+		payload, b = b[2:15], b[15:]
+	case b[0] == 0xc7 && len(b) >= 2 && b[1] != 12:
+		return nil, nil, fmt.Errorf("extension of %d bytes is not a timestamp", b[1])
+	default:
+		return nil, nil, fmt.Errorf("truncated timestamp")
+	}
+	if payload[0] != timestampExt {
+		return nil, nil, fmt.Errorf("extension type %d is not a timestamp", int8(payload[0]))
+	}
+	var sec, nsec int64
+	switch p := payload[1:]; len(p) {
+	case 4:
+		sec = int64(binary.BigEndian.Uint32(p))
+	case 8:
+		w := binary.BigEndian.Uint64(p)
+		sec, nsec = int64(w&(1<<34-1)), int64(w>>34)
+	default:
+		nsec, sec = int64(binary.BigEndian.Uint32(p)), int64(binary.BigEndian.Uint64(p[4:]))
+	}
+	switch {
+	case nsec >= 1e9:
+		return nil, nil, fmt.Errorf("timestamp with %d nanoseconds", nsec)
+	case nsec%1000 != 0:
+		return nil, nil, fmt.Errorf("timestamp with %d nanoseconds is not a whole microsecond", nsec)
+	case sec < minTimeSec || sec > maxTimeSec:
+		return nil, nil, fmt.Errorf("timestamp of %d seconds is outside the attribute range", sec)
+	}
+	return time.UnixMicro(sec*1e6 + nsec/1e3).UTC(), b, nil
 }

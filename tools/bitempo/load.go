@@ -61,7 +61,9 @@ same file twice changes nothing the second time.
 
 The key columns are the table's; every other column is an attribute. Types come
 from --types col=int64|float64|bool|string|time, else are inferred per column
-(integers, decimals, booleans, otherwise strings); an empty cell is null.
+(integers, decimals, booleans, otherwise strings); an empty cell is null. A time
+column takes RFC 3339 values or dates (midnight UTC) and stores time values (UTC,
+to the microsecond), which output prints in RFC 3339 and a backfill window can use.
 
 Every row is read and checked before anything is written: a row that does not fit
 (bad time, wrong type, missing key) fails the load with its file, line and column,
