@@ -271,6 +271,7 @@ func FuzzValueCodec(f *testing.F) {
 	f.Add([]byte("\x83\xa1a\xd6\xff\x65\xee\x49\x00\xa1b\xd7\xff\x00\x00\x07\xd0\x65\xee\x49\x00\xa1c\xc7\x0c\xff\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkWalkAttrs(t, data)
 		if a, err := encoding.DecodeAttrs(data); err != nil {
 			if !errors.Is(err, encoding.ErrCorrupt) {
 				t.Fatalf("DecodeAttrs(%x): error %v does not wrap ErrCorrupt", data, err)
@@ -297,6 +298,27 @@ func FuzzValueCodec(f *testing.F) {
 			checkRecordFixedPoint(t, r, enc)
 		}
 	})
+}
+
+// checkWalkAttrs checks WalkAttrs against DecodeAttrs on arbitrary bytes: it
+// fails only with ErrCorrupt, succeeds only where DecodeAttrs does, and then
+// reports the same values.
+func checkWalkAttrs(t *testing.T, data []byte) {
+	t.Helper()
+	walked := encoding.Attrs{}
+	werr := encoding.WalkAttrs(data, func(name []byte, v *encoding.Value) error {
+		walked[string(name)] = v.Any()
+		return nil
+	})
+	a, derr := encoding.DecodeAttrs(data)
+	switch {
+	case werr != nil && !errors.Is(werr, encoding.ErrCorrupt):
+		t.Fatalf("WalkAttrs(%x): error %v does not wrap ErrCorrupt", data, werr)
+	case werr == nil && derr != nil:
+		t.Fatalf("WalkAttrs(%x) accepts what DecodeAttrs refuses: %v", data, derr)
+	case werr == nil && !attrsEqual(walked, a):
+		t.Fatalf("WalkAttrs(%x) = %#v, DecodeAttrs %#v", data, walked, a)
+	}
 }
 
 // FuzzAttrsRoundTrip builds attributes of every accepted Go type from the fuzz
@@ -341,6 +363,10 @@ func FuzzAttrsRoundTrip(f *testing.F) {
 		got, err := encoding.DecodeAttrs(enc)
 		if err != nil || !attrsEqual(got, want) {
 			t.Fatalf("DecodeAttrs(AppendAttrs(%#v)) = %#v, %v; want %#v", in, got, err, want)
+		}
+		checkWalkAttrs(t, enc) // and what AppendAttrs writes, WalkAttrs accepts:
+		if err := encoding.WalkAttrs(enc, func([]byte, *encoding.Value) error { return nil }); err != nil {
+			t.Fatalf("WalkAttrs(AppendAttrs(%#v)): %v", in, err)
 		}
 		checkAttrsFixedPoint(t, got, enc)
 

@@ -170,13 +170,18 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 	case valid >= head.ValidTo:
 		return Version{}, InGap, nil
 	}
-	if m.attrs {
-		if head, err = encoding.DecodeRecord(m.it.Value()); err != nil {
-			return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
-		}
+	var raw []byte // with a WithRawAttrs table, valid only during LookupSorted's fn
+	switch {
+	case m.attrs && m.t.rawAttrs:
+		_, raw, err = encoding.DecodeRecordSplit(m.it.Value())
+	case m.attrs:
+		head, err = encoding.DecodeRecord(m.it.Value())
+	}
+	if err != nil {
+		return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
 	}
 	return Version{
 		ValidFrom: from, ValidTo: head.ValidTo, TxFrom: head.TxFrom, TxTo: head.TxTo, SK: head.SK,
-		Attrs: head.Attrs, Inferred: head.Flags&encoding.FlagInferred != 0, tuple: m.keyPfx[m.pfxLen:],
+		Attrs: head.Attrs, Inferred: head.Flags&encoding.FlagInferred != 0, tuple: m.keyPfx[m.pfxLen:], raw: raw,
 	}, Found, nil
 }

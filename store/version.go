@@ -33,6 +33,24 @@ type Version struct {
 	Inferred bool
 
 	tuple []byte // encoded Key
+	raw   []byte // encoded attributes, from reads of a WithRawAttrs table
+}
+
+// RawAttrs returns the version's attributes in their stored encoding (for
+// encoding.WalkAttrs) when it was read through a table returned by
+// WithRawAttrs, whose reads leave Attrs nil; otherwise nil.
+func (v *Version) RawAttrs() []byte { return v.raw }
+
+// WithRawAttrs returns a copy of t for reads that decode attributes themselves:
+// every read given the copy (Snapshot.VersionAt, ScanAt, ScanHistory,
+// LookupSorted, ...) returns versions whose Attrs are nil and whose RawAttrs
+// hold the encoded record, unchecked until the caller walks it, which is how
+// package typed decodes straight into Go structs without building a map. Use
+// the copy for reads only.
+func (t *Table) WithRawAttrs() *Table {
+	c := *t
+	c.rawAttrs = true
+	return &c
 }
 
 // Tuple returns the encoded natural key of the version.
@@ -85,6 +103,9 @@ func (t *Table) NewVersion(key Key, tuple []byte, from, to int64, sk uint64, att
 
 // decodeVersion builds a version from a stored record.
 func (t *Table) decodeVersion(tuple []byte, validFrom int64, value []byte) (Version, error) {
+	if t.rawAttrs {
+		return t.decodeVersionRaw(tuple, validFrom, value)
+	}
 	rv, err := encoding.DecodeRecord(value)
 	if err != nil {
 		return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
@@ -96,6 +117,24 @@ func (t *Table) decodeVersion(tuple []byte, validFrom int64, value []byte) (Vers
 	return Version{
 		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
 		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, Attrs: rv.Attrs,
+		Inferred: rv.Flags&encoding.FlagInferred != 0,
+	}, nil
+}
+
+// decodeVersionRaw builds a version from a stored record, its attributes left
+// encoded (a copy, since value belongs to an iterator).
+func (t *Table) decodeVersionRaw(tuple []byte, validFrom int64, value []byte) (Version, error) {
+	rv, attrs, err := encoding.DecodeRecordSplit(value)
+	if err != nil {
+		return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+	}
+	key, err := t.DecodeKey(tuple)
+	if err != nil {
+		return Version{}, err
+	}
+	return Version{
+		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
+		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, raw: bytes.Clone(attrs),
 		Inferred: rv.Flags&encoding.FlagInferred != 0,
 	}, nil
 }
