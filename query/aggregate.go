@@ -12,13 +12,13 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// This file computes temporal aggregations (the SCD2 group-by of DESIGN.md): the
+// This file computes temporal aggregations (the SCD2 group-by of docs/semantics.md): the
 // features of a group at a time ts are aggregations over the group's versions
 // active at ts (valid_from <= ts < valid_to), as known at a transaction time.
 // Aggregate answers one (group, ts[, tx]) from the table's group index; Backfill
 // (backfill.go) answers many with one sweep per group.
 //
-// Semantics decided here (DESIGN.md leaves them open):
+// Semantics decided here (docs/semantics.md leaves them open):
 //
 //   - SUM is an int64 while every non-null value is an integer, a float64 once
 //     one is a float; both are exact until the final rounding, so the result does

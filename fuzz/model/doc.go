@@ -1,6 +1,6 @@
 // Package model is the reference model of bitempo's periods tables (and, in
 // cdc.go, of the derivation of changes tables from their events): a plain,
-// in-memory implementation of the semantics in DESIGN.md (and the decisions
+// in-memory implementation of the semantics in docs/semantics.md (and the decisions
 // written down in package txn's doc), written for clarity rather than speed. It
 // is the oracle the randomized tests and fuzz targets compare the store against.
 //
@@ -66,7 +66,7 @@
 //     there is none: no record of the key is alive (unknown key), v is before
 //     the first, at or after the end of the last, or between two (in a gap).
 //
-// Rule 5 is stricter than DESIGN.md, which names the options but not the
+// Rule 5 is stricter than docs/semantics.md, which names the options but not the
 // rounding of ties, the reading of floats or the folding table; the model
 // follows SQL (ROUND on NUMERIC, floats read as their shortest decimal) and
 // Unicode simple folding, as store.CompareOptions documents. Package txn's
