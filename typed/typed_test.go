@@ -25,7 +25,7 @@ type Customer struct {
 	Orders  int32      `bitempo:"orders"`
 	Closed  *time.Time `bitempo:"closed"`
 	Note    []byte     `bitempo:"note"`
-	scratch int        `bitempo:"-"`
+	Scratch int        `bitempo:"-"` // left out
 }
 
 func day(s string) int64 {
@@ -222,6 +222,7 @@ func TestDeclarationErrors(t *testing.T) {
 		ID   string `bitempo:"id,key"`
 		city string
 	}
+	_ = unexported{city: "unused but for the check"}
 	type unsupported struct {
 		ID   string `bitempo:"id,key"`
 		Tags []string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/bitempo/bitempo/query"
@@ -52,18 +51,6 @@ func keyColumnNames(t *store.Table) string {
 		names[i] = c.Name
 	}
 	return strings.Join(names, ", ")
-}
-
-// describe names the selection in messages.
-func (sel keySelection) describe() string {
-	if sel.keys == nil {
-		return fmt.Sprintf("keys starting with %s", sel.prefix)
-	}
-	parts := make([]string, len(sel.keys))
-	for i, k := range sel.keys {
-		parts[i] = k.String()
-	}
-	return strings.Join(parts, ", ")
 }
 
 // selectedKeys returns the keys of the selection that the table holds records
