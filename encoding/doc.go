@@ -22,6 +22,22 @@
 // or hostile value returns ErrCorrupt instead of panicking or allocating beyond its
 // own size.
 //
+// # Time values
+//
+// A time.Time attribute is stored as msgpack's timestamp extension (type -1), in
+// the smallest of its three forms (4, 8 or 12 bytes of payload), as an instant at
+// microsecond precision in UTC. The zone and any monotonic clock reading are
+// dropped and sub-microsecond digits truncated towards the past (Canonical), so a
+// decoded time is always UTC and equal instants have equal bytes. Microseconds
+// are the unit of valid-time ticks, so a time attribute converts to a tick and
+// back exactly (a window on a time column and one on an int64 column of
+// microseconds agree); the range is the instants whose microseconds fit an
+// int64 (MinTime, MaxTime). The timestamp extension was chosen over an int64 of
+// microseconds, which would be as compact and order the same, because an integer
+// cannot be told apart from a number once stored: readers, dumps and other
+// msgpack tools see a time as a time. Decoders accept any of the three forms but
+// only whole microseconds within the range; anything else is corrupt.
+//
 // Every decoder returns an error wrapping ErrCorrupt on malformed input and never
 // panics; every encoder returns an error wrapping ErrUnsupportedType for a value it
 // cannot represent.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -18,9 +19,11 @@ const (
 )
 
 // Attrs is a record of named attribute values. A value is nil (null), bool, int64,
-// uint64 (only above math.MaxInt64), float64, string or []byte. Encoders also accept
-// the other Go integer and float widths and store them as int64 / float64, so a
-// decoded record holds only the canonical types.
+// uint64 (only above math.MaxInt64), float64, string, []byte or time.Time (UTC, at
+// microsecond precision, between MinTime and MaxTime). Encoders also accept the
+// other Go integer and float widths and store them as int64 / float64, and any
+// time.Time in that range, stored as its instant truncated to the microsecond, so
+// a decoded record holds only the canonical types.
 type Attrs map[string]any
 
 // Clone returns a shallow copy of a (values are immutable scalars).
@@ -73,9 +76,37 @@ func Canonical(v any) (any, error) {
 		return canonicalUint(x), nil
 	case float32:
 		return float64(x), nil
+	case time.Time:
+		return CanonicalTime(x)
 	default:
 		return nil, fmt.Errorf("%w: attribute value of type %T", ErrUnsupportedType, v)
 	}
+}
+
+// The range of time attribute values: the instants whose microseconds since the
+// Unix epoch fit in an int64 with whole seconds to spare (years -290307 to
+// 294246), so that a time attribute and a valid-time tick convert into each other
+// exactly.
+var (
+	MinTime = time.Unix(minTimeSec, 0).UTC()
+	MaxTime = time.Unix(maxTimeSec, 999_999_000).UTC()
+)
+
+const (
+	minTimeSec = math.MinInt64/1_000_000 + 1
+	maxTimeSec = math.MaxInt64/1_000_000 - 1
+)
+
+// CanonicalTime returns t as a time attribute value: in UTC, without a monotonic
+// clock reading, truncated to the microsecond (towards the past, so 1969 instants
+// keep their order). A time outside [MinTime, MaxTime] is an error wrapping
+// ErrUnsupportedType.
+func CanonicalTime(t time.Time) (time.Time, error) {
+	if sec := t.Unix(); sec < minTimeSec || sec > maxTimeSec {
+		return time.Time{}, fmt.Errorf("%w: time %s is outside the attribute range [%s, %s]",
+			ErrUnsupportedType, t.Format(time.RFC3339Nano), MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339Nano))
+	}
+	return time.UnixMicro(t.UnixMicro()).UTC(), nil
 }
 
 func canonicalUint(u uint64) any {
@@ -134,6 +165,10 @@ func encodeScalar(enc *msgpack.Encoder, v any) error {
 		return enc.EncodeFloat64(x)
 	case string:
 		return enc.EncodeString(x)
+	case time.Time:
+		// msgpack's timestamp extension (type -1) in its smallest form: 4 bytes
+		// (whole seconds in [0, 2^32)), 8 bytes (seconds in [0, 2^34)) or 12.
+		return enc.EncodeTime(x)
 	case []byte:
 		if x == nil {
 			// msgpack writes a nil slice as nil; an empty bytes value is not a null.
@@ -208,8 +243,20 @@ func canonicalEqual(x, y any) (same, canonical bool) {
 	case []byte:
 		yv, ok := y.([]byte)
 		return ok && bytes.Equal(xv, yv), ok || isCanonical(y)
+	case time.Time:
+		yv, ok := y.(time.Time)
+		if !inTimeRange(xv) || (ok && !inTimeRange(yv)) {
+			return false, false
+		}
+		return ok && xv.UnixMicro() == yv.UnixMicro(), ok || isCanonical(y)
 	}
 	return false, false
+}
+
+// inTimeRange reports whether t can be a time attribute value.
+func inTimeRange(t time.Time) bool {
+	sec := t.Unix()
+	return sec >= minTimeSec && sec <= maxTimeSec
 }
 
 func isCanonical(v any) bool {
@@ -218,6 +265,8 @@ func isCanonical(v any) bool {
 		return true
 	case uint64:
 		return x > math.MaxInt64
+	case time.Time:
+		return inTimeRange(x)
 	}
 	return false
 }

@@ -244,7 +244,7 @@ func TestAttrsWidenedEqualBytes(t *testing.T) {
 
 func TestAttrsUnsupportedType(t *testing.T) {
 	for _, v := range []any{
-		struct{}{}, time.Time{}, time.Second, []int{1}, []string{"a"}, map[string]any{},
+		struct{}{}, new(time.Time), time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC), time.Second, []int{1}, []string{"a"}, map[string]any{},
 		Attrs{}, []any{1}, complex(1, 2), new(int64), func() {}, make(chan int),
 	} {
 		dst := []byte("keep")
@@ -367,7 +367,8 @@ var malformedAttrs = []struct {
 	{"value nested map", []byte{0x81, 0xa1, 'a', 0x80}},
 	{"value nested array", []byte{0x81, 0xa1, 'a', 0x91, 0x01}},
 	{"value ext", []byte{0x81, 0xa1, 'a', 0xd4, 0x01, 0x00}},
-	{"value msgpack timestamp", []byte{0x81, 0xa1, 'a', 0xd6, 0xff, 0, 0, 0, 1}},
+	{"value msgpack timestamp with nanoseconds", []byte{0x81, 0xa1, 'a', 0xd7, 0xff, 0, 0, 0, 4, 0, 0, 0, 1}},
+	{"value ext of another type", []byte{0x81, 0xa1, 'a', 0xd6, 0x05, 0, 0, 0, 1}},
 	{"value float32 form", []byte{0x81, 0xa1, 'a', 0xca, 0x3f, 0xc0, 0x00, 0x00}},
 	{"value never used code", []byte{0x81, 0xa1, 'a', 0xc1}},
 	{"value uint16 truncated", []byte{0x81, 0xa1, 'a', 0xcd, 0x01}},

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bitempo/bitempo/encoding"
 )
@@ -267,8 +268,10 @@ func FuzzValueCodec(f *testing.F) {
 	f.Add([]byte("\x82\xa1a\x01\xa1a\x02"))
 	f.Add([]byte("\x81\xa1a\x91\x01"))
 	f.Add([]byte("\xde\x00\x01\xd9\x01a\xd3\x00\x00\x00\x00\x00\x00\x00\x05"))
+	f.Add([]byte("\x83\xa1a\xd6\xff\x65\xee\x49\x00\xa1b\xd7\xff\x00\x00\x07\xd0\x65\xee\x49\x00\xa1c\xc7\x0c\xff\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkWalkAttrs(t, data)
 		if a, err := encoding.DecodeAttrs(data); err != nil {
 			if !errors.Is(err, encoding.ErrCorrupt) {
 				t.Fatalf("DecodeAttrs(%x): error %v does not wrap ErrCorrupt", data, err)
@@ -297,6 +300,27 @@ func FuzzValueCodec(f *testing.F) {
 	})
 }
 
+// checkWalkAttrs checks WalkAttrs against DecodeAttrs on arbitrary bytes: it
+// fails only with ErrCorrupt, succeeds only where DecodeAttrs does, and then
+// reports the same values.
+func checkWalkAttrs(t *testing.T, data []byte) {
+	t.Helper()
+	walked := encoding.Attrs{}
+	werr := encoding.WalkAttrs(data, func(name []byte, v *encoding.Value) error {
+		walked[string(name)] = v.Any()
+		return nil
+	})
+	a, derr := encoding.DecodeAttrs(data)
+	switch {
+	case werr != nil && !errors.Is(werr, encoding.ErrCorrupt):
+		t.Fatalf("WalkAttrs(%x): error %v does not wrap ErrCorrupt", data, werr)
+	case werr == nil && derr != nil:
+		t.Fatalf("WalkAttrs(%x) accepts what DecodeAttrs refuses: %v", data, derr)
+	case werr == nil && !attrsEqual(walked, a):
+		t.Fatalf("WalkAttrs(%x) = %#v, DecodeAttrs %#v", data, walked, a)
+	}
+}
+
 // FuzzAttrsRoundTrip builds attributes of every accepted Go type from the fuzz
 // input, with the canonical value each must decode to, and checks the round trip.
 func FuzzAttrsRoundTrip(f *testing.F) {
@@ -311,6 +335,10 @@ func FuzzAttrsRoundTrip(f *testing.F) {
 	f.Add([]byte(zeroRecord + "\x04" + "\x00\x08\xff" + "\x01a\x09\xff\xff" + "\x01b\x0a\xff\xff\xff\xff" + "\x01c\x03\x7f\xff\xff\xff\xff\xff\xff\xff"))
 	f.Add([]byte(zeroRecord + "\x02" + "\x01a\x0c\x80\x00\x00\x00" + "\x01b\x0d\x7f\xf0\x00\x00\x00\x00\x00\x00"))
 	f.Add([]byte(zeroRecord + "\x02" + "\x01a\x0b\x00\x00\x00\x00\x00\x00\x00\x07" + "\x01b\x03\x7f\xff\xff\xff\xff\xff\xff\xff"))
+	// Times: the range's edges, a timestamp-form boundary, and a free instant
+	// with nanoseconds in a zone.
+	f.Add([]byte(zeroRecord + "\x04" + "\x01a\x0f\xfe\x00\x00" + "\x01b\x0f\xfe\x01\x00" + "\x01c\x0f\xfe\x05\x03" +
+		"\x01d\x0f\xfe\x40\x12\x34\x56\x78\x9a\xbc\xde\xf0\x3b\x9a\xc9\xff\xfb"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &byteReader{b: data}
 		rec := encoding.RecordValue{
@@ -335,6 +363,10 @@ func FuzzAttrsRoundTrip(f *testing.F) {
 		got, err := encoding.DecodeAttrs(enc)
 		if err != nil || !attrsEqual(got, want) {
 			t.Fatalf("DecodeAttrs(AppendAttrs(%#v)) = %#v, %v; want %#v", in, got, err, want)
+		}
+		checkWalkAttrs(t, enc) // and what AppendAttrs writes, WalkAttrs accepts:
+		if err := encoding.WalkAttrs(enc, func([]byte, *encoding.Value) error { return nil }); err != nil {
+			t.Fatalf("WalkAttrs(AppendAttrs(%#v)): %v", in, err)
 		}
 		checkAttrsFixedPoint(t, got, enc)
 
@@ -412,12 +444,34 @@ func readValue(r *byteReader) (in, want any) {
 		return v, v
 	default:
 		n := r.byte()
-		if n == 0xff {
+		switch n {
+		case 0xff:
 			return []byte(nil), []byte{}
+		case 0xfe:
+			return readTime(r)
 		}
 		v := r.bytes(int(n))
 		return v, bytes.Clone(v)
 	}
+}
+
+// readTime reads a time attribute: a mode byte (edges of the range and of the
+// timestamp forms, or a free instant), then for a free instant 8 bytes of seconds
+// (folded into the attribute range), 4 of nanoseconds and a zone offset byte.
+// Its canonical form is the instant in UTC truncated to the microsecond.
+func readTime(r *byteReader) (in, want any) {
+	edges := []time.Time{encoding.MinTime, encoding.MaxTime, time.Unix(0, 0), time.Unix(1<<32-1, 0),
+		time.Unix(1<<32, 0), time.Unix(1<<34-1, 999_999_000), time.Unix(1<<34, 0), time.Unix(-1, 999_999_000), {}}
+	var tm time.Time
+	if mode := int(r.byte()); mode < len(edges) {
+		tm = edges[mode]
+	} else {
+		span := uint64(encoding.MaxTime.Unix() - encoding.MinTime.Unix() + 1)
+		sec := encoding.MinTime.Unix() + int64(r.uint(8)%span)
+		tm = time.Unix(sec, int64(r.uint(4)%1e9))
+	}
+	tm = tm.In(time.FixedZone("", (int(int8(r.byte()))%15)*3600))
+	return tm, time.UnixMicro(tm.UnixMicro()).UTC()
 }
 
 func canonicalUint(u uint64) any {
@@ -443,6 +497,10 @@ func checkCanonicalAttrs(t *testing.T, a encoding.Attrs) {
 		case []byte:
 			if x == nil {
 				t.Fatalf("attribute %q decoded as a nil []byte", name)
+			}
+		case time.Time:
+			if x.Location() != time.UTC || x.Nanosecond()%1000 != 0 || x.Before(encoding.MinTime) || x.After(encoding.MaxTime) {
+				t.Fatalf("attribute %q decoded as the non-canonical time %v", name, x)
 			}
 		default:
 			t.Fatalf("attribute %q decoded as a %T", name, v)

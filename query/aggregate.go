@@ -7,17 +7,18 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/bitempo/bitempo/store"
 )
 
-// This file computes temporal aggregations (the SCD2 group-by of DESIGN.md): the
+// This file computes temporal aggregations (the SCD2 group-by of docs/semantics.md): the
 // features of a group at a time ts are aggregations over the group's versions
 // active at ts (valid_from <= ts < valid_to), as known at a transaction time.
 // Aggregate answers one (group, ts[, tx]) from the table's group index; Backfill
 // (backfill.go) answers many with one sweep per group.
 //
-// Semantics decided here (DESIGN.md leaves them open):
+// Semantics decided here (docs/semantics.md leaves them open):
 //
 //   - SUM is an int64 while every non-null value is an integer, a float64 once
 //     one is a float; both are exact until the final rounding, so the result does
@@ -28,18 +29,26 @@ import (
 //     number is an error rather than a skipped value.
 //   - MIN and MAX use one total order over attribute values: false < true <
 //     numbers (compared by value across int64, uint64 and float64, NaN above
-//     every number) < strings < byte strings. Equal numbers of different types
-//     order int64 < uint64 < float64, so the result is always the same value.
-//     COUNT_DISTINCT counts values equal in that order once (1 and 1.0 are one).
+//     every number) < times (by instant) < strings < byte strings. Equal numbers
+//     of different types order int64 < uint64 < float64, so the result is always
+//     the same value. COUNT_DISTINCT counts values equal in that order once (1
+//     and 1.0 are one; a time is never equal to its microseconds as a number:
+//     the column changed type). MIN and MAX of times are times.
 //   - LATEST and EARLIEST return the input of the active version with the
 //     greatest (least) valid_from, null included: "the status of the newest
 //     contract" must not fall back to an older one when the newest has none.
 //     Versions of different entities starting at the same instant are ordered
 //     by natural key in the store's key order: LATEST takes the greatest key,
 //     EARLIEST the least.
-//   - A window column must hold an integer time (microseconds, like valid-time
-//     ticks). A null window column lies in no window; any other non-integer
-//     value is an error when its version is active at a requested time.
+//   - A window column must hold a time: a time value, or an int64 of
+//     microseconds since the epoch (like valid-time ticks); the two give the same
+//     windows, since a time value is stored at microsecond precision. A null
+//     window column lies in no window, nor does a uint64 (after every time); any
+//     other value is an error naming the column and the value's type, raised
+//     when its version is active at a requested time (attributes have no
+//     declared types, so it cannot be raised earlier). Rejected alternative:
+//     skipping such versions silently, which turns a load mistake (a time loaded
+//     as text) into features that are quietly zero.
 //   - Windows on valid_from need a time axis: on a table with an int axis they
 //     are rejected, since "7 days" of sequence numbers means nothing.
 //   - An input or window column may name a key column; its value is the key's.
@@ -48,8 +57,7 @@ import (
 //     placeholders: both are versions of the table in effect at ts.
 
 // ErrAggValue: a value an aggregation cannot take (a SUM or AVG input that is not
-// a number, a window column that is not an integer time, an integer sum beyond
-// uint64).
+// a number, a window column that is not a time, an integer sum beyond uint64).
 var ErrAggValue = errors.New("bitempo: value cannot be aggregated")
 
 // AggValueError describes a value that stopped an aggregation.
@@ -307,7 +315,7 @@ func canonicalKey(v any) any {
 }
 
 // span returns the request times [a, b) at which m belongs to the filter's set
-// (a >= b: never). bad reports a window column value that is not an integer: the
+// (a >= b: never). bad reports a window column value that is not a time: the
 // member then spans its whole period, and adding it fails.
 func (f *filter) span(p *plan, m *member) (a, b int64, bad bool) {
 	a, b = m.from, m.to
@@ -319,6 +327,8 @@ func (f *filter) span(p *plan, m *member) (a, b int64, bad bool) {
 		switch v := m.vals[f.column].(type) {
 		case int64:
 			w = v
+		case time.Time:
+			w = v.UnixMicro()
 		case nil, uint64: // null lies in no window; a uint64 is after every time
 			return 0, 0, false
 		default:
@@ -332,12 +342,37 @@ func (f *filter) span(p *plan, m *member) (a, b int64, bad bool) {
 	return max(a, w), min(b, end), false
 }
 
-// badWindow is the error for a member whose window column is not an integer.
+// badWindow is the error for a member whose window column is not a time.
 func (p *plan) badWindow(f *filter, m *member) error {
 	key, _ := p.t.DecodeKey(m.tuple)
 	v := m.vals[f.column]
 	return &AggValueError{Feature: p.feats[f.feats[0]].name, Table: p.t.Name, Key: key, Value: v,
-		Reason: fmt.Sprintf("window column %q must hold an integer time", p.attrs[f.column])}
+		Reason: fmt.Sprintf("window column %q holds a %s; it must hold a time, or an int64 of microseconds since the epoch",
+			p.attrs[f.column], ValueTypeName(v))}
+}
+
+// ValueTypeName names the type of an attribute value as messages do: null, bool,
+// int64, uint64, float64, string, bytes or time.
+func ValueTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "bool"
+	case int64:
+		return "int64"
+	case uint64:
+		return "uint64"
+	case float64:
+		return "float64"
+	case string:
+		return "string"
+	case []byte:
+		return "bytes"
+	case time.Time:
+		return "time"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // point evaluates the plan at ts over ms, the versions active at ts.
@@ -546,6 +581,7 @@ const (
 	valInt
 	valUint
 	valFloat
+	valTime // n holds microseconds since the epoch
 	valRef
 )
 
@@ -565,12 +601,14 @@ func valueOf(v any) val {
 		return val{kind: valUint, n: x}
 	case float64:
 		return floatVal(x)
+	case time.Time:
+		return val{kind: valTime, n: uint64(x.UnixMicro())}
 	}
 	return val{kind: valRef, ref: v}
 }
 
-// any returns the value as an attribute value (nil, bool, int64, uint64, float64
-// or the referenced value).
+// any returns the value as an attribute value (nil, bool, int64, uint64, float64,
+// time.Time or the referenced value).
 func (v val) any() any {
 	switch v.kind {
 	case valBool:
@@ -581,6 +619,8 @@ func (v val) any() any {
 		return v.n
 	case valFloat:
 		return math.Float64frombits(v.n)
+	case valTime:
+		return time.UnixMicro(int64(v.n)).UTC()
 	case valRef:
 		return v.ref
 	}
@@ -660,6 +700,7 @@ func (a *accum) pop() {
 const (
 	kindBool = iota
 	kindNumber
+	kindTime
 	kindString
 	kindBytes
 	kindOther
@@ -671,6 +712,8 @@ func kindOf(v any) int {
 		return kindBool
 	case int64, uint64, float64:
 		return kindNumber
+	case time.Time:
+		return kindTime
 	case string:
 		return kindString
 	case []byte:
@@ -706,6 +749,8 @@ func compareValues(a, b any) int {
 			return cmp.Compare(math.Float64bits(x), math.Float64bits(b.(float64)))
 		}
 		return 0
+	case kindTime:
+		return cmp.Compare(a.(time.Time).UnixMicro(), b.(time.Time).UnixMicro())
 	case kindString:
 		return strings.Compare(a.(string), b.(string))
 	case kindBytes:
@@ -814,6 +859,7 @@ const (
 	dkFloat
 	dkString
 	dkBytes
+	dkTime
 )
 
 func keyOf(v any) distinctKey {
@@ -838,6 +884,8 @@ func keyOf(v any) distinctKey {
 		return distinctKey{kind: dkString, s: x}
 	case []byte:
 		return distinctKey{kind: dkBytes, s: string(x)}
+	case time.Time:
+		return distinctKey{kind: dkTime, n: uint64(x.UnixMicro())}
 	}
 	return distinctKey{s: fmt.Sprintf("%T:%v", v, v)}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/bitempo/bitempo/txn"
 )
 
-// The contracts example of the SCD2 group-by reference: contracts keyed by
-// contract_id, grouped by user_id, aggregated over the versions active at the
+// The contracts example of the SCD2 group-by reference scenarios
+// (docs/semantics.md): contracts keyed by contract_id, grouped by user_id, aggregated over the versions active at the
 // request time; and active users by zipcode whose birth_ts lies in the last 10950
 // days (a window on another column).
 func ExampleAggregate() {

@@ -32,8 +32,8 @@ import (
 //	agg table=T all ts=TS [tx=N]       table-wide
 //	backfill table=T [tx=N] [all]      lines "agg SPEC" and "row GROUP TS [tx=N]"
 //
-// Values: integers, decimals (float64), null, true/false, "quoted strings", other
-// words are strings. Group keys are written like values. Every point query is
+// Values: integers, decimals (float64), null, true/false, "quoted strings",
+// t:RFC3339 times (time.Time), other words are strings. Group keys are written like values. Every point query is
 // checked against a one-row backfill, and every backfill row against the point
 // query, so each expectation holds for both paths. The store is verified after
 // every write.
@@ -146,6 +146,10 @@ func aggValue(s string) any {
 		if err == nil {
 			return u
 		}
+	case strings.HasPrefix(s, "t:"):
+		if tm, err := time.Parse(time.RFC3339Nano, s[2:]); err == nil {
+			return tm
+		}
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n
@@ -166,6 +170,8 @@ func aggFormatValue(v any) string {
 		return strconv.Quote(x)
 	case []byte:
 		return fmt.Sprintf("0x%x", x)
+	case time.Time:
+		return "t:" + x.Format(time.RFC3339Nano)
 	}
 	return fmt.Sprint(v)
 }

@@ -159,8 +159,9 @@ type Agg struct {
 	// Input is the attribute aggregated; empty for AggCount and AggExists, required
 	// by every other operation.
 	Input string
-	// WindowColumn names an integer attribute (a time in microseconds) windows
-	// filter on instead of valid_from; it needs Windows.
+	// WindowColumn names a time attribute (a time.Time, or an int64 of
+	// microseconds since the epoch) windows filter on instead of valid_from; it
+	// needs Windows.
 	WindowColumn string
 	Windows      []Window
 }

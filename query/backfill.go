@@ -29,8 +29,9 @@ type BackfillOptions struct {
 	// TableWide aggregates every version of the table at each row's time instead
 	// of one group's (a series such as "total amount at each reference date").
 	TableWide bool
-	// Progress, if set, is called on the backfill's goroutine as groups are
-	// finished, about every ProgressEvery rows, and once at the end.
+	// Progress, if set, is called on the backfill's goroutine about every
+	// ProgressEvery computed rows, within a group as between groups (a
+	// table-wide backfill is one group), and once at the end.
 	Progress func(BackfillProgress)
 	// ProgressEvery is the number of computed rows between Progress calls;
 	// default 1% of the rows.
@@ -102,6 +103,7 @@ type backfill struct {
 	ready    []bool
 	next     int // first row not yet yielded
 	computed int
+	swept    int // groups finished
 	reported int // rows computed at the last Progress call
 	calls    int // Progress calls so far
 
@@ -199,6 +201,7 @@ func (b *backfill) bucket() error {
 
 func (b *backfill) run(yield func(BackfillRow, error) bool) {
 	for g := range b.groups {
+		b.swept = g
 		if err := b.group(g); err != nil {
 			yield(BackfillRow{}, err)
 			return
@@ -379,6 +382,9 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 	}
 	next := make([][2]int, len(p.filters)) // per filter: next start, next end
 	for _, ri := range run {
+		// Progress counts rows: checked before each row, so a group's last
+		// rows are reported with the group once it is finished.
+		b.progress(b.swept, false)
 		ts := b.rows[ri].TS
 		for fi := range p.filters {
 			if err := b.advance(accs, fi, &next[fi], ms, ts); err != nil {

@@ -351,3 +351,30 @@ func TestBackfillStreamsAndStops(t *testing.T) {
 		t.Fatalf("empty input yielded %v", err)
 	}
 }
+
+// TestBackfillProgressCountsRows checks that progress advances by rows inside
+// one group: a table-wide backfill of 100 rows, one group, reports every 20.
+func TestBackfillProgressCountsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	db, _ := aggRandomStore(t, rng, 30, 5, 20)
+	rows := make([]query.LeftRow, 100)
+	for i := range rows {
+		rows[i] = query.LeftRow{TS: int64(i) * aggDay}
+	}
+	count, _ := query.ParseAgg("count")
+	var progress []query.BackfillProgress
+	opts := query.BackfillOptions{TableWide: true, ProgressEvery: 20, Progress: func(p query.BackfillProgress) { progress = append(progress, p) }}
+	for _, err := range query.Backfill(db, "contracts", rows, []query.Agg{count}, opts) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []query.BackfillProgress{
+		{Rows: 20, TotalRows: 100, TotalGroups: 1}, {Rows: 40, TotalRows: 100, TotalGroups: 1},
+		{Rows: 60, TotalRows: 100, TotalGroups: 1}, {Rows: 80, TotalRows: 100, TotalGroups: 1},
+		{Rows: 100, TotalRows: 100, Groups: 1, TotalGroups: 1},
+	}
+	if !slices.Equal(progress, want) {
+		t.Fatalf("progress %+v\nwant %+v", progress, want)
+	}
+}

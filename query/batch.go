@@ -249,6 +249,9 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe,
 		res.Index, res.Reason = index, reason
 		if reason == store.Found {
 			res.SK, res.Inferred, res.Attrs = v.SK, v.Inferred, v.Attrs
+			if raw := v.RawAttrs(); !raw.IsZero() {
+				res.raw = raw.Clone() // v is valid only during the callback
+			}
 		}
 	})
 	return lookups, err

@@ -22,7 +22,7 @@
 // ends. A failure to read is the last pair a sequence yields. Scans select keys
 // with a KeyRange: a prefix of leading key columns, and/or a [Start, End) range.
 //
-// # Decisions (DESIGN.md leaves these open)
+// # Decisions (docs/semantics.md leaves these open)
 //
 //   - A transaction time after the newest commit reads as the newest commit.
 //     Versions are returned as stored: one read at an old transaction time shows

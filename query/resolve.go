@@ -52,6 +52,10 @@ type ResolveOptions struct {
 	Default uint64
 	// Attrs returns each resolved version's attributes with its sk.
 	Attrs bool
+	// RawAttrs, with Attrs, returns the attributes still encoded
+	// (Resolution.RawAttrs, read with store.RawAttrs.Walk) instead of as a map: what a
+	// caller that decodes them into its own types (package typed) needs.
+	RawAttrs bool
 }
 
 // Resolution is the answer for one fact.
@@ -70,7 +74,13 @@ type Resolution struct {
 	Default bool
 	// Attrs are the version's attributes, with ResolveOptions.Attrs.
 	Attrs store.Attrs
+
+	raw store.RawAttrs // encoded attributes, with ResolveOptions.RawAttrs
 }
+
+// RawAttrs returns the encoded attributes of the version, with
+// ResolveOptions.Attrs and RawAttrs; otherwise the zero RawAttrs.
+func (r Resolution) RawAttrs() store.RawAttrs { return r.raw }
 
 // Found reports whether the fact resolved to a version.
 func (r Resolution) Found() bool { return r.Reason == store.Found }
@@ -91,6 +101,9 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 	s, t, release, err := open(r, table)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Attrs && opts.RawAttrs {
+		t = t.WithRawAttrs()
 	}
 	out, err := resolveBatch(s, t, facts, opts.Attrs)
 	release()

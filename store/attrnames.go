@@ -134,6 +134,20 @@ func (s *Snapshot) decodeRecord(t *Table, value []byte) (encoding.RecordValue, e
 	return rv, nil
 }
 
+// decodeHeadSplit decodes a stored record value of table t but its attributes,
+// which it returns in their positional form, unchecked (RawAttrs.Walk checks).
+func decodeHeadSplit(t *Table, value []byte) (encoding.RecordValue, []byte, error) {
+	rv, err := encoding.DecodeRecordHeadPositional(value)
+	if err != nil {
+		return rv, nil, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+	}
+	attrs, err := encoding.PositionalAttrs(value)
+	if err != nil {
+		return rv, nil, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+	}
+	return rv, attrs, nil
+}
+
 // decodeHead decodes a stored record value of table t but its attributes.
 func decodeHead(t *Table, value []byte) (encoding.RecordValue, error) {
 	rv, err := encoding.DecodeRecordHeadPositional(value)

@@ -22,8 +22,8 @@ import (
 // pebbleFormat is the Pebble format major version bitempo writes. It is pinned so
 // that an upgrade of Pebble never silently ratchets a store's on-disk format. This
 // version writes row-oriented sstables (TableFormatPebblev4), which measured about
-// 20% faster and smaller than the columnar format on bitempo's workload (see
-// PERF-NOTES.md).
+// 20% faster and smaller than the columnar format on bitempo's workload (100k
+// keys x 10 versions on a 2-core machine, 64 MB cache; measured 2026-11-29).
 const pebbleFormat = pebble.FormatFlushableIngestExcises
 
 // Options configure Open. The zero value opens or creates an on-disk store with

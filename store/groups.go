@@ -34,8 +34,10 @@ import (
 // belongs to no group (a lookup cannot ask for the null group, as a join on a null
 // key matches nothing); the rejected alternative, a "null group" as in SQL GROUP
 // BY, would gather every entity that lacks the attribute into one giant group.
-// Group values must be strings, bytes or integers: a float or bool group value is
-// rejected before anything is written (floats make poor keys: 0.1+0.2 is not 0.3).
+// Group values must be strings, bytes or integers: a float, bool or time group
+// value is rejected before anything is written (floats make poor keys: 0.1+0.2 is
+// not 0.3; a time group is almost always a mistake for a window, and an int64 of
+// microseconds serves where one is meant).
 
 // Sentinels of the group index.
 var (

@@ -170,13 +170,21 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 	case valid >= head.ValidTo:
 		return Version{}, InGap, nil
 	}
-	if m.attrs {
+	var raw RawAttrs // with a WithRawAttrs table, valid only during LookupSorted's fn
+	switch {
+	case m.attrs && m.t.rawAttrs && !encoding.SharesAttrs(m.it.Value()):
+		var b []byte
+		if _, b, err = decodeHeadSplit(m.t, m.it.Value()); err != nil {
+			return Version{}, 0, err
+		}
+		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).name}
+	case m.attrs:
 		if head, err = m.s.decodeRecord(m.t, m.it.Value()); err != nil {
 			return Version{}, 0, err
 		}
 	}
 	return Version{
 		ValidFrom: from, ValidTo: head.ValidTo, TxFrom: head.TxFrom, TxTo: head.TxTo, SK: head.SK,
-		Attrs: head.Attrs, Inferred: head.Flags&encoding.FlagInferred != 0, tuple: m.keyPfx[m.pfxLen:],
+		Attrs: head.Attrs, Inferred: head.Flags&encoding.FlagInferred != 0, tuple: m.keyPfx[m.pfxLen:], raw: raw,
 	}, Found, nil
 }

@@ -164,6 +164,8 @@ type Table struct {
 
 	tracked map[string]bool // nil when every attribute is tracked (minus TrackExcept)
 	except  map[string]bool
+	// rawAttrs: reads through this table leave attributes encoded (WithRawAttrs).
+	rawAttrs bool
 }
 
 // validate checks a definition before it is created.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 
@@ -32,7 +33,64 @@ type Version struct {
 	// the dimension knew it.
 	Inferred bool
 
-	tuple []byte // encoded Key
+	tuple []byte   // encoded Key
+	raw   RawAttrs // encoded attributes, from reads of a WithRawAttrs table
+}
+
+// RawAttrs are a version's attributes still in their stored, positional form,
+// with the table's attribute names to read them by. The zero value holds none.
+type RawAttrs struct {
+	b    []byte
+	name func(ord uint32) (string, bool)
+}
+
+// NewRawAttrs wraps attributes in positional form
+// (encoding.AppendAttrsPositional) with the name of each ordinal, for code that
+// holds attributes it read elsewhere.
+func NewRawAttrs(b []byte, name func(ord uint32) (string, bool)) RawAttrs {
+	return RawAttrs{b: b, name: name}
+}
+
+// IsZero reports whether r holds no attributes (the version was not read
+// through a WithRawAttrs table, or its attributes were decoded into Attrs).
+func (r RawAttrs) IsZero() bool { return r.name == nil }
+
+// Walk calls fn for each attribute in stored order, with its name and a value
+// that aliases r's bytes (copy Bytes to keep them); see
+// encoding.WalkAttrsPositional. A malformed record is an error wrapping
+// ErrCorrupt, found as the walk reaches it.
+func (r RawAttrs) Walk(fn func(name string, v *encoding.Value) error) error {
+	if r.IsZero() {
+		return nil
+	}
+	if err := encoding.WalkAttrsPositional(r.b, r.name, fn); err != nil {
+		if errors.Is(err, encoding.ErrCorrupt) {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Clone returns a copy of r that does not alias the bytes it was read from.
+func (r RawAttrs) Clone() RawAttrs { return RawAttrs{b: bytes.Clone(r.b), name: r.name} }
+
+// RawAttrs returns the version's attributes in their stored form when it was
+// read through a table returned by WithRawAttrs, whose reads leave Attrs nil;
+// otherwise the zero RawAttrs. A retired record whose attributes are stored
+// with its successor comes back decoded, in Attrs, even through such a table.
+func (v *Version) RawAttrs() RawAttrs { return v.raw }
+
+// WithRawAttrs returns a copy of t for reads that decode attributes themselves:
+// every read given the copy (Snapshot.VersionAt, ScanAt, ScanHistory,
+// LookupSorted, ...) returns versions whose Attrs are nil and whose RawAttrs
+// hold the encoded record, unchecked until the caller walks it, which is how
+// package typed decodes straight into Go structs without building a map. Use
+// the copy for reads only.
+func (t *Table) WithRawAttrs() *Table {
+	c := *t
+	c.rawAttrs = true
+	return &c
 }
 
 // Tuple returns the encoded natural key of the version.
@@ -85,6 +143,9 @@ func (t *Table) NewVersion(key Key, tuple []byte, from, to int64, sk uint64, att
 
 // decodeVersion builds a version of table t from a stored record.
 func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom int64, value []byte) (Version, error) {
+	if t.rawAttrs && !encoding.SharesAttrs(value) {
+		return s.decodeVersionRaw(t, tuple, validFrom, value)
+	}
 	rv, err := s.decodeRecord(t, value)
 	if err != nil {
 		return Version{}, err
@@ -101,6 +162,24 @@ func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom int64, value 
 	return Version{
 		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
 		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, Attrs: rv.Attrs,
+		Inferred: rv.Flags&encoding.FlagInferred != 0,
+	}, nil
+}
+
+// decodeVersionRaw builds a version from a stored record, its attributes left
+// encoded (a copy, since value belongs to an iterator).
+func (s *Snapshot) decodeVersionRaw(t *Table, tuple []byte, validFrom int64, value []byte) (Version, error) {
+	rv, attrs, err := decodeHeadSplit(t, value)
+	if err != nil {
+		return Version{}, err
+	}
+	key, err := t.DecodeKey(tuple)
+	if err != nil {
+		return Version{}, err
+	}
+	return Version{
+		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
+		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, raw: RawAttrs{b: bytes.Clone(attrs), name: s.attrNames(t).name},
 		Inferred: rv.Flags&encoding.FlagInferred != 0,
 	}, nil
 }

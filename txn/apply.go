@@ -15,7 +15,7 @@ import (
 // derive.go; this file validates batches, reads what a batch needs, and writes
 // the event log, batch ids, checkpoints and versions.
 //
-// Semantics decided here (DESIGN.md leaves them open):
+// Semantics decided here (docs/semantics.md leaves them open):
 //
 //   - Several events of one key at the same valid time (same at, different seq)
 //     count as one instant: the last by seq decides the state there, exactly as

@@ -8,7 +8,7 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// Invariant 6 of DESIGN.md: every changes table's current versions equal a
+// Invariant 6 of docs/semantics.md: every changes table's current versions equal a
 // from-scratch derivation of its event set (its checkpoints plus its event log).
 // store.Verify runs this check once package txn is linked in.
 func init() { store.RegisterCheck(verifyChanges) }

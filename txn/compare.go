@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -29,10 +30,16 @@ func trackedEqual(t *store.Table, a, b store.Attrs) bool {
 // valuesEqual is null-safe equality of two canonical attribute values: null
 // equals null and nothing else; numbers compare by value across int64, uint64 and
 // float64 (after rounding to the scale when opt.Round); strings optionally trimmed
-// and case-folded.
+// and case-folded; times as instants, equal only to times (never to a number of
+// microseconds or a text that would name the same instant: a column that changes
+// type changes). The string and number options do not apply to times.
 func valuesEqual(x, y any, opt store.CompareOptions) bool {
 	if x == nil || y == nil {
 		return x == nil && y == nil
+	}
+	if xt, ok := x.(time.Time); ok {
+		yt, ok := y.(time.Time)
+		return ok && xt.Equal(yt)
 	}
 	if xs, ok := x.(string); ok {
 		ys, ok := y.(string)

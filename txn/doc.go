@@ -18,7 +18,7 @@
 // transaction never reach the store. So closing a version and inserting its
 // successor always land in the same commit.
 //
-// # Semantics decided here (DESIGN.md leaves them open)
+// # Semantics decided here (docs/semantics.md leaves them open)
 //
 //   - Put of exactly the period and attributes of an existing version is a no-op,
 //     so reloading the same versions does not churn surrogate keys. Any other Put

@@ -139,6 +139,9 @@ func diff(orig, cur []store.Version) (retired, asserted []store.Version) {
 	return retired, asserted
 }
 
+// DB returns the store the transaction writes to.
+func (tx *Tx) DB() *store.DB { return tx.db }
+
 // table resolves a table name and checks that it takes writes of kind k.
 func (tx *Tx) table(name string, k store.Kind) (*store.Table, error) {
 	if tx.done {

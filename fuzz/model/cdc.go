@@ -36,7 +36,7 @@ type Version struct {
 }
 
 // Derive derives a changes table's versions from a whole event set, from scratch,
-// in the steps DESIGN.md states them, with none of the store's incremental
+// in the steps docs/semantics.md states them, with none of the store's incremental
 // machinery (suffix re-derivation, checkpoints, lateness). The result is sorted by
 // key and valid_from.
 //

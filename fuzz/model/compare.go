@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // checkAttrs returns a copy of attrs after checking every value's type and that
@@ -27,6 +28,8 @@ func checkAttrs(def *Table, attrs Attrs) (Attrs, error) {
 			}
 		case []byte:
 			v = bytes.Clone(x)
+		case time.Time:
+			v = time.UnixMicro(x.UnixMicro()).UTC() // stored in UTC to the microsecond
 		default:
 			return nil, fmt.Errorf("%w: %q: type %T", ErrInvalidAttr, name, v)
 		}
@@ -63,6 +66,9 @@ func identicalValue(x, y any) bool {
 		return ok && bytes.Equal(x, yb)
 	case bool, int64, uint64, string:
 		return x == y
+	case time.Time:
+		yt, ok := y.(time.Time)
+		return ok && x.UnixMicro() == yt.UnixMicro()
 	}
 	return false
 }
@@ -107,6 +113,9 @@ func ValuesEqual(x, y any, opt Options) bool {
 	case []byte:
 		yb, ok := y.([]byte)
 		return ok && bytes.Equal(x, yb)
+	case time.Time: // an instant, whatever the options; never equal to a number
+		yt, ok := y.(time.Time)
+		return ok && x.Equal(yt)
 	}
 	xn, okx := number(x)
 	yn, oky := number(y)

@@ -1,6 +1,6 @@
 // Package model is the reference model of bitempo's periods tables (and, in
 // cdc.go, of the derivation of changes tables from their events): a plain,
-// in-memory implementation of the semantics in DESIGN.md (and the decisions
+// in-memory implementation of the semantics in docs/semantics.md (and the decisions
 // written down in package txn's doc), written for clarity rather than speed. It
 // is the oracle the randomized tests and fuzz targets compare the store against.
 //
@@ -15,7 +15,8 @@
 //
 // Keys are strings. Attribute values must be of the canonical types of package
 // encoding (nil, bool, int64, uint64 above math.MaxInt64, float64, string,
-// []byte); the model rejects others rather than converting them.
+// []byte, time.Time); the model rejects others rather than converting them, and
+// keeps times as the store does, in UTC truncated to the microsecond.
 //
 // # Semantics, stated from scratch
 //
@@ -51,8 +52,9 @@
 //     equal at scale 4, and 1.005 rounds to 1.01 at scale 2). NaN equals NaN and
 //     infinities equal themselves; they are never rounded. Strings are optionally
 //     trimmed of Unicode white space and compared under Unicode simple case
-//     folding (strings.EqualFold). Bytes compare exactly; values of different
-//     kinds (number, string, bytes, bool) are never equal.
+//     folding (strings.EqualFold). Bytes compare exactly; times compare as
+//     instants at microsecond precision, whatever the options; values of
+//     different kinds (number, string, bytes, bool, time) are never equal.
 //  6. A transaction's intermediate states never become records. A version whose
 //     content (valid period, surrogate key, attributes byte for byte, inferred
 //     flag) is unchanged at commit is not rewritten. A commit that changes nothing
@@ -64,7 +66,7 @@
 //     there is none: no record of the key is alive (unknown key), v is before
 //     the first, at or after the end of the last, or between two (in a gap).
 //
-// Rule 5 is stricter than DESIGN.md, which names the options but not the
+// Rule 5 is stricter than docs/semantics.md, which names the options but not the
 // rounding of ties, the reading of floats or the folding table; the model
 // follows SQL (ROUND on NUMERIC, floats read as their shortest decimal) and
 // Unicode simple folding, as store.CompareOptions documents. Package txn's

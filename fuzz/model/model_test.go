@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// These tests check the model against DESIGN.md's reference scenarios and rules
+// These tests check the model against the reference scenarios of docs/semantics.md and rules
 // directly, so that the oracle is not merely "whatever the store does".
 
 type step func(tx *Txn) error

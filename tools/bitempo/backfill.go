@@ -52,8 +52,9 @@ Each --agg SPEC is OP[(INPUT)][@WINDOW_COLUMN][:WINDOW,...]:
   OP      count, exists (no input); sum, avg, min, max, count_distinct, latest,
           earliest (an INPUT attribute is required)
   WINDOW  7d, 12h or 30m: only the versions whose valid_from, or WINDOW_COLUMN (an
-          attribute holding an integer time in microseconds since the epoch),
-          lies in (ts - WINDOW, ts]; one feature per window
+          attribute holding a time, loaded with --types COL=time, or an integer
+          of microseconds since the epoch), lies in (ts - WINDOW, ts]; one
+          feature per window
 Features are named INPUT_OP[_by_WINDOW_COLUMN][_WINDOW] (amount_sum_7d, count,
 status_count_distinct, count_by_birth_ts_10950d); one whose name is already a
 left column is prefixed with the table name (contracts_count). Over no version,
@@ -375,7 +376,7 @@ func backfillError(job *backfillJob, err error) error {
 	}
 	for _, agg := range job.aggs {
 		if agg.WindowColumn != "" && slices.Contains(agg.Names(), bad.Feature) && strings.Contains(bad.Reason, "window column") {
-			return fmt.Errorf("%w (a window column holds microseconds since the epoch: load %s as int64, not as a time, which is stored as text)",
+			return fmt.Errorf("%w (a window column holds times: load it with --types %s=time)",
 				err, agg.WindowColumn)
 		}
 	}

@@ -67,11 +67,13 @@ same file twice changes nothing the second time.
 
 The key columns are the table's; every other column is an attribute. Types come
 from --types col=int64|float64|bool|string|time, else are inferred per column
-(integers, decimals, booleans, otherwise strings); an empty cell is null. Values
-come back as they went in: a column holding a decimal that a float64 cannot hold
-exactly (12345678901234567890.5) is kept as text, with a warning naming the line
-(--types COL=float64 rounds it instead). Text must be UTF-8: a cell that is not
-fails the load with its line and column (or is skipped with --skip-bad).
+(integers, decimals, booleans, otherwise strings); an empty cell is null. A time
+column takes RFC 3339 values or dates (midnight UTC) and stores time values (UTC,
+to the microsecond), which output prints in RFC 3339 and a backfill window can use.
+Values come back as they went in: a column holding a decimal that a float64 cannot
+hold exactly (12345678901234567890.5) is kept as text, with a warning naming the
+line (--types COL=float64 rounds it instead). Text must be UTF-8: a cell that is
+not fails the load with its line and column (or is skipped with --skip-bad).
 
 Every row is read and checked before anything is written: a row that does not fit
 (bad time, wrong type, missing key) fails the load with its file, line and column,

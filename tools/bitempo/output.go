@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bitempo/bitempo/store"
@@ -217,6 +218,9 @@ func valueCell(v any) cell {
 		return cell{strconv.FormatUint(x, 10), x}
 	case float64:
 		return cell{formatFloat(x), x}
+	case time.Time:
+		s := x.UTC().Format(timeLayout) // RFC 3339, to the microsecond
+		return cell{s, s}
 	case int:
 		return cell{strconv.Itoa(x), x}
 	case uint32:

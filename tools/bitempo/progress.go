@@ -1,44 +1,52 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/schollz/progressbar/v3"
 )
 
-// progress draws a progress bar on stderr while a long command runs. It is off
-// unless stderr is a terminal and --quiet is not given, so logs and pipes never
-// see carriage returns.
+// progress draws a progress bar on stderr while a long command runs, with
+// schollz/progressbar (a count, a rate and the time left, redrawn at most ten
+// times a second, erased when done). It is off unless stderr is a terminal and
+// --quiet is not given, so logs and pipes never see carriage returns.
 type progress struct {
-	w     io.Writer
-	on    bool
-	label string
-	total int
-	done  int
-	last  time.Time
+	bar *progressbar.ProgressBar // nil when off
 }
 
 func (a *app) newProgress(label string, total int) *progress {
-	return &progress{w: a.stderr, on: a.stderrTTY && !a.quiet && total > 0, label: label, total: total}
+	if !a.stderrTTY || a.quiet || total <= 0 {
+		return &progress{}
+	}
+	return &progress{bar: newBar(a.stderr, label, total)}
 }
 
-// add records n more units done and redraws at most ten times a second.
+func newBar(w io.Writer, label string, total int) *progressbar.ProgressBar {
+	return progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(label),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetItsString("rows"),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionUseANSICodes(true),
+	)
+}
+
+// add records n more rows done.
 func (p *progress) add(n int) {
-	p.done += n
-	if !p.on || (time.Since(p.last) < 100*time.Millisecond && p.done < p.total) {
-		return
+	if p.bar != nil && n > 0 {
+		_ = p.bar.Add(n)
 	}
-	p.last = time.Now()
-	const width = 30
-	filled := width * p.done / p.total
-	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
-	fmt.Fprintf(p.w, "\r%s [%s] %3d%% %d/%d", p.label, bar, 100*p.done/p.total, p.done, p.total)
 }
 
 // finish erases the bar.
 func (p *progress) finish() {
-	if p.on {
-		fmt.Fprint(p.w, "\r\033[K")
+	if p.bar != nil {
+		_ = p.bar.Finish()
 	}
 }

@@ -21,6 +21,19 @@ func keyHistory(db *store.DB, t *store.Table, key store.Key, from, to, tx int64)
 	return out, nil
 }
 
+// rangeHistory returns the versions of every key starting with prefix
+// overlapping [from, to) as known at tx, in key and valid order.
+func rangeHistory(db *store.DB, t *store.Table, prefix store.Key, from, to, tx int64) ([]store.Version, error) {
+	var out []store.Version
+	for v, err := range query.HistoryRange(db, t.Name, query.KeyRange{Prefix: prefix}, from, to, query.HistoryOptions{Tx: tx}) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // keyAudit returns every record of key, retired ones included, in transaction order.
 func keyAudit(db *store.DB, t *store.Table, key store.Key) ([]store.Version, error) {
 	var out []store.Version

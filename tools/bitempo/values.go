@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -204,7 +205,7 @@ func convertText(typ attrType, s string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return formatInstant(t), nil
+		return time.UnixMicro(t).UTC(), nil // a time attribute value
 	}
 	return s, nil
 }

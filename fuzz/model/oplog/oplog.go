@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/bitempo/bitempo/fuzz/model"
 	"github.com/bitempo/bitempo/store"
@@ -168,7 +169,8 @@ const MaxValid = 15
 var pools = map[string][]any{
 	"a": {"Oslo", "oslo", " Oslo ", "OSLO", "Bergen", "bergen\t", "", nil, "Straße", "STRASSE"},
 	"b": {int64(1), 1.0, 1.2345, 1.23450, 1.23449, 1.2346, int64(2), 2.004, 1.994, math.Copysign(0, -1), 0.0, nil, math.NaN(), math.Inf(1)},
-	"c": {true, false, nil, int64(0), int64(-1), 0.4, -0.4, 2.5001, "x", []byte("x"), []byte{}},
+	"c": {true, false, nil, int64(0), int64(-1), 0.4, -0.4, 2.5001, "x", []byte("x"), []byte{},
+		time.Unix(0, 0).UTC(), time.Unix(0, 999).In(time.FixedZone("", 3600)), time.Unix(0, 1000).UTC()},
 	"d": {"u1", "u2", int64(7), nil, 7.0, uint64(math.MaxUint64)},
 }
 

@@ -8,8 +8,8 @@ import (
 
 // This file holds the semantics every peer engine shares with bitempo, written
 // once in Go so that the peers cannot drift apart: the SCD2 upsert of a periods
-// table (DESIGN.md "Upsert", bitempo's Tx.Upsert), the derivation of versions
-// from CDC events (DESIGN.md "changes" rules 1-3), and the checksums that every
+// table (docs/semantics.md "Upsert", bitempo's Tx.Upsert), the derivation of versions
+// from CDC events (docs/semantics.md "Changes tables" rules 1-3), and the checksums that every
 // engine's answers must match.
 
 // inf is the open end of a valid or transaction period.

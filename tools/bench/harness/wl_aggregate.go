@@ -6,7 +6,7 @@ import (
 	"math"
 )
 
-// Workload 8: temporal aggregation backfill (the SCD2 group-by of DESIGN.md).
+// Workload 8: temporal aggregation backfill (the SCD2 group-by of docs/semantics.md).
 // Contracts, grouped by user, change amount and status over time; for each
 // training row (user, ts) the features are aggregations over that user's
 // contract versions active at ts (valid_from <= ts < valid_to), one with a

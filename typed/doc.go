@@ -1,0 +1,49 @@
+// Package typed reads and writes a bitempo table as values of a Go struct type,
+// over the same store, transactions and reads as the map API (store.Attrs): a
+// Table[T] is a typed view, and a table written through it reads the same
+// through package query, and the other way round.
+//
+// # Declaring a table
+//
+// New[T] declares a table of struct type T. Each exported field is an
+// attribute named by its `bitempo:"name"` tag (the field's name without one);
+// `bitempo:"name,key"` makes it a key column, and the key fields, in declaration
+// order, are the table's natural key; `bitempo:"-"` leaves a field out. Field
+// types: bool, the integer and float types, string, []byte and time.Time (and
+// named types of them), or a pointer to one for a nullable attribute. Key fields
+// are strings, []byte or integers, never pointers. Everything else is a
+// *SchemaError (ErrSchema) from New: an unexported field (which the package
+// could neither fill nor write), an unsupported type, no key field, two fields
+// with one name, an unknown tag option. Check, and the first read or write,
+// compare the key fields with the table's key columns (the same names in the
+// same order, of matching types) and refuse an attribute field named like a key
+// column, so a mis-declared struct fails before it writes anything. Def derives
+// a store.TableDef from T for creating the table.
+//
+// # Values
+//
+// A write stores each field as its canonical attribute value (integers as
+// int64, or uint64 above math.MaxInt64; floats as float64; times in UTC to the
+// microsecond). A nil pointer or nil []byte field is left out of the record: an
+// absent attribute reads as null, and change detection treats it as null. A zero
+// non-pointer field is a value, not a null (time.Time{} is the year 1): use a
+// pointer for an attribute that may be unknown. A read sets the fields whose
+// attributes the record holds; a null or absent attribute leaves its field zero
+// (nil for a pointer); attributes the struct has no field for are skipped, so a
+// struct may be a narrower view of a wider table (but an Upsert or Put through it
+// writes only its own fields: the version it makes has no others). A stored
+// value that does not fit its field (a string in an int field, 300 in an int8
+// field, a float in an int field) is a *FieldError (ErrField) naming the key,
+// attribute and field; integer widths and signedness convert when the value
+// fits, and nothing else converts.
+//
+// # Reads
+//
+// Get and Resolve decode each record straight from its stored bytes into the
+// struct (store.RawAttrs.Walk over the record's positional attributes), without the attribute
+// map the map API builds; Snapshot, History and Audit convert the map API's
+// versions. The typed_test benchmarks (BenchmarkGet, BenchmarkResolve,
+// BenchmarkDecodeRecord) compare the two. Rejected alternative: generating
+// per-type code (as msgp does), which needs a build step for every user type;
+// reflection over a schema checked once costs a field lookup per attribute.
+package typed

@@ -1,0 +1,305 @@
+package typed
+
+import (
+	"iter"
+	"reflect"
+	"sync/atomic"
+
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// Table is a table of the store read and written as values of the struct type
+// T. It holds no store state: one Table serves any number of stores and
+// goroutines.
+type Table[T any] struct {
+	s *schema
+	// checked is the catalog table the schema was last found to fit (a store
+	// returns the same *store.Table for a table until it is reopened), with its
+	// raw-attributes view for reads.
+	checked atomic.Pointer[checkedTable]
+}
+
+type checkedTable struct {
+	st, raw *store.Table
+}
+
+// Version is one version of an entity as a T: the struct (key fields and
+// attributes) with its valid period, transaction period and surrogate key.
+type Version[T any] struct {
+	Value     T
+	ValidFrom int64 // inclusive
+	ValidTo   int64 // exclusive; store.Infinity when open-ended
+	TxFrom    int64 // the transaction that asserted the record
+	TxTo      int64 // the transaction that retired it; store.Infinity while current
+	SK        uint64
+	// Inferred marks a placeholder created for a key facts referenced before it
+	// was known; its attribute fields are zero.
+	Inferred bool
+}
+
+// Resolution is Resolve's answer for one fact, as query.Resolution with the
+// version's struct in place of its attribute map.
+type Resolution[T any] struct {
+	Index    int
+	SK       uint64
+	Reason   store.MissReason
+	Inferred bool
+	Default  bool
+	// Value is the version the fact resolved to (key fields from the fact's
+	// key); the zero T for a miss.
+	Value T
+}
+
+// Found reports whether the fact resolved to a version.
+func (r Resolution[T]) Found() bool { return r.Reason == store.Found }
+
+// New declares table as holding values of struct type T and checks T: every
+// exported field is an attribute (or, tagged ",key", a key column) of a
+// supported type, and at least one field is a key field. Whether the key fields
+// match the table's key is checked against a store by Check, and by the first
+// read or write.
+func New[T any](table string) (*Table[T], error) {
+	s, err := newSchema(reflect.TypeFor[T](), table)
+	if err != nil {
+		return nil, err
+	}
+	return &Table[T]{s: s}, nil
+}
+
+// Name returns the table's name.
+func (t *Table[T]) Name() string { return t.s.table }
+
+// Def returns a definition of the table for store.DB.CreateTable: its name and
+// its key columns, from T's key fields in declaration order. Set the other
+// fields (Axis, Kind, Track, ...) before creating it.
+func (t *Table[T]) Def() store.TableDef {
+	def := store.TableDef{Name: t.s.table}
+	for i := range t.s.keys {
+		f := &t.s.keys[i]
+		def.Key = append(def.Key, store.KeyColumn{Name: f.name, Type: f.keyType()})
+	}
+	return def
+}
+
+// Check looks the table up in the store and checks that T's key fields are its
+// key columns, in order and of matching types, and that no attribute field is
+// named like a key column. Declare a Table and Check it at start-up to fail
+// before the first write.
+func (t *Table[T]) Check(r store.Reader) error {
+	s, release, err := r.AcquireSnapshot()
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = t.table(s.DB())
+	return err
+}
+
+// table returns the catalog table after checking it fits T.
+func (t *Table[T]) table(db *store.DB) (*store.Table, error) {
+	c, err := t.tables(db)
+	if err != nil {
+		return nil, err
+	}
+	return c.st, nil
+}
+
+// tables returns the catalog table after checking it fits T, with its view
+// whose reads leave attributes encoded.
+func (t *Table[T]) tables(db *store.DB) (*checkedTable, error) {
+	st, err := db.Table(t.s.table)
+	if err != nil {
+		return nil, err
+	}
+	if c := t.checked.Load(); c != nil && c.st == st {
+		return c, nil
+	}
+	if err := t.s.check(st); err != nil {
+		return nil, err
+	}
+	c := &checkedTable{st: st, raw: st.WithRawAttrs()}
+	t.checked.Store(c)
+	return c, nil
+}
+
+// Key returns the natural key of v (its key fields, in key order).
+func (t *Table[T]) Key(v T) store.Key { return t.s.key(reflect.ValueOf(&v).Elem()) }
+
+// Attrs returns the attributes of v as the map API writes them. A nil pointer
+// or nil []byte field is left out (null).
+func (t *Table[T]) Attrs(v T) store.Attrs { return t.s.attrsOf(reflect.ValueOf(&v).Elem()) }
+
+// Upsert is txn.Tx.Upsert of v's attributes for v's key, effective at at.
+func (t *Table[T]) Upsert(tx *txn.Tx, v T, at int64) (txn.Outcome, error) {
+	if _, err := t.table(tx.DB()); err != nil {
+		return 0, err
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	return tx.Upsert(t.s.table, t.s.key(rv), t.s.attrsOf(rv), at)
+}
+
+// Put is txn.Tx.Put of v over [from, to): every instant of the period reads v.
+func (t *Table[T]) Put(tx *txn.Tx, v T, from, to int64) error {
+	if _, err := t.table(tx.DB()); err != nil {
+		return err
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	return tx.Put(t.s.table, t.s.key(rv), t.s.attrsOf(rv), from, to)
+}
+
+// Delete is txn.Tx.Delete: it removes the entity with key over [from, to).
+func (t *Table[T]) Delete(tx *txn.Tx, key store.Key, from, to int64) error {
+	if _, err := t.table(tx.DB()); err != nil {
+		return err
+	}
+	return tx.Delete(t.s.table, key, from, to)
+}
+
+// DeleteAt is txn.Tx.DeleteAt: it closes the version of key in effect at at.
+func (t *Table[T]) DeleteAt(tx *txn.Tx, key store.Key, at int64) (bool, error) {
+	if _, err := t.table(tx.DB()); err != nil {
+		return false, err
+	}
+	return tx.DeleteAt(t.s.table, key, at)
+}
+
+// Get is query.Get as a T: the version of key in effect at at.Valid as known at
+// at.Tx, or a *query.Miss. The record is decoded straight into the struct,
+// without an attribute map.
+func (t *Table[T]) Get(r store.Reader, key store.Key, at query.AsOf) (Version[T], error) {
+	s, release, err := r.AcquireSnapshot()
+	if err != nil {
+		return Version[T]{}, err
+	}
+	defer release()
+	c, err := t.tables(s.DB())
+	if err != nil {
+		return Version[T]{}, err
+	}
+	var buf [64]byte
+	tuple, err := c.st.AppendKey(buf[:0], key)
+	if err != nil {
+		return Version[T]{}, err
+	}
+	tx := at.Tx
+	if tx == query.Latest {
+		tx = s.LastTx()
+	}
+	v, reason, err := s.VersionAt(c.raw, tuple, at.Valid, tx)
+	if err != nil {
+		return Version[T]{}, err
+	}
+	if reason != store.Found {
+		return Version[T]{}, &query.Miss{Table: t.s.table, Key: key, At: at, Reason: reason}
+	}
+	return t.version(&v)
+}
+
+// version converts a version read through a raw-attributes table (RawAttrs) or
+// the map API (Attrs).
+func (t *Table[T]) version(v *store.Version) (Version[T], error) {
+	out := Version[T]{ValidFrom: v.ValidFrom, ValidTo: v.ValidTo, TxFrom: v.TxFrom, TxTo: v.TxTo, SK: v.SK, Inferred: v.Inferred}
+	rv := reflect.ValueOf(&out.Value).Elem()
+	d := decoder{s: t.s, key: v.Key}
+	if err := d.setKey(rv, v.Key); err != nil {
+		return Version[T]{}, err
+	}
+	var err error
+	if raw := v.RawAttrs(); !raw.IsZero() {
+		err = d.decodeRaw(rv, raw)
+	} else {
+		err = d.decodeMap(rv, v.Attrs)
+	}
+	if err != nil {
+		return Version[T]{}, err
+	}
+	return out, nil
+}
+
+// versions converts a sequence of the map API.
+func (t *Table[T]) versions(r store.Reader, seq iter.Seq2[store.Version, error]) iter.Seq2[Version[T], error] {
+	return func(yield func(Version[T], error) bool) {
+		s, release, err := r.AcquireSnapshot()
+		if err == nil {
+			_, err = t.table(s.DB())
+			release()
+		}
+		if err != nil {
+			yield(Version[T]{}, err)
+			return
+		}
+		for v, err := range seq {
+			if err != nil {
+				yield(Version[T]{}, err)
+				return
+			}
+			tv, err := t.version(&v)
+			if !yield(tv, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Snapshot is query.Snapshot as T values: the version of every key of keys in
+// effect at at, in key order.
+func (t *Table[T]) Snapshot(r store.Reader, at query.AsOf, keys query.KeyRange) iter.Seq2[Version[T], error] {
+	return t.versions(r, query.Snapshot(r, t.s.table, at, keys))
+}
+
+// History is query.History as T values: the versions of key overlapping [from,
+// to), in valid order, as known at opts.Tx.
+func (t *Table[T]) History(r store.Reader, key store.Key, from, to int64, opts query.HistoryOptions) iter.Seq2[Version[T], error] {
+	return t.versions(r, query.History(r, t.s.table, key, from, to, opts))
+}
+
+// Audit is query.Audit as T values: every record of key, retired ones
+// included, in transaction order.
+func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], error] {
+	return t.versions(r, query.Audit(r, t.s.table, key))
+}
+
+// Resolve is query.Resolve with each found version's struct: a batch as-of
+// join of facts against the table, misses handled by opts.Miss. Records are
+// decoded straight into the structs, without attribute maps.
+func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
+	s, release, err := r.AcquireSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if _, err := t.table(s.DB()); err != nil {
+		return nil, err
+	}
+	opts.Attrs, opts.RawAttrs = true, true
+	res, err := query.Resolve(s, t.s.table, facts, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Resolution[T], len(res))
+	for i := range res {
+		x := &res[i]
+		o := &out[i]
+		o.Index, o.SK, o.Reason, o.Inferred, o.Default = x.Index, x.SK, x.Reason, x.Inferred, x.Default
+		if !x.Found() {
+			continue
+		}
+		key := facts[x.Index].Key
+		rv := reflect.ValueOf(&o.Value).Elem()
+		d := decoder{s: t.s, key: key}
+		if err := d.setKey(rv, key); err != nil {
+			return nil, err
+		}
+		if raw := x.RawAttrs(); !raw.IsZero() {
+			err = d.decodeRaw(rv, raw)
+		} else {
+			err = d.decodeMap(rv, x.Attrs)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
