@@ -18,6 +18,10 @@ type KeyRange struct {
 	Start, End store.Key
 }
 
+// Span encodes the range for table t as the store's scans take it, checking
+// each bound against the table's key schema.
+func (kr KeyRange) Span(t *store.Table) (store.Span, error) { return kr.span(t) }
+
 // span encodes the range for table t, checking each bound against its key schema.
 func (kr KeyRange) span(t *store.Table) (store.Span, error) {
 	var sp store.Span

@@ -39,9 +39,11 @@
 //
 // # Reads
 //
-// Get and Resolve decode each record straight from its stored bytes into the
-// struct (store.RawAttrs.Walk over the record's positional attributes), without the attribute
-// map the map API builds; Snapshot, History and Audit convert the map API's
+// Get, Snapshot and Resolve decode each record straight from its stored bytes
+// into the struct (store.RawAttrs.Walk over the record's positional
+// attributes), without the attribute map the map API builds; History and Audit
+// convert the map API's versions. A retired record whose attributes are stored
+// with its successor's comes back with a map, which the struct is filled from.
 // versions. The typed_test benchmarks (BenchmarkGet, BenchmarkResolve,
 // BenchmarkDecodeRecord) compare the two. Rejected alternative: generating
 // per-type code (as msgp does), which needs a build step for every user type;

@@ -244,9 +244,40 @@ func (t *Table[T]) versions(r store.Reader, seq iter.Seq2[store.Version, error])
 }
 
 // Snapshot is query.Snapshot as T values: the version of every key of keys in
-// effect at at, in key order.
+// effect at at, in key order. Records are decoded straight into the structs.
 func (t *Table[T]) Snapshot(r store.Reader, at query.AsOf, keys query.KeyRange) iter.Seq2[Version[T], error] {
-	return t.versions(r, query.Snapshot(r, t.s.table, at, keys))
+	return func(yield func(Version[T], error) bool) {
+		s, release, err := r.AcquireSnapshot()
+		if err != nil {
+			yield(Version[T]{}, err)
+			return
+		}
+		defer release()
+		c, err := t.tables(s.DB())
+		if err != nil {
+			yield(Version[T]{}, err)
+			return
+		}
+		sp, err := keys.Span(c.st)
+		if err != nil {
+			yield(Version[T]{}, err)
+			return
+		}
+		tx := at.Tx
+		if tx == query.Latest {
+			tx = s.LastTx()
+		}
+		for v, err := range s.ScanAt(c.raw, sp, at.Valid, tx) {
+			if err != nil {
+				yield(Version[T]{}, err)
+				return
+			}
+			tv, err := t.version(&v)
+			if !yield(tv, err) || err != nil {
+				return
+			}
+		}
+	}
 }
 
 // History is query.History as T values: the versions of key overlapping [from,

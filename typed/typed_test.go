@@ -347,6 +347,14 @@ func TestFieldErrors(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(v.Value, Customer{ID: "c", Orders: -7}) {
 		t.Fatalf("key c: %+v, %v", v, err)
 	}
+	// A scan stops at the first value that does not fit.
+	n := 0
+	for _, err := range customers.Snapshot(db, query.AsOf{Valid: 1}, query.KeyRange{}) {
+		n++
+		if !errors.Is(err, typed.ErrField) || n > 1 {
+			t.Fatalf("snapshot: %v after %d", err, n)
+		}
+	}
 	// The map path (History) reports the same errors as the direct one.
 	for _, err := range customers.History(db, store.Key{"a"}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
 		if !errors.Is(err, typed.ErrField) {
@@ -417,6 +425,16 @@ func TestRoundTripKinds(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(v.Value, want) {
 				t.Errorf("History %v:\n got %+v, %v\nwant %+v", key, v.Value, err, want)
 			}
+		}
+		n := 0
+		for v, err := range tbl.Snapshot(db, query.AsOf{Valid: 5}, query.KeyRange{Prefix: key}) {
+			if err != nil || !reflect.DeepEqual(v.Value, want) || v.ValidFrom != 0 || v.ValidTo != 10 {
+				t.Errorf("Snapshot %v:\n got %+v, %v\nwant %+v", key, v, err, want)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Errorf("Snapshot of %v: %d versions", key, n)
 		}
 	}
 }
