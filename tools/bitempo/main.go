@@ -102,6 +102,9 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.verifyCmd(),
 		a.statsCmd(),
 		a.compactCmd(),
+		a.backupCmd(),
+		a.exportCmd(),
+		a.importCmd(),
 	)
 	return root
 }
