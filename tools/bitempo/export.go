@@ -18,6 +18,7 @@ import (
 type exportFlags struct {
 	valid, tx string
 	history   bool
+	all       bool
 	format    string
 	out       string
 }
@@ -25,8 +26,8 @@ type exportFlags struct {
 func (a *app) exportCmd() *cobra.Command {
 	var ef exportFlags
 	cmd := &cobra.Command{
-		Use:   "export NAME [--valid T] [--tx T] [--history] [--format parquet|csv|json] [-o FILE]",
-		Short: "Write a table's versions to Parquet, CSV or JSON",
+		Use:   "export NAME [--valid T] [--tx T] [--history] [--format parquet|csv|json] [-o FILE] | export --all --history -o DIR",
+		Short: "Write a table's versions to Parquet, CSV or JSON, or the whole store's history to a directory",
 		Long: `Write the versions of table NAME to a file (-o FILE) or stdout.
 
 Without --history: the versions in effect as known at --tx (default: the latest
@@ -51,12 +52,33 @@ bounded by one Parquet row group (131,072 rows) whatever the table's size; a
 Parquet export reads the table twice, once to type the attribute columns.
 
 The file appears only when the export is complete (it is written beside -o
-under a temporary name and renamed), so a failed export leaves nothing behind.`,
+under a temporary name and renamed), so a failed export leaves nothing behind.
+
+export --all --history -o DIR writes the whole store in bitempo's full-fidelity
+export format (docs/export-format.md: manifest.json plus JSON-lines files):
+every table's definition and attribute order, every record with both periods
+and its sk, a changes table's events, checkpoints and applied batch ids, and the
+last transaction time, from one consistent snapshot. bitempo import DIR --db NEW
+rebuilds the store from it, also under another bitempo format version. DIR must
+not exist or be empty; a failed export removes it.`,
 		Example: `  bitempo export customers -o customers.parquet
   bitempo export customers --valid 2024-03-12 --tx 2024-05-01T00:00:00Z --format json
-  bitempo export customers --history -o customers-history.parquet`,
-		Args: argsRange(1, 1, "a table NAME"),
+  bitempo export customers --history -o customers-history.parquet
+  bitempo export --all --history -o ./export-2024-06-01`,
+		Args: argsRange(0, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if ef.all {
+				if len(args) != 0 {
+					return usagef("export --all exports every table; give no NAME")
+				}
+				if !ef.history || ef.out == "" || ef.valid != "" || ef.tx != "" || ef.format != "" {
+					return usagef("export --all takes --history and -o DIR only (a full-fidelity export is the whole history)")
+				}
+				return a.exportAll(ef.out)
+			}
+			if len(args) != 1 {
+				return usagef("export: want a table NAME (or --all --history -o DIR)")
+			}
 			return a.exportTable(args[0], &ef)
 		}),
 	}
@@ -65,7 +87,8 @@ under a temporary name and renamed), so a failed export leaves nothing behind.`,
 	f.StringVar(&ef.tx, "tx", "", "transaction time: the versions as known then (default: the latest commit)")
 	f.BoolVar(&ef.history, "history", false, "every record ever held, with tx_from and tx_to")
 	f.StringVar(&ef.format, "format", "", "parquet, csv or json (default: from -o's extension, else csv)")
-	f.StringVarP(&ef.out, "output", "o", "", "the file to write (default: stdout)")
+	f.BoolVar(&ef.all, "all", false, "every table, in the full-fidelity export format (with --history -o DIR)")
+	f.StringVarP(&ef.out, "output", "o", "", "the file to write (default: stdout); with --all, the directory")
 	return cmd
 }
 

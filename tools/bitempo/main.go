@@ -104,6 +104,7 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.compactCmd(),
 		a.backupCmd(),
 		a.exportCmd(),
+		a.importCmd(),
 	)
 	return root
 }

@@ -120,7 +120,7 @@ func parquetSchema(cols []pqColumn) (*parquet.Schema, error) {
 
 // parquetSink writes typed rows to a Parquet file.
 type parquetSink struct {
-	w    *parquet.Writer
+	w    *parquet.GenericWriter[any]
 	cols []pqColumn
 	buf  []parquet.Row
 }
@@ -130,7 +130,7 @@ func newParquetSink(out io.Writer, cols []pqColumn) (*parquetSink, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := parquet.NewWriter(out, schema, parquet.MaxRowsPerRowGroup(parquetRowGroupRows),
+	w := parquet.NewGenericWriter[any](out, schema, parquet.MaxRowsPerRowGroup(parquetRowGroupRows),
 		parquet.Compression(&parquet.Zstd), parquet.CreatedBy("bitempo", "", ""))
 	return &parquetSink{w: w, cols: cols}, nil
 }
