@@ -77,6 +77,16 @@
 // consistent view for one goroutine; it caches iterators and is not safe for
 // concurrent use.
 //
+// # Backups and imports
+//
+// DB.Backup writes a Pebble checkpoint of the open store: a transaction-time
+// prefix (every commit up to one transaction time, none after) that opens as a
+// store as it is (backup.go). DB.BeginImport is the one write path that takes
+// transaction times from the caller, to rebuild history recorded elsewhere (a
+// full-fidelity export); it fills empty tables only, lays records out with the
+// Writer's key and value functions, and leaves last_tx at the newest imported
+// time, so invariant 4 holds for every later commit (import.go).
+//
 // # Portability
 //
 // Reads and writes reach Pebble through a small boundary (kv.go): bounded ordered
