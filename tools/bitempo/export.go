@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
@@ -43,7 +44,7 @@ open end is empty / null). Parquet columns are typed: key columns by key type
 (STRING, BYTE_ARRAY, INT64, UINT64), valid times as TIMESTAMP(MICROS, UTC) on a
 time axis, DATE on a date axis and INT64 on an int axis, transaction times as
 TIMESTAMP(MICROS, UTC), sk as UINT64, and an open end as null. An attribute is
-INT64, DOUBLE, BOOLEAN, STRING or BYTE_ARRAY by the type of its values (UINT64
+INT64, DOUBLE, BOOLEAN, STRING, BYTE_ARRAY or TIMESTAMP by the type of its values (UINT64
 when it holds integers above the int64 range and no negative ones); an
 attribute whose values have several types (say integers in some versions and
 strings in others) is written as a STRING column holding the values as CSV
@@ -242,7 +243,7 @@ func (ex *tableExport) rows(w rowWriter, versions iter.Seq2[store.Version, error
 
 // attrKinds are the value types an attribute was seen with.
 type attrKinds struct {
-	ints, negInts, bigUints, floats, bools, strings, bytes bool
+	ints, negInts, bigUints, floats, bools, strings, bytes, times bool
 }
 
 func (k *attrKinds) see(v any) {
@@ -260,6 +261,8 @@ func (k *attrKinds) see(v any) {
 		k.strings = true
 	case []byte:
 		k.bytes = true
+	case time.Time: // time attributes, where the store holds them
+		k.times = true
 	case nil:
 	default:
 		k.strings, k.bytes = true, true // an unknown type: a string column
@@ -270,7 +273,7 @@ func (k *attrKinds) see(v any) {
 // types (written as text in a STRING column).
 func (k *attrKinds) kind() (pqKind, bool) {
 	n := 0
-	for _, b := range []bool{k.ints || k.bigUints, k.floats, k.bools, k.strings, k.bytes} {
+	for _, b := range []bool{k.ints || k.bigUints, k.floats, k.bools, k.strings, k.bytes, k.times} {
 		if b {
 			n++
 		}
@@ -290,6 +293,8 @@ func (k *attrKinds) kind() (pqKind, bool) {
 		return pqBool, false
 	case k.bytes:
 		return pqBytes, false
+	case k.times:
+		return pqTimestamp, false
 	}
 	return pqString, false
 }
@@ -356,6 +361,8 @@ func (ex *tableExport) parquet(a *app, w io.Writer, source func() iter.Seq2[stor
 			x := v.Attrs[name]
 			if x != nil && slices.Contains(mixed, name) {
 				x = valueCell(x).text
+			} else if tm, ok := x.(time.Time); ok {
+				x = tm.UnixMicro()
 			}
 			vals = append(vals, x)
 		}
@@ -374,7 +381,7 @@ func (ex *tableExport) parquet(a *app, w io.Writer, source func() iter.Seq2[stor
 func (o *outputFlags) registerFile(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.path, "output", "o", "", "write the rows to this file (.parquet, .csv or .json; default: stdout)")
 	if f := cmd.Flags().Lookup("format"); f != nil {
-		f.Usage = "output format: table, csv, json or parquet (default: from -o's extension; else table on a terminal, csv otherwise)"
+		f.Usage = "output format: table, csv or json, or parquet with -o (default: from -o's extension; else table on a terminal, csv otherwise)"
 	}
 }
 

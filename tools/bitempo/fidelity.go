@@ -135,38 +135,46 @@ func encodeKey(key store.Key) []any {
 	return out
 }
 
-// encodeAttrs encodes attribute values for JSON (see the file comment).
-func encodeAttrs(attrs store.Attrs) map[string]any {
+// encodeAttrs encodes attribute values for JSON (see the file comment). A value
+// of a type this format version does not know fails the export rather than
+// being written in a form that would import as another type.
+func encodeAttrs(attrs store.Attrs) (map[string]any, error) {
 	if attrs == nil {
-		return nil
+		return nil, nil
 	}
 	out := make(map[string]any, len(attrs))
 	for name, v := range attrs {
-		out[name] = encodeValue(v)
+		x, err := encodeValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", name, err)
+		}
+		out[name] = x
 	}
-	return out
+	return out, nil
 }
 
-func encodeValue(v any) any {
+func encodeValue(v any) (any, error) {
 	switch x := v.(type) {
+	case nil, bool, int64, uint64, string:
+		return x, nil
 	case float64:
 		switch {
 		case math.IsNaN(x):
-			return map[string]string{"float": "NaN"}
+			return map[string]string{"float": "NaN"}, nil
 		case math.IsInf(x, 1):
-			return map[string]string{"float": "+Inf"}
+			return map[string]string{"float": "+Inf"}, nil
 		case math.IsInf(x, -1):
-			return map[string]string{"float": "-Inf"}
+			return map[string]string{"float": "-Inf"}, nil
 		}
 		s := strconv.FormatFloat(x, 'g', -1, 64)
 		if !strings.ContainsAny(s, ".e") {
 			s += ".0"
 		}
-		return json.Number(s)
+		return json.Number(s), nil
 	case []byte:
-		return map[string]string{"bytes": base64.StdEncoding.EncodeToString(x)}
+		return map[string]string{"bytes": base64.StdEncoding.EncodeToString(x)}, nil
 	}
-	return v
+	return nil, fmt.Errorf("a %T value, which export format version %d cannot carry", v, exportFormatVersion)
 }
 
 func decodeValue(v any) (any, error) {
@@ -321,8 +329,12 @@ func exportLines(s *store.Snapshot, t *store.Table, kind string, emit func(any) 
 				return err
 			}
 			*nextSK = max(*nextSK, v.SK+1)
+			attrs, err := encodeAttrs(v.Attrs)
+			if err != nil {
+				return fmt.Errorf("key %s: %w", v.Key, err)
+			}
 			line := recordLine{Key: encodeKey(v.Key), ValidFrom: openEnd(v.ValidFrom), ValidTo: openEnd(v.ValidTo),
-				TxFrom: v.TxFrom, TxTo: openEnd(v.TxTo), SK: v.SK, Inferred: v.Inferred, Attrs: encodeAttrs(v.Attrs)}
+				TxFrom: v.TxFrom, TxTo: openEnd(v.TxTo), SK: v.SK, Inferred: v.Inferred, Attrs: attrs}
 			if line.Attrs == nil {
 				line.Attrs = map[string]any{}
 			}
@@ -335,7 +347,11 @@ func exportLines(s *store.Snapshot, t *store.Table, kind string, emit func(any) 
 			if err != nil {
 				return err
 			}
-			if err := emit(&eventLine{Key: encodeKey(e.Key), At: e.At, Seq: e.Seq, Op: e.Op.String(), Attrs: encodeAttrs(e.Attrs)}); err != nil {
+			attrs, err := encodeAttrs(e.Attrs)
+			if err != nil {
+				return fmt.Errorf("key %s event at %d: %w", e.Key, e.At, err)
+			}
+			if err := emit(&eventLine{Key: encodeKey(e.Key), At: e.At, Seq: e.Seq, Op: e.Op.String(), Attrs: attrs}); err != nil {
 				return err
 			}
 		}
@@ -344,7 +360,11 @@ func exportLines(s *store.Snapshot, t *store.Table, kind string, emit func(any) 
 			if err != nil {
 				return err
 			}
-			line := checkpointLine{Key: encodeKey(c.Key), Through: c.Through, Open: c.Open, From: c.From, Attrs: encodeAttrs(c.Attrs)}
+			attrs, err := encodeAttrs(c.Attrs)
+			if err != nil {
+				return fmt.Errorf("key %s checkpoint: %w", c.Key, err)
+			}
+			line := checkpointLine{Key: encodeKey(c.Key), Through: c.Through, Open: c.Open, From: c.From, Attrs: attrs}
 			if err := emit(&line); err != nil {
 				return err
 			}

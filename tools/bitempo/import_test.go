@@ -143,7 +143,11 @@ func TestManifestTableDef(t *testing.T) {
 func TestFidelityValues(t *testing.T) {
 	for _, v := range []any{nil, true, int64(-1), int64(math.MaxInt64), uint64(math.MaxUint64), 1.0, math.Copysign(0, -1),
 		1e300, math.NaN(), math.Inf(1), math.Inf(-1), "", "x", []byte{}, []byte{0, 255}} {
-		data, err := json.Marshal(encodeValue(v))
+		enc, err := encodeValue(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(enc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,5 +171,8 @@ func TestFidelityValues(t *testing.T) {
 		if !reflect.DeepEqual(got, v) {
 			t.Fatalf("%#v: got %#v via %s", v, got, data)
 		}
+	}
+	if _, err := encodeValue(struct{}{}); err == nil {
+		t.Fatal("a value of an unknown type was encoded")
 	}
 }
