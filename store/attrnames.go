@@ -74,7 +74,13 @@ func (w *Writer) noteAttrs(t *Table, attrs Attrs) {
 // encodeRecord encodes record v of table t with its attributes by ordinal; every
 // name must have one (noteAttrs).
 func (w *Writer) encodeRecord(t *Table, v *Version) ([]byte, error) {
-	ords, base, added := w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.newAttrs[t.ID]
+	return encodeRecordOrdinals(v, w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.newAttrs[t.ID])
+}
+
+// encodeRecordOrdinals encodes record v with its attributes by ordinal: ords
+// holds the ordinals the table has committed (base of them), added the names a
+// write in progress numbers after them.
+func encodeRecordOrdinals(v *Version, ords map[string]uint32, base int, added []string) ([]byte, error) {
 	return encoding.AppendRecordPositional(nil, v.recordValue(), func(name string) (uint32, bool) {
 		if o, ok := ords[name]; ok {
 			return o, true

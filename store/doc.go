@@ -189,6 +189,16 @@
 // damage where there was only a torn write, and RecoverWAL loses only commits
 // that were never acknowledged.
 //
+// # Backups and imports
+//
+// DB.Backup writes a Pebble checkpoint of the open store: a transaction-time
+// prefix (every commit up to one transaction time, none after) that opens as a
+// store as it is (backup.go). DB.BeginImport is the one write path that takes
+// transaction times from the caller, to rebuild history recorded elsewhere (a
+// full-fidelity export); it fills empty tables only, lays records out with the
+// Writer's key and value functions, and leaves last_tx at the newest imported
+// time, so invariant 4 holds for every later commit (import.go).
+//
 // # Portability
 //
 // Reads and writes reach Pebble through a small boundary (kv.go): bounded ordered

@@ -28,8 +28,8 @@ func (a *app) backfillCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backfill NAME --left FILE --ts COL --agg SPEC... [--group-by COL[,COL...] [--key COL[,COL...]]]",
 		Short: "Compute point-in-time features of a table's groups for the rows of a file",
-		Long: `Compute point-in-time features for the rows of a left file (CSV or JSONL; - is
-stdin), such as the rows of a training set: for each row, aggregate the versions
+		Long: `Compute point-in-time features for the rows of a left file (CSV, JSONL or
+Parquet; - is stdin), such as the rows of a training set: for each row, aggregate the versions
 of the row's group in effect at the row's time --ts, as known at --tx (default:
 the latest commit), and write the row back, in input order, with one column per
 feature appended. A later correction does not leak into features computed with a
@@ -58,7 +58,11 @@ Each --agg SPEC is OP[(INPUT)][@WINDOW_COLUMN][:WINDOW,...]:
 Features are named INPUT_OP[_by_WINDOW_COLUMN][_WINDOW] (amount_sum_7d, count,
 status_count_distinct, count_by_birth_ts_10950d); one whose name is already a
 left column is prefixed with the table name (contracts_count). Over no version,
-count and count_distinct are 0, exists is false and the others are empty (null).`,
+count and count_distinct are 0, exists is false and the others are empty (null).
+
+-o FILE writes the rows to FILE instead of stdout, as Parquet when it ends in
+.parquet: each column is typed from its values (INT64, DOUBLE, BOOLEAN, else
+STRING).`,
 		Example: `  bitempo backfill contracts --left training.csv --group-by user_id --ts ts \
     --agg 'sum(amount):7d,30d' --agg 'avg(amount)' --agg count --agg exists --agg 'count_distinct(status)'
   bitempo backfill users --left zips.csv --group-by zipcode --key zip --ts ts --agg 'count@birth_ts:10950d'
@@ -69,9 +73,10 @@ count and count_distinct are 0, exists is false and the others are empty (null).
 		}),
 	}
 	bf.out.register(cmd, false)
+	bf.out.registerFile(cmd)
 	f := cmd.Flags()
-	f.StringVar(&bf.left, "left", "", "the left file, CSV or JSONL (- is stdin) (required)")
-	f.StringVar(&bf.leftFormat, "left-format", "", "format of the left file: csv or jsonl (default: from its extension)")
+	f.StringVar(&bf.left, "left", "", "the left file, CSV, JSONL or Parquet (- is stdin) (required)")
+	f.StringVar(&bf.leftFormat, "left-format", "", "format of the left file: csv, jsonl or parquet (default: from its extension)")
 	f.StringSliceVar(&bf.groupBy, "group-by", nil, "the table's group attributes, in order (leave out with --key for a table-wide aggregation)")
 	f.StringSliceVar(&bf.keys, "key", nil, "the left columns holding the group values, in --group-by order (default: the --group-by names)")
 	f.StringSliceVar(&bf.types, "types", nil, "types of --key columns, COL=int64|float64|bool|string|time,... (default: inferred as load does)")

@@ -31,6 +31,9 @@ type input struct {
 	bad []*rowError
 	// isJSON: values are JSON values (decoded with UseNumber), not strings.
 	isJSON bool
+	// parquet describes the columns of a Parquet file (whose values are read
+	// as JSON values, see parquet.go); nil for CSV and JSONL.
+	parquet []pqReadColumn
 }
 
 type inputRow struct {
@@ -59,16 +62,16 @@ func (e *rowError) Error() string {
 
 func (e *rowError) Unwrap() error { return e.err }
 
-// inputFormat picks csv or jsonl from --format or the file's extension.
+// inputFormat picks csv, jsonl or parquet from --format or the file's extension.
 func inputFormat(flag, path string) (string, error) {
 	switch flag {
-	case "csv", "jsonl":
+	case "csv", "jsonl", "parquet":
 		return flag, nil
 	case "json", "ndjson":
 		return "jsonl", nil
 	case "":
 	default:
-		return "", usagef("unknown input format %q (want csv or jsonl)", flag)
+		return "", usagef("unknown input format %q (want csv, jsonl or parquet)", flag)
 	}
 	if path == "-" {
 		return "csv", nil
@@ -78,8 +81,10 @@ func inputFormat(flag, path string) (string, error) {
 		return "csv", nil
 	case ".jsonl", ".ndjson", ".json":
 		return "jsonl", nil
+	case ".parquet", ".pq":
+		return "parquet", nil
 	}
-	return "", usagef("cannot tell the format of %s from its extension; give --format csv or --format jsonl", path)
+	return "", usagef("cannot tell the format of %s from its extension; give --format csv, jsonl or parquet", path)
 }
 
 // readInput reads a whole CSV or JSONL file ("-" is stdin).
@@ -94,6 +99,9 @@ func readInput(path, format string, stdin io.Reader) (*input, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", in.name, err)
+	}
+	if format == "parquet" {
+		return readParquetInput(in.name, in.data)
 	}
 	if format == "jsonl" {
 		in.isJSON = true

@@ -50,9 +50,10 @@ func (a *app) loadCmd() *cobra.Command {
 	var lf loadFlags
 	cmd := &cobra.Command{
 		Use:   "load NAME FILE",
-		Short: "Load a CSV or JSONL file into a table",
-		Long: `Load a CSV (header line first) or JSONL (one object per line) file into a table;
-FILE - reads stdin. The format comes from the extension unless --format is given.
+		Short: "Load a CSV, JSONL or Parquet file into a table",
+		Long: `Load a CSV (header line first), JSONL (one object per line) or Parquet file into a
+table; FILE - reads stdin. The format comes from the extension (.csv, .jsonl,
+.parquet) unless --format is given.
 
 Periods tables take either
   versions: --from COL --to COL (an empty to, or the --open-sentinel value, is
@@ -74,6 +75,11 @@ Values come back as they went in: a column holding a decimal that a float64 cann
 hold exactly (12345678901234567890.5) is kept as text, with a warning naming the
 line (--types COL=float64 rounds it instead). Text must be UTF-8: a cell that is
 not fails the load with its line and column (or is skipped with --skip-bad).
+Parquet columns are typed and need no --types: integers load as int64, FLOAT,
+DOUBLE and DECIMAL as float64, BOOLEAN as bool, STRING as string, TIMESTAMP and
+DATE are times (RFC 3339 / YYYY-MM-DD, as --types time gives), other byte
+arrays as hex text; a null is null. Key columns must be integers, strings or
+bytes; nested columns are refused.
 
 Every row is read and checked before anything is written: a row that does not fit
 (bad time, wrong type, missing key) fails the load with its file, line and column,
@@ -122,7 +128,8 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&lf.format, "format", "", "input format: csv or jsonl (default: from the file's extension)")
+	f.StringVar(&lf.format, "format", "", "input format: csv, jsonl or parquet (default: from the file's extension)")
+	f.StringVar(&lf.format, "input-format", "", "the same as --format")
 	f.StringVar(&lf.from, "from", "", "periods tables, rows are versions: the column holding valid_from")
 	f.StringVar(&lf.to, "to", "", "periods tables, rows are versions: the column holding valid_to (empty: open-ended)")
 	f.StringVar(&lf.openSentinel, "open-sentinel", "", "a --to value that means open-ended, e.g. 9999-12-31")
@@ -181,6 +188,9 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	defer stop()
 	in, err := a.readInterruptible(ctx, t.Name, path, format)
 	if err != nil {
+		return err
+	}
+	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
 		return err
 	}
 	plan, err := makePlan(in, t, mode, lf, types)

@@ -72,7 +72,9 @@ func (a *app) rootCmd() *cobra.Command {
 		Long: `bitempo is the command line tool of the bitempo bitemporal store: it creates
 tables, loads CSV and JSONL files, answers as-of questions, computes point-in-time
 features (backfill), draws timelines, dumps the raw keys and verifies the store's
-invariants.
+invariants. It also reads and writes Parquet (load, resolve, backfill, export),
+backs up an open store (backup) and moves a whole store's history to a new store
+(export --all --history, import).
 
 Start with the demo, which builds ./bitempo-demo.db and explains what it shows:
 
@@ -112,6 +114,9 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.tablesCmd(),
 		a.describeCmd(),
 		a.dropCmd(),
+		a.backupCmd(),
+		a.exportCmd(),
+		a.importCmd(),
 	)
 	return root
 }

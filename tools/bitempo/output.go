@@ -35,6 +35,7 @@ type rowWriter interface {
 type outputFlags struct {
 	format string
 	withTx bool
+	path   string // -o FILE, for the commands that register it (registerFile)
 }
 
 func (o *outputFlags) register(cmd *cobra.Command, withTx bool) {
@@ -46,6 +47,9 @@ func (o *outputFlags) register(cmd *cobra.Command, withTx bool) {
 
 // writer returns the row writer of the chosen format.
 func (o *outputFlags) writer(a *app) (rowWriter, error) {
+	if o.path != "" {
+		return o.fileWriter()
+	}
 	format := o.format
 	if format == "" {
 		format = "csv"

@@ -24,25 +24,31 @@ func (a *app) resolveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resolve NAME --facts FILE --key COL[,COL...] --at COL",
 		Short: "Join facts to the version of a table in effect at each fact's time",
-		Long: `Resolve a file of facts (CSV or JSONL; - is stdin) against a table: for each fact,
-find the version of key --key in effect at the fact's time --at, as known at --tx
+		Long: `Resolve a file of facts (CSV, JSONL or Parquet; - is stdin) against a table:
+for each fact, find the version of key --key in effect at the fact's time --at, as known at --tx
 (default: the latest commit), and write the fact back, in input order, with the
 version's sk and attributes appended. An appended column whose name collides with
 a fact column is prefixed with the table name (NAME_city). What happens when a
 fact has no version (unknown key, before the first version, in a gap, after the
 last version) is --miss: error (fail, naming the fact and the reason), skip (leave
-the fact out) or null (keep it with empty sk and attributes).`,
+the fact out) or null (keep it with empty sk and attributes).
+
+-o FILE writes the rows to FILE instead of stdout, as Parquet when it ends in
+.parquet: each column is typed from its values (INT64, DOUBLE, BOOLEAN, else
+STRING).`,
 		Example: `  bitempo resolve customers --facts orders.csv --key customer_id --at ordered_on
-  bitempo resolve customers --facts orders.jsonl --key customer_id --at ordered_on --miss null --format json`,
+  bitempo resolve customers --facts orders.jsonl --key customer_id --at ordered_on --miss null --format json
+  bitempo resolve customers --facts orders.parquet --key customer_id --at ordered_on -o resolved.parquet`,
 		Args: argsRange(1, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			return a.resolve(args[0], &rf)
 		}),
 	}
 	rf.out.register(cmd, false)
+	rf.out.registerFile(cmd)
 	f := cmd.Flags()
-	f.StringVar(&rf.facts, "facts", "", "the facts file, CSV or JSONL (- is stdin) (required)")
-	f.StringVar(&rf.factsFormat, "facts-format", "", "format of the facts file: csv or jsonl (default: from its extension)")
+	f.StringVar(&rf.facts, "facts", "", "the facts file, CSV, JSONL or Parquet (- is stdin) (required)")
+	f.StringVar(&rf.factsFormat, "facts-format", "", "format of the facts file: csv, jsonl or parquet (default: from its extension)")
 	f.StringSliceVar(&rf.keys, "key", nil, "the fact columns holding the table's key, in key order (required)")
 	f.StringVar(&rf.at, "at", "", "the fact column holding the valid time to resolve at (required)")
 	f.StringVar(&rf.tx, "tx", "latest", "transaction time: resolve as the store knew it then")
@@ -86,6 +92,9 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 	}
 	if len(in.bad) > 0 {
 		return fmt.Errorf("resolve %s: %w", t.Name, in.bad[0])
+	}
+	if err := in.checkParquetKeys("--key", rf.keys); err != nil {
+		return err
 	}
 	facts, err := parseFacts(in, t, rf)
 	if err != nil {
