@@ -204,5 +204,9 @@
 // Reads and writes reach Pebble through a small boundary (kv.go): bounded ordered
 // iteration, point get, consistent snapshot and atomic batch commit. That is all an
 // ordered replicated store such as etcd offers, so the layout and transactions can
-// move there; Pebble-only tuning stays behind the boundary.
+// move there; Pebble-only tuning stays behind the boundary. Two optional
+// capabilities go beyond it: DropTable deletes key ranges in its commit, and a
+// Writer with spilling on (EnableSpill, bulk.go) commits a transaction larger
+// than memory by ingesting one sorted sstable, meta keys included, in one atomic
+// step; an engine without ingestion refuses spilling with ErrBulkUnsupported.
 package store

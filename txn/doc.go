@@ -18,6 +18,13 @@
 // transaction never reach the store. So closing a version and inserting its
 // successor always land in the same commit.
 //
+// A transaction over more keys than memory holds groups its writes by key and
+// calls Flush between keys: the finished keys' changes go to the store.Writer,
+// which with SpillTo moves them to sorted files on disk and commits them by
+// atomic ingestion. The result is the same as without Flush, except that
+// surrogate keys are numbered in flush order; a flushed key cannot be written
+// again in the transaction (ErrKeyFlushed).
+//
 // # Semantics decided here (docs/semantics.md leaves them open)
 //
 //   - Put of exactly the period and attributes of an existing version is a no-op,

@@ -64,10 +64,7 @@ func (tx *Tx) SpillTo(dir string, budget int64) error {
 	if tx.done {
 		return ErrFinished
 	}
-	if err := tx.w.EnableSpill(dir, budget); err != nil {
-		return fmt.Errorf("%w", err)
-	}
-	return nil
+	return tx.w.EnableSpill(dir, budget)
 }
 
 // checkNotFlushed refuses a key handed to the Writer by Flush.

@@ -91,7 +91,7 @@ exactly as it was and says so; a kill or a crash cannot leave part of it either.
 
 Memory: the file is held in memory (about 1 KB per row once parsed). A load of up
 to --spill-rows rows (default 500,000) keeps its transaction in memory too, about
-2 KB more per row. A larger load (periods tables) sorts its rows by key, applies
+1.6 KB more per row. A larger load (periods tables) sorts its rows by key, applies
 them key by key, and spills the transaction's writes to sorted files in the store
 directory whenever they pass 64 MB; the commit then adds them to the store in one
 atomic step (an ingested sstable), so the transaction itself stays within about

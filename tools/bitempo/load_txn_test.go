@@ -137,7 +137,7 @@ func testLoadInterrupt(t *testing.T, extra []string) {
 		switch {
 		case got == before:
 			seen["before"]++
-			if sig == syscall.SIGINT && (code != exitSignal || !strings.Contains(stderr.String(), "nothing loaded, the store is as it was before")) {
+			if sig == syscall.SIGINT && (code != exitSignal || !strings.Contains(stderr.String(), "interrupted") || !strings.Contains(stderr.String(), "nothing loaded, the store is as it was before")) {
 				t.Fatalf("%v after %v: store as before, but exit %d and stderr %q", sig, delay, code, stderr.String())
 			}
 		case got == after && len(txs) == 1:
