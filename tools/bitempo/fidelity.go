@@ -26,7 +26,8 @@ import (
 // int64 and uint64 exactly (read with json.Number), every line is
 // self-describing, and one attribute may hold values of several types, or be
 // absent rather than null, which typed Parquet columns cannot say without side
-// columns. Types JSON lacks are tagged: {"bytes": base64}, and floats always
+// columns. Types JSON lacks are tagged: {"bytes": base64}, {"time": RFC 3339 in
+// UTC to the microsecond}, and floats always
 // carry a decimal point or an exponent ({"float": "NaN"} and ±Inf as tags).
 
 // exportFormatName and exportFormatVersion identify the full-fidelity format.
@@ -173,6 +174,8 @@ func encodeValue(v any) (any, error) {
 		return json.Number(s), nil
 	case []byte:
 		return map[string]string{"bytes": base64.StdEncoding.EncodeToString(x)}, nil
+	case time.Time:
+		return map[string]string{"time": x.UTC().Format(time.RFC3339Nano)}, nil
 	}
 	return nil, fmt.Errorf("a %T value, which export format version %d cannot carry", v, exportFormatVersion)
 }
@@ -197,6 +200,9 @@ func decodeValue(v any) (any, error) {
 			}
 			if f, ok := x["float"].(string); ok && (f == "NaN" || f == "+Inf" || f == "-Inf") {
 				return strconv.ParseFloat(f, 64)
+			}
+			if tm, ok := x["time"].(string); ok {
+				return time.Parse(time.RFC3339Nano, tm)
 			}
 		}
 	}

@@ -77,7 +77,7 @@ line (--types COL=float64 rounds it instead). Text must be UTF-8: a cell that is
 not fails the load with its line and column (or is skipped with --skip-bad).
 Parquet columns are typed and need no --types: integers load as int64, FLOAT,
 DOUBLE and DECIMAL as float64, BOOLEAN as bool, STRING as string, TIMESTAMP and
-DATE are times (RFC 3339 / YYYY-MM-DD, as --types time gives), other byte
+DATE columns load as time values (as --types time does), other byte
 arrays as hex text; a null is null. Key columns must be integers, strings or
 bytes; nested columns are refused.
 

@@ -114,6 +114,14 @@ func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map
 		}
 		p.attrTypes[i] = typ
 	}
+	// A Parquet TIMESTAMP or DATE attribute column holds times: it loads as time
+	// values without --types (which still overrides it).
+	for _, c := range in.parquet {
+		i, ok := attrIndex[c.name]
+		if _, given := types[c.name]; ok && !given && (c.typ == "TIMESTAMP" || c.typ == "DATE") {
+			p.attrTypes[i] = typeTime
+		}
+	}
 	for _, i := range p.attrCols {
 		if _, declared := p.attrTypes[i]; declared {
 			continue

@@ -81,7 +81,8 @@ func TestLoadParquetVersionsAndChanges(t *testing.T) {
 		t.Fatalf("rows: %v", rows)
 	}
 	// A whole DOUBLE stays a float, a STRING of digits stays a string, a
-	// TIMESTAMP is a time, nulls are null, and open ends are open.
+	// TIMESTAMP is a time (exported as TIMESTAMP again), nulls are null, and
+	// open ends are open.
 	first := rows[0]
 	if first["valid_from"] != "2024-01-01" || first["valid_to"] != "2024-03-18" || first["score"].(interface{ String() string }).String() != "1" ||
 		first["zip"] != "0123" || first["vip"] != true || first["seen"] != "2024-01-01T00:00:01.5Z" {
@@ -95,7 +96,7 @@ func TestLoadParquetVersionsAndChanges(t *testing.T) {
 	)
 	r = ok(t, dir, "export", "customers", "-o", "out.parquet", "--db", "db")
 	got := strings.Join(parquetSchemaOf(t, filepath.Join(dir, "out.parquet")), ", ")
-	want := "region STRING, id INT(64,true), valid_from DATE, valid_to DATE, sk INT(64,false), score DOUBLE, n INT(64,true), vip BOOLEAN, zip STRING, seen STRING"
+	want := "region STRING, id INT(64,true), valid_from DATE, valid_to DATE, sk INT(64,false), score DOUBLE, n INT(64,true), vip BOOLEAN, zip STRING, seen TIMESTAMP(isAdjustedToUTC=true,unit=MICROS)"
 	if got != want {
 		t.Fatalf("schema:\n%s\nwant:\n%s", got, want)
 	}
