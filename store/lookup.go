@@ -160,7 +160,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 // found classifies the iterator's record, the key's version with the greatest
 // valid_from <= valid.
 func (m *merge) found(from, valid int64) (Version, MissReason, error) {
-	head, err := decodeHead(m.t, m.it.Value())
+	head, err := decodeHead(m.t, m.it.Value(), 0)
 	if err != nil {
 		return Version{}, 0, err
 	}
@@ -174,12 +174,12 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 	switch {
 	case m.attrs && m.t.rawAttrs && !encoding.SharesAttrs(m.it.Value()):
 		var b []byte
-		if _, b, err = decodeHeadSplit(m.t, m.it.Value()); err != nil {
+		if _, b, err = decodeHeadSplit(m.t, m.it.Value(), 0); err != nil {
 			return Version{}, 0, err
 		}
 		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).name}
 	case m.attrs:
-		if head, err = m.s.decodeRecord(m.t, m.it.Value()); err != nil {
+		if head, err = m.s.decodeRecord(m.t, m.it.Value(), 0); err != nil {
 			return Version{}, 0, err
 		}
 	}

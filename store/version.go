@@ -141,12 +141,13 @@ func (t *Table) NewVersion(key Key, tuple []byte, from, to int64, sk uint64, att
 	return Version{Key: key, tuple: tuple, ValidFrom: from, ValidTo: to, TxFrom: Infinity, TxTo: Infinity, SK: sk, Attrs: attrs}
 }
 
-// decodeVersion builds a version of table t from a stored record.
-func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom int64, value []byte) (Version, error) {
+// decodeVersion builds a version of table t from a stored record; keyTxFrom is
+// the tx_from of its key (history) or 0 (current index).
+func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom, keyTxFrom int64, value []byte) (Version, error) {
 	if t.rawAttrs && !encoding.SharesAttrs(value) {
-		return s.decodeVersionRaw(t, tuple, validFrom, value)
+		return s.decodeVersionRaw(t, tuple, validFrom, keyTxFrom, value)
 	}
-	rv, err := s.decodeRecord(t, value)
+	rv, err := s.decodeRecord(t, value, keyTxFrom)
 	if err != nil {
 		return Version{}, err
 	}
@@ -168,8 +169,8 @@ func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom int64, value 
 
 // decodeVersionRaw builds a version from a stored record, its attributes left
 // encoded (a copy, since value belongs to an iterator).
-func (s *Snapshot) decodeVersionRaw(t *Table, tuple []byte, validFrom int64, value []byte) (Version, error) {
-	rv, attrs, err := decodeHeadSplit(t, value)
+func (s *Snapshot) decodeVersionRaw(t *Table, tuple []byte, validFrom, keyTxFrom int64, value []byte) (Version, error) {
+	rv, attrs, err := decodeHeadSplit(t, value, keyTxFrom)
 	if err != nil {
 		return Version{}, err
 	}

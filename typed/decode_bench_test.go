@@ -56,7 +56,7 @@ func BenchmarkDecodeRecord(b *testing.B) {
 	b.Run("map", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			rv, err := encoding.DecodeRecordPositional(rec, nameOf)
+			rv, err := encoding.DecodeRecordPositional(rec, 0, nameOf)
 			if err != nil {
 				b.Fatal(err)
 			}
