@@ -38,11 +38,20 @@ func (e *FormatError) Error() string {
 	if e.Found > e.Want {
 		return fmt.Sprintf("bitempo: %s has store format %d, this build reads format %d: open it with a newer bitempo", e.Dir, e.Found, e.Want)
 	}
+	if e.Found == 1 {
+		// The builds that wrote format 1 had no full-fidelity export: their
+		// scan writes the versions in effect, which load takes back.
+		return fmt.Sprintf("bitempo: %s has store format %d, this build reads only format %d; "+
+			"it was not changed. To move its data, export it with the bitempo version that wrote it "+
+			"(`bitempo scan NAME --format json` per table, which keeps the versions in effect) "+
+			"and load it into a new store (`bitempo load NAME FILE`); from format 2 on, "+
+			"`bitempo export --all --history -o DIR` and `bitempo import DIR --db NEW` move a store "+
+			"with every past record", e.Dir, e.Found, e.Want)
+	}
 	return fmt.Sprintf("bitempo: %s has store format %d, this build reads only format %d; "+
 		"it was not changed. To move its data, export it with the bitempo version that wrote it "+
-		"(`bitempo scan NAME --format json` per table; `bitempo export --all --history` and "+
-		"`bitempo import` once your version offers them, which keep every past record) "+
-		"and load it into a new store (`bitempo load NAME FILE`)", e.Dir, e.Found, e.Want)
+		"(`bitempo export --all --history -o DIR`, which keeps every past record) and import it "+
+		"into a new store with this one (`bitempo import DIR --db NEW`)", e.Dir, e.Found, e.Want)
 }
 
 // Is makes errors.Is(err, ErrFormat) true, and errors.Is(err, ErrNewerFormat)
