@@ -81,6 +81,12 @@ type DB struct {
 	nextSK   map[uint32]uint64
 	attrSeen map[uint32]map[string]bool
 	attrList map[uint32][]string
+	// eraseSecret keys the hashes of erased keys (erase.go); nil until the
+	// store has one.
+	eraseSecret []byte
+
+	// purge holds the erasures whose bytes may still be on disk (purge.go).
+	purge purgeState
 }
 
 // Open opens the store in dir, creating it unless opts.ReadOnly or opts.MustExist.
@@ -131,6 +137,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		Logger:             slogLogger{opts.Logger},
 		MemTableSize:       opts.MemTableSize,
 		CacheSize:          opts.CacheSize,
+		Cleaner:            noRecycleCleaner{}, // purge.go
 	}
 	popts.EnsureDefaults()
 	if opts.Tune != nil {
@@ -149,13 +156,16 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNotBitempo, dir, err)
 	}
 	db := &DB{
-		engine: &pebbleEngine{db: pdb}, opts: opts, dir: dir,
+		engine: &pebbleEngine{db: pdb, dir: dir, opts: popts}, opts: opts, dir: dir,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
 		attrSeen: map[uint32]map[string]bool{}, attrList: map[uint32][]string{},
 	}
 	if err := db.load(fresh); err != nil {
 		_ = pdb.Close()
 		return nil, err
+	}
+	if err := db.purgeAfterOpen(); err != nil {
+		return nil, errors.Join(err, db.engine.close())
 	}
 	return db, nil
 }
@@ -219,6 +229,12 @@ func (db *DB) load(fresh bool) error {
 	if err := getMeta(v, metaNextTable, &db.nextTbl); err != nil {
 		return err
 	}
+	if err := db.loadSecret(v); err != nil {
+		return err
+	}
+	if err := db.loadPurgePending(v); err != nil {
+		return err
+	}
 	return db.loadCatalog(v)
 }
 
@@ -238,7 +254,15 @@ func (db *DB) initialise() error {
 		{key: metaLastTx, value: mustMarshal(int64(0))},
 		{key: metaNextTable, value: mustMarshal(db.nextTbl)},
 	}
-	return db.engine.commit(writes, true)
+	secret, key, err := newSecretWrite()
+	if err != nil {
+		return err
+	}
+	if err := db.engine.commit(append(writes, secret), true); err != nil {
+		return err
+	}
+	db.eraseSecret = key
+	return nil
 }
 
 func getMeta(v kvView, key []byte, dst any) error {
@@ -338,7 +362,11 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	db.compacting.Lock() // Pebble may not close under a running compaction
 	defer db.compacting.Unlock()
-	return db.engine.close()
+	// No snapshot is open: a purge now removes every erased byte (purge.go).
+	if err := db.purgeLocked(context.Background(), true); err != nil {
+		return errors.Join(err, db.engine.close())
+	}
+	return db.finishPurge(false)
 }
 
 // Compact rewrites the whole store into its read-optimised shape and returns when

@@ -62,6 +62,17 @@
 //	    record filed under its group attributes' values, current records (0x00)
 //	    apart from retired ones (0x01), so "the versions of group G active at
 //	    (V, T)" is a range scan of G that touches no other group. See groups.go.
+//	0x40 erased-sk  | tid | sk (8 bytes BE)          -> asc(erasing tx)
+//	    The surrogate keys whose records an erasure removed, so GetBySK says
+//	    "erased" rather than "unknown". See erase.go.
+//	0x41 erased-key | tid | hash (32 bytes) | asc(erasing tx) -> empty
+//	    The keyed hash (HMAC-SHA256 under meta "erase_secret") of every erased
+//	    natural key: "was K erased?" is one seek, and no personal data stays.
+//	    An erasure also leaves a transaction-log entry at its transaction whose
+//	    value is 0x00 | hash | uvarint records | reason (no tuple starts with
+//	    0x00). Meta "erase_secret" holds the hash key (32 random bytes, made with
+//	    the store) and "purge_pending" marks erased bytes that may still be in
+//	    the engine's files (purge.go).
 //
 // # Invariants
 //

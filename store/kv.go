@@ -53,12 +53,20 @@ type kvEngine interface {
 	// compact rewrites every key into the engine's most compact, read-optimised
 	// shape (for an LSM: the bottom levels, with no overlapping files above).
 	compact(ctx context.Context) error
+	// purge makes the bytes of deleted keys in spans (all keys when all)
+	// leave the engine's files; see purge.go.
+	purge(ctx context.Context, spans []span, all, wait bool) error
+	// rotateManifest drops the engine's records of deleted files (purge.go);
+	// it closes the engine, and reopens it when reopen is set.
+	rotateManifest(reopen bool) error
 	close() error
 }
 
 // pebbleEngine implements kvEngine on a Pebble DB.
 type pebbleEngine struct {
 	db     *pebble.DB
+	dir    string
+	opts   *pebble.Options        // of the first open, for reopening (purge.go)
 	failed atomic.Pointer[string] // set when Pebble reported a fatal error
 }
 
@@ -121,7 +129,12 @@ func (e *pebbleEngine) commit(writes []kvWrite, sync bool) (err error) {
 	return b.Commit(opt)
 }
 
-func (e *pebbleEngine) close() error { return e.db.Close() }
+func (e *pebbleEngine) close() error {
+	if e.db == nil { // a failed purge rotation closed it (purge.go)
+		return nil
+	}
+	return e.db.Close()
+}
 
 type pebbleView struct {
 	snap *pebble.Snapshot

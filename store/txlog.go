@@ -44,6 +44,8 @@ func (o LogOp) String() string {
 		return "assert"
 	case LogRetire:
 		return "retire"
+	case LogErase:
+		return "erase"
 	}
 	return fmt.Sprintf("LogOp(%d)", uint8(o))
 }
@@ -72,6 +74,8 @@ type LogEntry struct {
 	Pos     LogPos
 	Op      LogOp
 	Version Version
+	// Erasure is set, and Version zero, when Op is LogErase (erase.go).
+	Erasure *Erasure
 }
 
 // logChange is one change of a transaction-log entry.
@@ -197,6 +201,19 @@ func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry
 		tx, first, err := txLogKey.decode(it.Key()[len(pfx):])
 		if err != nil {
 			return err
+		}
+		if isErasure(it.Value()) {
+			if tx == from.Tx && first < from.Ordinal {
+				continue
+			}
+			e, err := decodeErasure(t, tx, it.Value())
+			if err != nil {
+				return err
+			}
+			if !y.emit(LogEntry{Pos: LogPos{Tx: tx, Ordinal: first}, Op: LogErase, Erasure: &e}) {
+				return nil
+			}
+			continue
 		}
 		var tuple []byte
 		if tuple, changes, err = decodeLogEntry(t, tx, it.Value(), changes); err != nil {

@@ -228,6 +228,9 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 	if err := verifySKIndex(s, t, byKey, rep); err != nil {
 		return err
 	}
+	if err := verifyErasures(s, t, byKey, rep); err != nil {
+		return err
+	}
 	return verifyTxLog(s, t, byKey, rep)
 }
 
@@ -364,6 +367,16 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 	var nextOrd uint64 // the least ordinal the next entry of lastTx may start at
 	for ok := it.First(); ok; ok = it.Next() {
 		tx, first, err := txLogKey.decode(it.Key()[len(prefix):])
+		if err == nil && isErasure(it.Value()) {
+			if _, err := decodeErasure(t, tx, it.Value()); err != nil {
+				rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})
+			}
+			if tx == lastTx && uint64(first) < nextOrd {
+				rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("txlog erasure at tx %d ordinal %d overlaps the previous entry's changes", tx, first)})
+			}
+			lastTx, nextOrd = tx, uint64(first)+1
+			continue
+		}
 		var tuple []byte
 		if err == nil {
 			tuple, changes, err = decodeLogEntry(t, tx, it.Value(), changes)

@@ -28,8 +28,12 @@ type Writer struct {
 	// retiredSK holds the records this transaction retired, by sk, key and
 	// valid_from: re-asserting one of them (an SCD2 close) needs no sk-index entry.
 	retiredSK map[skRef]bool
-	newAttrs map[uint32][]string
-	done     bool
+	newAttrs  map[uint32][]string
+	// newSecret is the erase secret this commit creates (erase.go); purge the
+	// key ranges its erasures emptied (purge.go).
+	newSecret []byte
+	purge     []span
+	done      bool
 }
 
 // BeginWrite starts a write transaction, waiting for the previous one to finish.
@@ -184,10 +188,20 @@ func (w *Writer) Commit() error {
 		}
 	}
 	w.db.mu.RUnlock()
+	if w.newSecret != nil {
+		writes = append(writes, kvWrite{key: metaEraseSecret, value: mustMarshal(w.newSecret)})
+	}
+	if len(w.purge) > 0 {
+		writes = append(writes, kvWrite{key: metaPurgePending, value: mustMarshal(true)})
+	}
 	if err := w.db.engine.commit(writes, !w.db.opts.NoSync); err != nil {
 		return fmt.Errorf("bitempo: commit: %w", err)
 	}
+	w.db.notePurge(w.purge)
 	w.db.mu.Lock()
+	if w.newSecret != nil {
+		w.db.eraseSecret = w.newSecret
+	}
 	w.db.lastTx = tx
 	w.db.nextSK = w.nextSK
 	for tid, names := range w.newAttrs {
