@@ -102,6 +102,7 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.verifyCmd(),
 		a.statsCmd(),
 		a.compactCmd(),
+		a.eraseCmd(),
 	)
 	return root
 }
