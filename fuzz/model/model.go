@@ -23,6 +23,8 @@ var (
 	ErrInvalidAttr   = errors.New("model: invalid attribute")
 	ErrFinished      = errors.New("model: transaction has finished")
 	ErrTxOrder       = errors.New("model: transaction time does not increase")
+	ErrUnknownKey    = errors.New("model: erase of a key the table does not hold")
+	ErrErased        = errors.New("model: key erased in this transaction")
 )
 
 // Attrs is a record of named attribute values of canonical types.

@@ -30,6 +30,7 @@ type Txn struct {
 	m      *Model
 	nextSK map[string]uint64              // per table
 	lines  map[string]map[string][]Record // table -> key -> timeline
+	erased map[string]map[string]bool     // table -> keys erased (Erase)
 	done   bool
 }
 
@@ -39,7 +40,7 @@ func (m *Model) Begin() *Txn {
 	for name, t := range m.tables {
 		next[name] = t.nextSK
 	}
-	return &Txn{m: m, nextSK: next, lines: map[string]map[string][]Record{}}
+	return &Txn{m: m, nextSK: next, lines: map[string]map[string][]Record{}, erased: map[string]map[string]bool{}}
 }
 
 // current returns the stored versions of a key (records with TxTo = +∞).
@@ -56,6 +57,9 @@ func (tx *Txn) timeline(tableName, key string) (*table, []Record, error) {
 	t, err := tx.m.table(tableName)
 	if err != nil {
 		return nil, nil, err
+	}
+	if tx.erased[tableName][key] {
+		return nil, nil, fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
 	}
 	if tx.lines[tableName] == nil {
 		tx.lines[tableName] = map[string][]Record{}
@@ -322,7 +326,11 @@ func (tx *Txn) Commit(at int64) (Commit, error) {
 			changes = append(changes, ch)
 		}
 	}
-	if c.Retired+c.Asserted == 0 {
+	erasures := 0
+	for _, keys := range tx.erased {
+		erasures += len(keys)
+	}
+	if c.Retired+c.Asserted+erasures == 0 {
 		return Commit{}, nil
 	}
 	if at <= tx.m.lastTx {
@@ -338,6 +346,10 @@ func (tx *Txn) Commit(at int64) (Commit, error) {
 			ch.t.records = append(ch.t.records, r)
 		}
 	}
+	for tableName, keys := range tx.erased {
+		t := tx.m.tables[tableName]
+		t.records = slices.DeleteFunc(t.records, func(r Record) bool { return keys[r.Key] })
+	}
 	for name, next := range tx.nextSK {
 		tx.m.tables[name].nextSK = next
 	}
@@ -350,4 +362,43 @@ func sortedKeys[V any](m map[string]V) []string {
 	keys := slices.Collect(maps.Keys(m))
 	sort.Strings(keys)
 	return keys
+}
+
+// Erase removes every record of key, at every transaction time, when the
+// transaction commits (rule 7): reads at every transaction time then answer as
+// for a key that never existed; surrogate keys are not reused. It fails with
+// ErrUnknownKey when the table never held the key (or an erasure removed all
+// it held), and with ErrErased when the transaction changed the key or erased
+// it already.
+func (tx *Txn) Erase(tableName, key string) error {
+	if tx.done {
+		return ErrFinished
+	}
+	t, err := tx.m.table(tableName)
+	if err != nil {
+		return err
+	}
+	if tx.erased[tableName][key] {
+		return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+	}
+	if line, ok := tx.lines[tableName][key]; ok {
+		cur := t.current(key)
+		if len(line) != len(cur) {
+			return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+		}
+		for i := range line {
+			if !line[i].SameContent(cur[i]) {
+				return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+			}
+		}
+	}
+	if !slices.ContainsFunc(t.records, func(r Record) bool { return r.Key == key }) {
+		return fmt.Errorf("%w: %s %s", ErrUnknownKey, tableName, key)
+	}
+	delete(tx.lines[tableName], key)
+	if tx.erased[tableName] == nil {
+		tx.erased[tableName] = map[string]bool{}
+	}
+	tx.erased[tableName][key] = true
+	return nil
 }

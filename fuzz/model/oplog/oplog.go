@@ -30,9 +30,10 @@ const (
 	Delete
 	Upsert
 	DeleteAt
+	Erase
 )
 
-func (k Kind) String() string { return [...]string{"put", "delete", "upsert", "delete-at"}[k] }
+func (k Kind) String() string { return [...]string{"put", "delete", "upsert", "delete-at", "erase"}[k] }
 
 // Op is one write. Upsert and DeleteAt use From as their effective time.
 type Op struct {
@@ -51,6 +52,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("delete %s %s [%s, %s)", o.Table, o.Key, model.Tick(o.From), model.Tick(o.To))
 	case Upsert:
 		return fmt.Sprintf("upsert %s %s %s at %s", o.Table, o.Key, model.FormatAttrs(o.Attrs), model.Tick(o.From))
+	case Erase:
+		return fmt.Sprintf("erase %s %s", o.Table, o.Key)
 	}
 	return fmt.Sprintf("delete-at %s %s at %s", o.Table, o.Key, model.Tick(o.From))
 }

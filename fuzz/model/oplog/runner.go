@@ -173,6 +173,12 @@ func (r *Runner) applyOp(tx *txn.Tx, mt *model.Txn, op Op) string {
 		sok, serr = tx.DeleteAt(op.Table, key, op.From)
 		mok, merr = mt.DeleteAt(op.Table, op.Key, op.From)
 		got, want = fmt.Sprint(sok), fmt.Sprint(mok)
+	case Erase:
+		return r.applyErase(tx, mt, op)
+	}
+	if errors.Is(serr, txn.ErrErased) && errors.Is(merr, model.ErrErased) {
+		r.Stats[op.Kind.String()+", key erased in the transaction"]++
+		return ""
 	}
 	if sc, mc := errorClass(serr, store.ErrInvalidPeriod, txn.ErrInvalidAttr), errorClass(merr, model.ErrInvalidPeriod, model.ErrInvalidAttr); sc != mc || sc == "other" {
 		return fmt.Sprintf("store error %v, model error %v", serr, merr)
@@ -189,6 +195,30 @@ func (r *Runner) applyOp(tx *txn.Tx, mt *model.Txn, op Op) string {
 	}
 	r.Stats[stat]++
 	return r.compareTxView(tx, mt, op.Table, op.Key)
+}
+
+// applyErase runs an erasure on both sides: they must agree on whether it is
+// refused and why. Later operations on the key in the transaction are refused
+// on both sides (compared by the operations themselves).
+func (r *Runner) applyErase(tx *txn.Tx, mt *model.Txn, op Op) string {
+	class := func(err, unknown, erased error) string {
+		switch {
+		case err == nil:
+			return "erased"
+		case errors.Is(err, unknown):
+			return "unknown key"
+		case errors.Is(err, erased):
+			return "conflict"
+		}
+		return "other: " + err.Error()
+	}
+	got := class(tx.Erase(op.Table, store.Key{op.Key}), store.ErrUnknownKey, txn.ErrErased)
+	want := class(mt.Erase(op.Table, op.Key), model.ErrUnknownKey, model.ErrErased)
+	if got != want {
+		return fmt.Sprintf("erase: store says %s, model %s", got, want)
+	}
+	r.Stats["erase "+got]++
+	return ""
 }
 
 // errorClass names the kind of an operation's error, so errors of the store and
