@@ -63,6 +63,12 @@
 //     current state. Get at (v, tx) returns the alive record covering v, or why
 //     there is none: no record of the key is alive (unknown key), v is before
 //     the first, at or after the end of the last, or between two (in a gap).
+//  8. Erase(key) removes, at commit, every record of the key at every
+//     transaction time: every read then answers as for a key never written. It
+//     refuses a key the table holds no record of, and a key the transaction
+//     changed or erased already (later writes of the key in it are refused too).
+//     Surrogate keys are never reused. A commit whose only write is an erasure
+//     uses a transaction time.
 //
 // Rule 5 is stricter than DESIGN.md, which names the options but not the
 // rounding of ties, the reading of floats or the folding table; the model

@@ -365,7 +365,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // Erase removes every record of key, at every transaction time, when the
-// transaction commits (rule 7): reads at every transaction time then answer as
+// transaction commits (rule 8): reads at every transaction time then answer as
 // for a key that never existed; surrogate keys are not reused. It fails with
 // ErrUnknownKey when the table never held the key (or an erasure removed all
 // it held), and with ErrErased when the transaction changed the key or erased
