@@ -79,8 +79,8 @@ type DB struct {
 	tables   map[string]*Table
 	byID     map[uint32]*Table
 	nextSK   map[uint32]uint64
-	attrSeen map[uint32]map[string]bool
-	attrList map[uint32][]string
+	attrOrd  map[uint32]map[string]uint32 // the ordinal of each attribute name
+	attrList map[uint32][]string          // the attribute names by ordinal
 	// eraseSecret keys the hashes of erased keys (erase.go); nil until the
 	// store has one.
 	eraseSecret []byte
@@ -158,7 +158,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	db := &DB{
 		engine: &pebbleEngine{db: pdb, dir: dir, opts: popts}, opts: opts, dir: dir,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
-		attrSeen: map[uint32]map[string]bool{}, attrList: map[uint32][]string{},
+		attrOrd: map[uint32]map[string]uint32{}, attrList: map[uint32][]string{},
 	}
 	if err := db.load(fresh); err != nil {
 		_ = pdb.Close()
@@ -320,24 +320,6 @@ func (db *DB) loadCatalog(v kvView) error {
 	return it.Error()
 }
 
-func (db *DB) loadAttrNames(v kvView, tid uint32) error {
-	prefix := tablePrefix(nil, ksAttrs, tid)
-	it, err := v.newIter(prefix, encoding.PrefixEnd(prefix))
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	seen := map[string]bool{}
-	var list []string
-	for ok := it.First(); ok; ok = it.Next() {
-		name := string(it.Value())
-		seen[name] = true
-		list = append(list, name)
-	}
-	db.attrSeen[tid], db.attrList[tid] = seen, list
-	return it.Error()
-}
-
 // catalogRecord is the catalog value: the definition and the table id.
 type catalogRecord struct {
 	ID  uint32   `msgpack:"id"`
@@ -447,7 +429,7 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 	db.nextTbl = id + 1
 	t := newTable(def, id)
 	db.tables[t.Name], db.byID[id], db.nextSK[id] = t, t, 1
-	db.attrSeen[id] = map[string]bool{}
+	db.attrOrd[id] = map[string]uint32{}
 	return t, nil
 }
 
@@ -530,9 +512,9 @@ func (db *DB) DeclareAttrNames(t *Table, names []string) error {
 	}
 	var writes []kvWrite
 	var added []string
-	seen := db.attrSeen[t.ID]
+	ords := db.attrOrd[t.ID]
 	for _, name := range names {
-		if seen[name] || slices.Contains(added, name) {
+		if _, seen := ords[name]; seen || slices.Contains(added, name) {
 			continue
 		}
 		writes = append(writes, kvWrite{key: attrNameKey(t.ID, uint32(len(db.attrList[t.ID])+len(added))), value: []byte(name)})
@@ -545,8 +527,8 @@ func (db *DB) DeclareAttrNames(t *Table, names []string) error {
 		return fmt.Errorf("bitempo: declare attributes of %q: %w", t.Name, err)
 	}
 	for _, name := range added {
-		seen[name] = true
+		ords[name] = uint32(len(db.attrList[t.ID]))
+		db.attrList[t.ID] = append(db.attrList[t.ID], name)
 	}
-	db.attrList[t.ID] = append(db.attrList[t.ID], added...)
 	return nil
 }

@@ -179,9 +179,9 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 	t := e.Table
 	switch ks {
 	case ksCurrent:
-		return e.decodeRecord(t, currentKeys, b)
+		return e.decodeRecord(db, t, currentKeys, b)
 	case ksHistory:
-		return e.decodeRecord(t, historyKeys, b)
+		return e.decodeRecord(db, t, historyKeys, b)
 	case ksSKIndex:
 		return e.decodeSKIndex(t, b)
 	case ksTxLog:
@@ -189,7 +189,7 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 	case ksEvents:
 		return e.decodeEvent(t, b)
 	case ksGroups:
-		return e.decodeGroup(t, b)
+		return e.decodeGroup(db, t, b)
 	case ksCheckpoints:
 		return e.decodeCheckpoint(t, b)
 	case ksErasedSK, ksErasedKey:
@@ -208,11 +208,11 @@ func (e *Entry) decodeTuple(t *Table, b []byte) ([]byte, error) {
 	return rest, err
 }
 
-func (e *Entry) decodeRecord(t *Table, keys recordKeys, b []byte) error {
+func (e *Entry) decodeRecord(db *DB, t *Table, keys recordKeys, b []byte) error {
 	if err := e.decodeRecordKey(t, keys, b); err != nil {
 		return err
 	}
-	return e.decodeRecordValue()
+	return e.decodeRecordValue(db, t)
 }
 
 // decodeRecordKey decodes tuple | desc(valid_from) [| desc(tx_from)], the tail of
@@ -232,9 +232,9 @@ func (e *Entry) decodeRecordKey(t *Table, keys recordKeys, b []byte) error {
 	return nil
 }
 
-// decodeRecordValue decodes an encoding.RecordValue.
-func (e *Entry) decodeRecordValue() error {
-	rv, err := encoding.DecodeRecord(e.RawKV.Value)
+// decodeRecordValue decodes a stored record value of table t.
+func (e *Entry) decodeRecordValue(db *DB, t *Table) error {
+	rv, err := encoding.DecodeRecordPositional(e.RawKV.Value, func(ord uint32) (string, bool) { return db.attrName(t.ID, ord) })
 	if err != nil {
 		return err
 	}
@@ -244,6 +244,10 @@ func (e *Entry) decodeRecordValue() error {
 	e.addValue("sk", FieldPlain, rv.SK)
 	if rv.Flags&encoding.FlagInferred != 0 {
 		e.addValue("inferred", FieldPlain, true)
+	}
+	if encoding.SharesAttrs(e.RawKV.Value) {
+		e.addValue("attrs", FieldPlain, "those of the record asserted at tx_to")
+		return nil
 	}
 	e.addValue("attrs", FieldAttrs, rv.Attrs)
 	return nil
@@ -335,7 +339,7 @@ func (e *Entry) decodeCheckpoint(t *Table, b []byte) error {
 	return nil
 }
 
-func (e *Entry) decodeGroup(t *Table, b []byte) error {
+func (e *Entry) decodeGroup(db *DB, t *Table, b []byte) error {
 	group, rest, err := encoding.DecodeKeyPrefix(b, len(t.GroupBy))
 	if err != nil {
 		return err
@@ -351,7 +355,7 @@ func (e *Entry) decodeGroup(t *Table, b []byte) error {
 	if err := e.decodeRecordKey(t, keys, rest[1:]); err != nil {
 		return err
 	}
-	return e.decodeRecordValue()
+	return e.decodeRecordValue(db, t)
 }
 
 func toInt64(v any) (int64, bool) {

@@ -23,7 +23,8 @@ import (
 //
 // "group tuple" is the values of the GroupBy attributes in encoding.AppendKey form
 // (self-delimiting, so the marker byte after it is unambiguous); the value is the
-// record's encoding.AppendRecord bytes, identical to its value in 0x10 or 0x11.
+// record's stored value (encoding.AppendRecordPositional), identical to its value
+// in 0x10 or 0x11.
 // Assert writes the current entry; Retire deletes it and writes the history
 // entry with tx_to set. Each version is indexed under its own group values, so an
 // entity whose group attribute changes leaves one group and enters the other at
@@ -196,13 +197,21 @@ type GroupRecord struct {
 	ValidFrom, ValidTo, TxFrom, TxTo int64
 	SK                               uint64
 	Inferred                         bool
-	// Value is the record's encoding (encoding.AppendRecord).
+	// Value is the record's stored value (encoding.AppendRecordPositional: its
+	// attributes are by ordinal of the table's names; decode them with Attrs).
 	Value []byte
+
+	names *attrNames
+	t     *Table
 }
 
-// Attrs decodes the record's attributes (a fresh map).
+// Attrs decodes the record's attributes (a fresh map). A retired record that
+// shares its successor's attributes (see Writer.shareAttrs) reads them from it.
 func (r *GroupRecord) Attrs() (Attrs, error) {
-	rv, err := encoding.DecodeRecord(r.Value)
+	if encoding.SharesAttrs(r.Value) {
+		return r.names.s.sharedAttrs(r.t, r.Tuple, r.ValidFrom, r.SK, r.TxTo)
+	}
+	rv, err := encoding.DecodeRecordPositional(r.Value, r.names.name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
 	}
@@ -247,6 +256,7 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 			if !latest && (rec.TxFrom > maxTx || rec.TxTo <= minTx) {
 				continue
 			}
+			rec.names, rec.t = s.attrNames(t), t
 			if !yield(&rec, nil) {
 				_ = it.Close()
 				return
@@ -274,7 +284,7 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 	if err != nil {
 		return bad("%v", err)
 	}
-	rv, err := encoding.DecodeRecordHead(value)
+	rv, err := encoding.DecodeRecordHeadPositional(value)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -399,7 +409,7 @@ func rawRecords(s *Snapshot, t *Table, keys recordKeys, fn func(v *Version, valu
 		if err != nil {
 			continue
 		}
-		v, err := t.decodeVersion(tuple, from, it.Value())
+		v, err := s.decodeVersion(t, tuple, from, it.Value())
 		if err != nil {
 			continue
 		}

@@ -369,7 +369,9 @@ func TestVerifyGroupIndex(t *testing.T) {
 			tuple, _ := tb.AppendKey(nil, store.Key{"c9"})
 			key := append(append([]byte{0x10}, encoding.AppendUint32(nil, tb.ID)...), tuple...)
 			key = encoding.AppendTimeDesc(key, 0)
-			value, err := encoding.AppendRecord(nil, &encoding.RecordValue{ValidTo: 5, TxFrom: 1, TxTo: store.Infinity, SK: 1 << 40, Attrs: encoding.Attrs{"user_id": 1.5}})
+			names := db.AttrNames(tb) // records name attributes by ordinal
+			value, err := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 5, TxFrom: 1, TxTo: store.Infinity, SK: 1 << 40, Attrs: encoding.Attrs{"user_id": 1.5}},
+				func(name string) (uint32, bool) { i := slices.Index(names, name); return uint32(i), i >= 0 })
 			if err != nil {
 				return err
 			}

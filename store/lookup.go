@@ -160,9 +160,9 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 // found classifies the iterator's record, the key's version with the greatest
 // valid_from <= valid.
 func (m *merge) found(from, valid int64) (Version, MissReason, error) {
-	head, err := encoding.DecodeRecordHead(m.it.Value())
+	head, err := decodeHead(m.t, m.it.Value())
 	if err != nil {
-		return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
+		return Version{}, 0, err
 	}
 	switch {
 	case valid >= head.ValidTo && m.atFirst:
@@ -171,8 +171,8 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 		return Version{}, InGap, nil
 	}
 	if m.attrs {
-		if head, err = encoding.DecodeRecord(m.it.Value()); err != nil {
-			return Version{}, 0, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, m.t.Name, err)
+		if head, err = m.s.decodeRecord(m.t, m.it.Value()); err != nil {
+			return Version{}, 0, err
 		}
 	}
 	return Version{

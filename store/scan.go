@@ -245,12 +245,12 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 				return err
 			}
 		}
-		head, err := encoding.DecodeRecordHead(it.Value())
+		head, err := decodeHead(t, it.Value())
 		if err != nil {
-			return fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+			return err
 		}
 		if valid < head.ValidTo {
-			v, err := t.decodeVersion(keyPfx[pfxLen:], from, it.Value())
+			v, err := s.decodeVersion(t, keyPfx[pfxLen:], from, it.Value())
 			if err != nil {
 				return err
 			}
@@ -323,7 +323,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 		return err
 	}
 	defer func() { err = firstError(err, it.Close()) }()
-	h := &keyHistory{t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
+	h := &keyHistory{s: s, t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
 	for ok := it.First(); ok; {
 		kp, _, err := currentKeys.split(it.Key(), h.pfxLen)
 		if err != nil {
@@ -350,6 +350,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 // current index, in ascending valid order. The index holds a key's versions
 // newest first, so it seeks to the start of the period and steps backwards.
 type keyHistory struct {
+	s      *Snapshot
 	t      *Table
 	it     kvIter
 	pfxLen int
@@ -421,7 +422,7 @@ func (h *keyHistory) decode() (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	return h.t.decodeVersion(h.keyPfx[h.pfxLen:], from, h.it.Value())
+	return h.s.decodeVersion(h.t, h.keyPfx[h.pfxLen:], from, h.it.Value())
 }
 
 func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
@@ -493,12 +494,12 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
-		head, err := encoding.DecodeRecordHead(cur.Value())
+		head, err := decodeHead(t, cur.Value())
 		if err != nil {
-			return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+			return Version{}, err
 		}
 		if head.SK == sk && head.TxFrom <= tx {
-			return t.decodeVersion(tuple, validFrom, cur.Value())
+			return s.decodeVersion(t, tuple, validFrom, cur.Value())
 		}
 	}
 	hist, err := s.iter(ksHistory)
@@ -507,15 +508,15 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	}
 	group := historyKeys.appendValid(historyKeys.keyPrefix(nil, t.ID, tuple), validFrom)
 	for ok := hist.SeekGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
-		head, err := encoding.DecodeRecordHead(hist.Value())
+		head, err := decodeHead(t, hist.Value())
 		if err != nil {
-			return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+			return Version{}, err
 		}
 		if head.TxFrom < indexTx {
 			break
 		}
 		if head.SK == sk {
-			return t.decodeVersion(tuple, validFrom, hist.Value())
+			return s.decodeVersion(t, tuple, validFrom, hist.Value())
 		}
 	}
 	if err := firstError(cur.Error(), hist.Error()); err != nil {
@@ -535,7 +536,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
-		v, err := t.decodeVersion(tuple, validFrom, cur.Value())
+		v, err := s.decodeVersion(t, tuple, validFrom, cur.Value())
 		if err != nil || v.TxFrom == txFrom {
 			return v, err
 		}
@@ -546,7 +547,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 	}
 	key = historyKeys.key(key[:0], t.ID, tuple, validFrom, txFrom)
 	if hist.SeekGE(key) && bytes.Equal(hist.Key(), key) {
-		return t.decodeVersion(tuple, validFrom, hist.Value())
+		return s.decodeVersion(t, tuple, validFrom, hist.Value())
 	}
 	if err := firstError(cur.Error(), hist.Error()); err != nil {
 		return Version{}, err

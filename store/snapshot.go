@@ -17,6 +17,7 @@ type Snapshot struct {
 	view   kvView
 	lastTx int64
 	iters  map[byte]kvIter // one reusable iterator per keyspace
+	names  map[uint32]*attrNames
 	buf    []byte
 	closed bool
 }
@@ -173,7 +174,7 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 		if err != nil {
 			return Version{}, 0, err
 		}
-		v, err := t.decodeVersion(tuple, from, it.Value())
+		v, err := s.decodeVersion(t, tuple, from, it.Value())
 		if err != nil {
 			return Version{}, 0, err
 		}
@@ -265,12 +266,12 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 		if err != nil {
 			return Version{}, false, err
 		}
-		head, err := encoding.DecodeRecordHead(it.Value())
+		head, err := decodeHead(t, it.Value())
 		if err != nil {
-			return Version{}, false, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+			return Version{}, false, err
 		}
 		if head.TxFrom <= tx { // decode the attributes of the answer only
-			return t.candidate(tuple, from, head, it.Value(), full)
+			return s.candidate(t, tuple, from, head, it.Value(), full)
 		}
 	}
 	return Version{}, false, it.Error()
@@ -298,12 +299,12 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		// the newest asserted at or before tx.
 		group := historyKeys.appendValid(slices.Clip(prefix), from)
 		if it.SeekGE(historyKeys.key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
-			head, err := encoding.DecodeRecordHead(it.Value())
+			head, err := decodeHead(t, it.Value())
 			if err != nil {
-				return Version{}, false, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+				return Version{}, false, err
 			}
 			if head.TxFrom <= tx && tx < head.TxTo {
-				return t.candidate(tuple, from, head, it.Value(), full)
+				return s.candidate(t, tuple, from, head, it.Value(), full)
 			}
 		}
 		if from == NegInfinity {
@@ -316,14 +317,14 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 
 // candidate is a found candidate record: the whole version with full, else the
 // periods, surrogate key and flags of head (already decoded from value).
-func (t *Table) candidate(tuple []byte, from int64, head encoding.RecordValue, value []byte, full bool) (Version, bool, error) {
+func (s *Snapshot) candidate(t *Table, tuple []byte, from int64, head encoding.RecordValue, value []byte, full bool) (Version, bool, error) {
 	if !full {
 		return Version{
 			ValidFrom: from, ValidTo: head.ValidTo, TxFrom: head.TxFrom, TxTo: head.TxTo,
 			SK: head.SK, Inferred: head.Flags&encoding.FlagInferred != 0,
 		}, true, nil
 	}
-	v, err := t.decodeVersion(tuple, from, value)
+	v, err := s.decodeVersion(t, tuple, from, value)
 	return v, err == nil, err
 }
 
@@ -390,7 +391,7 @@ func (s *Snapshot) keyRecords(t *Table, tuple []byte, keys recordKeys, fn func(V
 		if err != nil {
 			return err
 		}
-		v, err := t.decodeVersion(tuple, from, it.Value())
+		v, err := s.decodeVersion(t, tuple, from, it.Value())
 		if err != nil {
 			return err
 		}

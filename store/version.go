@@ -83,11 +83,16 @@ func (t *Table) NewVersion(key Key, tuple []byte, from, to int64, sk uint64, att
 	return Version{Key: key, tuple: tuple, ValidFrom: from, ValidTo: to, TxFrom: Infinity, TxTo: Infinity, SK: sk, Attrs: attrs}
 }
 
-// decodeVersion builds a version from a stored record.
-func (t *Table) decodeVersion(tuple []byte, validFrom int64, value []byte) (Version, error) {
-	rv, err := encoding.DecodeRecord(value)
+// decodeVersion builds a version of table t from a stored record.
+func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom int64, value []byte) (Version, error) {
+	rv, err := s.decodeRecord(t, value)
 	if err != nil {
-		return Version{}, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+		return Version{}, err
+	}
+	if encoding.SharesAttrs(value) {
+		if rv.Attrs, err = s.sharedAttrs(t, tuple, validFrom, rv.SK, rv.TxTo); err != nil {
+			return Version{}, err
+		}
 	}
 	key, err := t.DecodeKey(tuple)
 	if err != nil {

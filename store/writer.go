@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 
@@ -25,10 +26,11 @@ type Writer struct {
 	nextSK   map[uint32]uint64
 	ordinals map[uint32]uint32 // the next transaction-log ordinal of each table
 	logs     map[uint32]*openLogEntry
-	// retiredSK holds the records this transaction retired, by sk, key and
-	// valid_from: re-asserting one of them (an SCD2 close) needs no sk-index entry.
-	retiredSK map[skRef]bool
-	newAttrs  map[uint32][]string
+	// retired holds the records this transaction retired, by sk, key and
+	// valid_from: re-asserting one of them (an SCD2 close) needs no sk-index
+	// entry, and with the same attributes, no second copy of them.
+	retired  map[skRef]retiredRecord
+	newAttrs map[uint32][]string
 	// newSecret is the erase secret this commit creates (erase.go); purge the
 	// key ranges its erasures emptied (purge.go).
 	newSecret []byte
@@ -50,7 +52,7 @@ func (db *DB) BeginWrite() (*Writer, error) {
 	db.mu.RLock()
 	nextSK := maps.Clone(db.nextSK)
 	db.mu.RUnlock()
-	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retiredSK: map[skRef]bool{}, newAttrs: map[uint32][]string{}}, nil
+	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, newAttrs: map[uint32][]string{}}, nil
 }
 
 // Snapshot returns the view the transaction reads committed state from: it holds
@@ -87,15 +89,20 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	}
 	w.retires = append(w.retires, kvWrite{key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), del: true})
 	v.TxTo = tx
-	value, err := encoding.AppendRecord(nil, v.recordValue())
+	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
 	}
 	w.retires = append(w.retires, kvWrite{key: historyKeys.key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), value: value})
+	rec := retiredRecord{v: v, writes: []int{len(w.retires) - 1}}
+	n := len(w.retires)
 	if err := w.groupRetire(t, &v, value); err != nil {
 		return err
 	}
-	w.retiredSK[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}] = true
+	if len(w.retires) > n { // the group index's history copy
+		rec.writes = append(rec.writes, len(w.retires)-1)
+	}
+	w.retired[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}] = rec
 	w.logChange(t, LogRetire, &v)
 	return nil
 }
@@ -104,7 +111,8 @@ func (w *Writer) Retire(t *Table, v Version) error {
 // callers validate them before any write so that errors leave nothing behind.
 func (w *Writer) Assert(t *Table, v Version) error {
 	v.TxFrom, v.TxTo = w.Tx(), Infinity
-	value, err := encoding.AppendRecord(nil, v.recordValue())
+	w.noteAttrs(t, v.Attrs)
+	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
 	}
@@ -112,11 +120,48 @@ func (w *Writer) Assert(t *Table, v Version) error {
 	if err := w.groupAssert(t, &v, value); err != nil {
 		return err
 	}
-	if !w.retiredSK[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}] {
+	if rec, ok := w.retired[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}]; !ok {
 		w.asserts = append(w.asserts, kvWrite{key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), value: skIndex.value(nil, v.tuple, v.ValidFrom)})
+	} else if err := w.shareAttrs(rec, value); err != nil {
+		return err
 	}
-	w.noteAttrs(t, v.Attrs)
 	w.logChange(t, LogAssert, &v)
+	return nil
+}
+
+// retiredRecord is a record retired by the transaction and the indexes in
+// w.retires of its history copies (the record's, and the group index's).
+type retiredRecord struct {
+	v      Version
+	writes []int
+}
+
+// shareAttrs rewrites the history copies of a retired record without its
+// attributes when value, the record re-asserted in its place with the same sk,
+// key and valid_from (an SCD2 close), holds exactly the same attribute bytes:
+// the retired record then reads them from its successor, the record of its key
+// and valid_from asserted at its tx_to. Decision: the later record holds the
+// attributes, not the retired one, so that reads at the latest transaction
+// time never follow a reference; reads of history pay one point read per
+// shared record. The rejected alternative, a diff against the successor, would
+// also save bytes on type-1 overwrites but make every history read rebuild
+// records.
+func (w *Writer) shareAttrs(rec retiredRecord, value []byte) error {
+	old, err := encoding.PositionalAttrs(w.retires[rec.writes[0]].value)
+	if err != nil {
+		return err
+	}
+	cur, err := encoding.PositionalAttrs(value)
+	if err != nil || !bytes.Equal(old, cur) {
+		return err
+	}
+	shared, err := encoding.AppendRecordShared(nil, rec.v.recordValue())
+	if err != nil {
+		return err
+	}
+	for _, i := range rec.writes {
+		w.retires[i].value = shared
+	}
 	return nil
 }
 
@@ -133,26 +178,6 @@ type skRef struct {
 // log, batch ids, group index). The key must have been built by this package.
 func (w *Writer) set(key, value []byte) { w.other = append(w.other, kvWrite{key: key, value: value}) }
 func (w *Writer) del(key []byte)        { w.other = append(w.other, kvWrite{key: key, del: true}) }
-
-func (w *Writer) noteAttrs(t *Table, attrs Attrs) {
-	w.db.mu.RLock()
-	seen := w.db.attrSeen[t.ID]
-	w.db.mu.RUnlock()
-	for _, name := range attrs.Names() {
-		if !seen[name] && !containsString(w.newAttrs[t.ID], name) {
-			w.newAttrs[t.ID] = append(w.newAttrs[t.ID], name)
-		}
-	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // Commit writes everything atomically (synced unless the store was opened with
 // NoSync) and publishes the new transaction time. After Commit, successful or
@@ -206,9 +231,9 @@ func (w *Writer) Commit() error {
 	w.db.nextSK = w.nextSK
 	for tid, names := range w.newAttrs {
 		for _, name := range names {
-			w.db.attrSeen[tid][name] = true
+			w.db.attrOrd[tid][name] = uint32(len(w.db.attrList[tid]))
+			w.db.attrList[tid] = append(w.db.attrList[tid], name)
 		}
-		w.db.attrList[tid] = append(w.db.attrList[tid], names...)
 	}
 	w.db.mu.Unlock()
 	return nil

@@ -1,0 +1,258 @@
+package encoding
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// This file is the positional form of attributes and the record value that
+// holds it (store format 2). A table numbers its attribute names (ordinals, in
+// the order its writes first used them); a record stores ordinals instead of
+// names:
+//
+//	attrs  = uvarint count | per attribute, by ascending ordinal:
+//	         uvarint (ordinal - previous ordinal - 1; the first: ordinal) | value
+//	record = head byte | [zigzag varint valid_to] | uvarint tx_from
+//	         | [uvarint (tx_to - tx_from)] | uvarint sk | attrs
+//	head   = the record's flags (FlagInferred, ...) in its low five bits, then
+//	         headOpenValid (0x80): valid_to is +∞ and absent,
+//	         headOpenTx (0x40): tx_to is +∞ and absent, and
+//	         headSharedAttrs (0x20): the attributes are absent, being those of
+//	         another record that the store knows how to find (AppendRecordShared)
+//
+// Integers are varints because nothing orders values (keys keep fixed widths):
+// an open end costs nothing, tx_to is a short distance from tx_from, and a
+// surrogate key costs what its magnitude needs.
+//
+// A value is one scalar in exactly the form AppendAttrs gives it (encodeScalar
+// and parseScalar), so every attribute type flows into both forms. The gaps
+// between ordinals are almost always zero, so an attribute costs one byte plus
+// its value, where a named map repeats the name in every record.
+
+// Bits of a positional record's head byte above its flags.
+const (
+	headOpenValid   byte = 0x80
+	headOpenTx      byte = 0x40
+	headSharedAttrs byte = 0x20
+	headFlags       byte = 0x1f
+)
+
+// AppendAttrsPositional appends the positional form of a to dst. ordinal gives
+// the ordinal of a name; a name without one is an error (the caller assigns
+// ordinals before encoding).
+func AppendAttrsPositional(dst []byte, a Attrs, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	if len(a) > MaxAttrs {
+		return dst, fmt.Errorf("%w: %d attributes, at most %d", ErrUnsupportedType, len(a), MaxAttrs)
+	}
+	type slot struct {
+		ord  uint32
+		name string
+	}
+	slots := make([]slot, 0, len(a))
+	for name := range a {
+		ord, ok := ordinal(name)
+		if !ok {
+			return dst, fmt.Errorf("bitempo: attribute %q has no ordinal", name)
+		}
+		slots = append(slots, slot{ord, name})
+	}
+	slices.SortFunc(slots, func(x, y slot) int { return cmp.Compare(x.ord, y.ord) })
+	w := bytes.NewBuffer(binary.AppendUvarint(dst, uint64(len(slots))))
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(w)
+	next := uint32(0)
+	for i, s := range slots {
+		if i > 0 && s.ord == slots[i-1].ord {
+			return dst, fmt.Errorf("bitempo: attributes %q and %q share ordinal %d", slots[i-1].name, s.name, s.ord)
+		}
+		w.Write(binary.AppendUvarint(nil, uint64(s.ord-next)))
+		next = s.ord + 1
+		v, err := Canonical(a[s.name])
+		if err != nil {
+			return dst, fmt.Errorf("attribute %q: %w", s.name, err)
+		}
+		if err := encodeScalar(enc, v); err != nil {
+			return dst, err
+		}
+	}
+	return w.Bytes(), nil
+}
+
+// parseAttrsPositional decodes positional attributes from the front of b. name
+// gives the name of an ordinal; an ordinal without one is corruption.
+func parseAttrsPositional(b []byte, name func(ord uint32) (string, bool)) (Attrs, []byte, error) {
+	n, w := binary.Uvarint(b)
+	// Each attribute takes at least two bytes, which bounds n by the input's size.
+	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
+		return nil, nil, fmt.Errorf("%w: positional attribute count", ErrCorrupt)
+	}
+	b = b[w:]
+	a := make(Attrs, n)
+	next := uint64(0)
+	for i := range n {
+		gap, w := binary.Uvarint(b)
+		if w <= 0 || next+gap > 1<<32-1 {
+			return nil, nil, fmt.Errorf("%w: attribute %d ordinal", ErrCorrupt, i)
+		}
+		ord := uint32(next + gap)
+		next = uint64(ord) + 1
+		nm, ok := name(ord)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: attribute ordinal %d has no name", ErrCorrupt, ord)
+		}
+		var v any
+		var err error
+		if v, b, err = parseScalar(b[w:]); err != nil {
+			return nil, nil, fmt.Errorf("%w: attribute %q: %v", ErrCorrupt, nm, err)
+		}
+		if _, dup := a[nm]; dup {
+			return nil, nil, fmt.Errorf("%w: attribute %q appears twice", ErrCorrupt, nm)
+		}
+		a[nm] = v
+	}
+	return a, b, nil
+}
+
+// AppendRecordPositional appends r with positional attributes (see above).
+func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	n := len(dst)
+	dst, err := appendPositionalHead(dst, r, 0)
+	if err != nil {
+		return dst[:n], err
+	}
+	out, err := AppendAttrsPositional(dst, r.Attrs, ordinal)
+	if err != nil {
+		return dst[:n], err
+	}
+	return out, nil
+}
+
+// AppendRecordShared appends r without its attributes, marked as sharing them
+// with another record (r.Attrs is ignored). Decoders return such a record with
+// nil attributes and SharesAttrs reports it; the store decides which record
+// holds them.
+func AppendRecordShared(dst []byte, r *RecordValue) ([]byte, error) {
+	n := len(dst)
+	dst, err := appendPositionalHead(dst, r, headSharedAttrs)
+	if err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
+// SharesAttrs reports whether a value written by AppendRecordPositional or
+// AppendRecordShared is of the latter kind.
+func SharesAttrs(b []byte) bool { return len(b) > 0 && b[0]&headSharedAttrs != 0 }
+
+// PositionalAttrs returns the attribute bytes of a value written by
+// AppendRecordPositional, for comparing two records' attributes exactly.
+func PositionalAttrs(b []byte) ([]byte, error) {
+	_, rest, err := positionalHead(b)
+	return rest, err
+}
+
+// appendPositionalHead appends the fields of r before its attributes, with
+// extra bits in the head byte.
+func appendPositionalHead(dst []byte, r *RecordValue, extra byte) ([]byte, error) {
+	if r.Flags&^headFlags != 0 {
+		return dst, fmt.Errorf("bitempo: record flags %#x do not fit a positional record", r.Flags)
+	}
+	if r.TxTo != math.MaxInt64 && r.TxTo <= r.TxFrom {
+		return dst, fmt.Errorf("bitempo: record tx_to %d is not after tx_from %d", r.TxTo, r.TxFrom)
+	}
+	head := r.Flags | extra
+	if r.ValidTo == math.MaxInt64 {
+		head |= headOpenValid
+	}
+	if r.TxTo == math.MaxInt64 {
+		head |= headOpenTx
+	}
+	dst = append(dst, head)
+	if head&headOpenValid == 0 {
+		dst = binary.AppendVarint(dst, r.ValidTo)
+	}
+	dst = binary.AppendVarint(dst, r.TxFrom)
+	if head&headOpenTx == 0 {
+		dst = binary.AppendUvarint(dst, uint64(r.TxTo-r.TxFrom))
+	}
+	return binary.AppendUvarint(dst, r.SK), nil
+}
+
+// DecodeRecordHeadPositional decodes a value written by AppendRecordPositional
+// except its attributes, which it leaves nil and does not check.
+func DecodeRecordHeadPositional(b []byte) (RecordValue, error) {
+	r, _, err := positionalHead(b)
+	return r, err
+}
+
+// positionalHead decodes the fields of a positional record before its
+// attributes and returns the bytes after them.
+func positionalHead(b []byte) (RecordValue, []byte, error) {
+	var r RecordValue
+	bad := func(field string) (RecordValue, []byte, error) {
+		return RecordValue{}, nil, fmt.Errorf("%w: positional record %s", ErrCorrupt, field)
+	}
+	if len(b) > MaxValueSize {
+		return bad(fmt.Sprintf("of %d bytes exceeds %d", len(b), MaxValueSize))
+	}
+	if len(b) == 0 {
+		return bad("is empty")
+	}
+	head := b[0]
+	b = b[1:]
+	if head&headSharedAttrs != 0 && head&headOpenTx != 0 {
+		return bad("shares the attributes of another record but is current")
+	}
+	r.Flags, r.ValidTo, r.TxTo = head&headFlags, math.MaxInt64, math.MaxInt64
+	var n int
+	if head&headOpenValid == 0 {
+		if r.ValidTo, n = binary.Varint(b); n <= 0 || r.ValidTo == math.MaxInt64 {
+			return bad("valid_to")
+		}
+		b = b[n:]
+	}
+	if r.TxFrom, n = binary.Varint(b); n <= 0 {
+		return bad("tx_from")
+	}
+	b = b[n:]
+	if head&headOpenTx == 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 || d == 0 || d >= uint64(math.MaxInt64-r.TxFrom) {
+			return bad("tx_to")
+		}
+		r.TxTo, b = r.TxFrom+int64(d), b[n:]
+	}
+	if r.SK, n = binary.Uvarint(b); n <= 0 {
+		return bad("sk")
+	}
+	return r, b[n:], nil
+}
+
+// DecodeRecordPositional decodes a value written by AppendRecordPositional; name
+// gives the name of an attribute ordinal.
+func DecodeRecordPositional(b []byte, name func(ord uint32) (string, bool)) (RecordValue, error) {
+	r, rest, err := positionalHead(b)
+	if err != nil {
+		return r, err
+	}
+	if SharesAttrs(b) {
+		if len(rest) != 0 {
+			return r, fmt.Errorf("%w: %d bytes after a record that shares its attributes", ErrCorrupt, len(rest))
+		}
+		return r, nil
+	}
+	if r.Attrs, rest, err = parseAttrsPositional(rest, name); err != nil {
+		return r, err
+	}
+	if len(rest) != 0 {
+		return r, fmt.Errorf("%w: %d trailing bytes after record", ErrCorrupt, len(rest))
+	}
+	return r, nil
+}

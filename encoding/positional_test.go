@@ -1,0 +1,96 @@
+package encoding
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestRecordPositionalRoundTrip(t *testing.T) {
+	names := []string{"city", "tier", "note", "blob", "big", "ratio", "flag", "gone"}
+	ordinal := func(name string) (uint32, bool) { i := slices.Index(names, name); return uint32(i), i >= 0 }
+	name := func(ord uint32) (string, bool) {
+		if int(ord) < len(names) {
+			return names[ord], true
+		}
+		return "", false
+	}
+	for _, r := range []RecordValue{
+		{ValidTo: math.MaxInt64, TxFrom: 1 << 50, TxTo: math.MaxInt64, SK: 7},
+		{ValidTo: 20, TxFrom: -5, TxTo: 9, SK: 1 << 40, Flags: FlagInferred,
+			Attrs: Attrs{"city": "Oslo", "tier": int64(-3), "note": nil, "blob": []byte{}, "big": uint64(math.MaxUint64), "ratio": 0.5, "flag": true}},
+		{ValidTo: 20, TxFrom: 1, TxTo: math.MaxInt64, SK: 2, Attrs: Attrs{"gone": "last ordinal only"}},
+	} {
+		enc, err := AppendRecordPositional([]byte("prefix"), &r, ordinal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeRecordPositional(enc[len("prefix"):], name)
+		if err != nil || got.ValidTo != r.ValidTo || got.TxFrom != r.TxFrom || got.TxTo != r.TxTo || got.SK != r.SK || got.Flags != r.Flags || !got.Attrs.Equal(r.Attrs) || len(got.Attrs) != len(r.Attrs) {
+			t.Fatalf("round trip of %+v: %+v, %v", r, got, err)
+		}
+		head, err := DecodeRecordHeadPositional(enc[len("prefix"):])
+		if err != nil || head.SK != r.SK || head.TxFrom != r.TxFrom {
+			t.Fatalf("head of %+v: %+v, %v", r, head, err)
+		}
+		if _, err := DecodeRecord(enc[len("prefix"):]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("DecodeRecord of a positional record: %v, want ErrCorrupt", err)
+		}
+		named, err := AppendRecord(nil, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Attrs) > 0 && len(enc)-len("prefix") >= len(named) {
+			t.Errorf("positional form (%d bytes) is not smaller than the named one (%d)", len(enc)-len("prefix"), len(named))
+		}
+	}
+	if _, err := AppendRecordPositional(nil, &RecordValue{Attrs: Attrs{"unknown": int64(1)}}, ordinal); err == nil {
+		t.Fatal("encoded a name without an ordinal")
+	}
+}
+
+func TestRecordPositionalMalformed(t *testing.T) {
+	name := func(ord uint32) (string, bool) { return []string{"a", "b"}[min(ord, 1)], ord < 2 }
+	good, err := AppendRecordPositional(nil, &RecordValue{ValidTo: 5, TxFrom: 1, TxTo: math.MaxInt64, SK: 1, Attrs: Attrs{"a": int64(1), "b": "x"}},
+		func(n string) (uint32, bool) { return map[string]uint32{"a": 0, "b": 1}[n], true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(good) { // every truncation
+		if _, err := DecodeRecordPositional(good[:n], name); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated to %d bytes: %v, want ErrCorrupt", n, err)
+		}
+	}
+	head := good[:len(good)-6] // the header, then: count 2, gap 0, 0x01, gap 0, 0xa1 'x'
+	for _, attrs := range [][]byte{
+		{2, 0, 1, 5, 0xa1, 'x'},        // ordinal 6 has no name
+		{2, 0, 1, 0xff, 0xa1, 'x'},     // a truncated ordinal varint
+		{0xff, 0xff, 0xff, 0xff, 0x0f}, // a huge count
+		{1, 0, 0xc1},                   // a value that is no scalar
+		{2, 0, 1, 0, 0xa1, 'x', 0},     // a trailing byte
+	} {
+		if _, err := DecodeRecordPositional(append(slices.Clone(head), attrs...), name); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("attrs %x: %v, want ErrCorrupt", attrs, err)
+		}
+	}
+	for _, rec := range [][]byte{
+		{0x80, 2, 0, 1, 0}, // tx_to equal to tx_from
+		{0x80 | 0x40, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 0}, // an overlong tx_from
+		{0x40, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 1, 0},           // valid_to +inf written out
+	} {
+		if _, err := DecodeRecordPositional(rec, name); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("record %x: %v, want ErrCorrupt", rec, err)
+		}
+	}
+	if _, err := AppendRecordPositional(nil, &RecordValue{TxFrom: 5, TxTo: 5}, nil); err == nil {
+		t.Fatal("encoded an empty transaction period")
+	}
+	if _, err := AppendRecordPositional(nil, &RecordValue{TxTo: math.MaxInt64, Flags: 0x40}, nil); err == nil {
+		t.Fatal("encoded flags that collide with the head bits")
+	}
+	dup := func(ord uint32) (string, bool) { return "a", true } // two ordinals, one name
+	if _, err := DecodeRecordPositional(good, dup); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("duplicate name: %v, want ErrCorrupt", err)
+	}
+}

@@ -1,0 +1,203 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// This file owns the attribute-name table of each table (keyspace 0x04) and the
+// ordinals that records store instead of names:
+//
+//	0x04 | tid | ordinal (4 bytes BE) -> name
+//
+// A table's names are numbered 0, 1, 2... in the order its writes (or
+// DeclareAttrNames) first used them; a record's attributes are stored by ordinal
+// (encoding.AppendRecordPositional). Ordinals are never reused or renumbered. A
+// new name is persisted in the commit that first writes a record using it, so a
+// reader that meets an ordinal finds its name in the same view. The DB keeps the
+// names in memory and learns new ones after each commit; a snapshot that meets an
+// ordinal the DB has not learned yet (a commit publishes its batch just before
+// the DB learns of it) reads the names from its own view.
+
+// readAttrNames reads the attribute names of table tid from view v, by ordinal.
+// Ordinals must run 0, 1, 2... and names must be distinct: records name
+// attributes by ordinal, so a gap or a duplicate would misname them.
+func readAttrNames(v kvView, tid uint32) ([]string, error) {
+	prefix := tablePrefix(nil, ksAttrs, tid)
+	it, err := v.newIter(prefix, encoding.PrefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var list []string
+	for ok := it.First(); ok; ok = it.Next() {
+		ord, err := decodeAttrNameKey(it.Key()[len(prefix):])
+		if err != nil {
+			return nil, err
+		}
+		name := string(it.Value())
+		if ord != uint32(len(list)) || slices.Contains(list, name) {
+			return nil, fmt.Errorf("%w: attribute name %q at ordinal %d of table id %d (names %q)", ErrCorrupt, name, ord, tid, list)
+		}
+		list = append(list, name)
+	}
+	return list, it.Error()
+}
+
+// loadAttrNames loads the attribute names of table tid at Open.
+func (db *DB) loadAttrNames(v kvView, tid uint32) error {
+	list, err := readAttrNames(v, tid)
+	if err != nil {
+		return err
+	}
+	ords := make(map[string]uint32, len(list))
+	for i, name := range list {
+		ords[name] = uint32(i)
+	}
+	db.attrOrd[tid], db.attrList[tid] = ords, list
+	return nil
+}
+
+// noteAttrs gives the names of attrs that table t has not seen an ordinal of
+// this transaction's: after the table's known names, in sorted order.
+func (w *Writer) noteAttrs(t *Table, attrs Attrs) {
+	ords := w.db.attrOrd[t.ID] // stable: only commits change it, under the writer lock
+	for _, name := range attrs.Names() {
+		if _, ok := ords[name]; !ok && !slices.Contains(w.newAttrs[t.ID], name) {
+			w.newAttrs[t.ID] = append(w.newAttrs[t.ID], name)
+		}
+	}
+}
+
+// encodeRecord encodes record v of table t with its attributes by ordinal; every
+// name must have one (noteAttrs).
+func (w *Writer) encodeRecord(t *Table, v *Version) ([]byte, error) {
+	ords, base, added := w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.newAttrs[t.ID]
+	return encoding.AppendRecordPositional(nil, v.recordValue(), func(name string) (uint32, bool) {
+		if o, ok := ords[name]; ok {
+			return o, true
+		}
+		if i := slices.Index(added, name); i >= 0 {
+			return uint32(base + i), true
+		}
+		return 0, false
+	})
+}
+
+// attrNames is the name table of one table as a snapshot knows it.
+type attrNames struct {
+	s     *Snapshot
+	tid   uint32
+	names []string
+}
+
+// name returns the name of ordinal ord, reading the snapshot's own view when
+// the DB's names end before it.
+func (a *attrNames) name(ord uint32) (string, bool) {
+	if int(ord) >= len(a.names) {
+		list, err := readAttrNames(a.s.view, a.tid)
+		if err != nil || len(list) <= len(a.names) {
+			return "", false
+		}
+		a.names = list
+		if int(ord) >= len(a.names) {
+			return "", false
+		}
+	}
+	return a.names[ord], true
+}
+
+// attrNames returns the snapshot's name table of t.
+func (s *Snapshot) attrNames(t *Table) *attrNames {
+	if a := s.names[t.ID]; a != nil {
+		return a
+	}
+	s.db.mu.RLock()
+	list := s.db.attrList[t.ID] // append-only: the elements it holds never change
+	s.db.mu.RUnlock()
+	a := &attrNames{s: s, tid: t.ID, names: list}
+	if s.names == nil {
+		s.names = map[uint32]*attrNames{}
+	}
+	s.names[t.ID] = a
+	return a
+}
+
+// decodeRecord decodes a stored record value of table t, attributes included.
+func (s *Snapshot) decodeRecord(t *Table, value []byte) (encoding.RecordValue, error) {
+	rv, err := encoding.DecodeRecordPositional(value, s.attrNames(t).name)
+	if err != nil {
+		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+	}
+	return rv, nil
+}
+
+// decodeHead decodes a stored record value of table t but its attributes.
+func decodeHead(t *Table, value []byte) (encoding.RecordValue, error) {
+	rv, err := encoding.DecodeRecordHeadPositional(value)
+	if err != nil {
+		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
+	}
+	return rv, nil
+}
+
+// attrName returns the name of attribute ordinal ord of table tid for dumps:
+// from memory, else from a fresh view of the store.
+func (db *DB) attrName(tid, ord uint32) (string, bool) {
+	db.mu.RLock()
+	list := db.attrList[tid]
+	db.mu.RUnlock()
+	if int(ord) < len(list) {
+		return list[ord], true
+	}
+	v, err := db.engine.view()
+	if err != nil {
+		return "", false
+	}
+	defer v.close()
+	if list, err = readAttrNames(v, tid); err != nil || int(ord) >= len(list) {
+		return "", false
+	}
+	return list[ord], true
+}
+
+// sharedAttrs returns the attributes of a retired record stored without them
+// (Writer.shareAttrs): those of its successor, the record of surrogate key sk,
+// key tuple and validFrom asserted at txTo, which may share its own with its
+// successor in turn. Each step is one or two point reads, not iterator moves, so
+// a caller may resolve a record it is iterating over. Each successor was
+// asserted later than the last, so the chain ends.
+func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint64, txTo int64) (Attrs, error) {
+	for {
+		value, ok, err := s.view.get(currentKeys.key(nil, t.ID, tuple, validFrom, 0))
+		if err != nil {
+			return nil, err
+		}
+		var head encoding.RecordValue
+		if ok {
+			if head, err = decodeHead(t, value); err != nil {
+				return nil, err
+			}
+		}
+		if !ok || head.TxFrom != txTo {
+			if value, ok, err = s.view.get(historyKeys.key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
+				return nil, err
+			}
+			if ok {
+				head, err = decodeHead(t, value)
+			}
+		}
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok || head.SK != sk || head.TxFrom != txTo:
+			return nil, fmt.Errorf("%w: table %q: record of key %x valid from %d shares the attributes of a record of sk %d asserted at %d, which does not exist", ErrCorrupt, t.Name, tuple, validFrom, sk, txTo)
+		case !encoding.SharesAttrs(value):
+			rv, err := s.decodeRecord(t, value)
+			return rv.Attrs, err
+		}
+		txTo = head.TxTo
+	}
+}
