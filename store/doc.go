@@ -97,9 +97,13 @@
 //	    natural key: "was K erased?" is one seek, and no personal data stays.
 //	    An erasure also leaves a transaction-log entry at its transaction whose
 //	    value is 0x00 | hash | uvarint records | reason (no tuple starts with
-//	    0x00). Meta "erase_secret" holds the hash key (32 random bytes, made with
-//	    the store) and "purge_pending" marks erased bytes that may still be in
-//	    the engine's files (purge.go).
+//	    0x00). Meta "erase_secret" holds the hash key (32 random bytes, made
+//	    with the store) and "purge_pending" marks erased bytes that may still
+//	    be in the engine's files (purge.go).
+//	0x42 horizon    | tid                            -> asc(horizon)
+//	    The transaction time through which Vacuum dropped the records of a
+//	    table declared with RetainTx: reads before it fail with
+//	    ErrBeforeHorizon. See vacuum.go.
 //
 // An SCD2 change that closes a version writes five keys: the retired record
 // into 0x11 (its 0x10 key is overwritten by the closed copy), the closed copy
@@ -121,7 +125,10 @@
 //  5. The sk index, the transaction log, the group index and the catalog agree
 //     with the records: one sk-index entry per record except the re-assertions
 //     described at 0x12, one transaction-log change per assertion and per
-//     retirement.
+//     retirement. After a Vacuum, through the table's horizon only the newest
+//     sk-index entry of each surrogate key stays and the log is empty
+//     (vacuum.go). Erased surrogate keys have no record and no sk-index
+//     entry; every erased-key entry has its erasure in the log (erase.go).
 //  6. A changes table's versions equal a from-scratch derivation of its event log
 //     (checked by package txn, which owns the derivation, via RegisterCheck).
 //

@@ -381,6 +381,10 @@ func verifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repo
 		}
 	}
 	next := s.db.nextSKCommitted(s, t.ID)
+	horizon, err := s.Horizon(t)
+	if err != nil {
+		return err
+	}
 	pfx := tablePrefix(nil, ksErasedSK, t.ID)
 	it, err := s.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
@@ -419,6 +423,9 @@ func verifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repo
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
 			continue
+		}
+		if tx <= horizon {
+			continue // its log entry was vacuumed
 		}
 		found := false
 		for e, err := range s.TxLog(t, LogPos{Tx: tx}, tx) {

@@ -27,6 +27,7 @@ const (
 	ksGroups      byte = 0x30
 	ksErasedSK    byte = 0x40
 	ksErasedKey   byte = 0x41
+	ksHorizon     byte = 0x42
 )
 
 // keyspace is one row of the keyspace table.
@@ -55,6 +56,7 @@ var keyspaces = []keyspace{
 	{ksGroups, "groups", true},
 	{ksErasedSK, "erased-sk", true},
 	{ksErasedKey, "erased-key", true},
+	{ksHorizon, "horizon", true},
 }
 
 // Keyspaces returns the prefix byte of every keyspace of the store, in order,
@@ -398,3 +400,7 @@ func (erasedKeyKeys) decodeKey(b []byte) (hash []byte, tx int64, err error) {
 	tx, _, err = encoding.DecodeTimeAsc(b[hashLen:])
 	return b[:hashLen], tx, err
 }
+
+// horizonKey returns 0x42 | tid, whose value asc(horizon) is the transaction
+// time through which Vacuum dropped the table's retired records (vacuum.go).
+func horizonKey(tid uint32) []byte { return tablePrefix(nil, ksHorizon, tid) }

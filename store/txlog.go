@@ -174,6 +174,10 @@ func (s *Snapshot) TxLog(t *Table, from LogPos, until int64) iter.Seq2[LogEntry,
 		if from.Tx > until {
 			return
 		}
+		if err := s.checkHorizon(t, max(from.Tx, NegInfinity+1)-1); err != nil { // the window starts after from.Tx-1
+			y.fail(err)
+			return
+		}
 		y.fail(s.txLog(t, from, until, y))
 	}
 }

@@ -103,6 +103,7 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.statsCmd(),
 		a.compactCmd(),
 		a.eraseCmd(),
+		a.vacuumCmd(),
 	)
 	return root
 }
