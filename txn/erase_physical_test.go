@@ -182,3 +182,38 @@ func eraseChild(t *testing.T, dir string) {
 	}
 	os.Exit(0)
 }
+
+// TestErasePhysicalSnapshotOpen: a snapshot open during the erasure still
+// reads the erased data, so the purge waits; after the snapshot closes, Purge
+// removes the values, and Close the rest.
+func TestErasePhysicalSnapshotOpen(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillPhysical(t, db)
+	snap, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Update(db, func(tx *txn.Tx) error { return tx.Erase("people", store.Key{physKey}) }); err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := db.Table("people")
+	tuple, _ := tb.AppendKey(nil, store.Key{physKey})
+	if recs, err := snap.KeyRecords(tb, tuple); err != nil || len(recs) == 0 {
+		t.Fatalf("the snapshot taken before the erasure lost its view: %d records, %v", len(recs), err)
+	}
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Purge(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, dir, true)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scanFiles(t, dir, false)
+}

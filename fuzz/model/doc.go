@@ -69,6 +69,10 @@
 //     changed or erased already (later writes of the key in it are refused too).
 //     Surrogate keys are never reused. A commit whose only write is an erasure
 //     uses a transaction time.
+//  9. Vacuum(now) moves each table's retention horizon to min(now - RetainTx,
+//     the last commit) when that is later, as a commit of its own, and drops
+//     the records retired at or before it; reads before the horizon fail with
+//     ErrBeforeHorizon, reads at or after it are unchanged.
 //
 // Rule 5 is stricter than DESIGN.md, which names the options but not the
 // rounding of ties, the reading of floats or the folding table; the model

@@ -28,6 +28,7 @@ func Random(rng *rand.Rand, n int, edge bool) Log {
 			clock -= int64(rng.IntN(10))
 		}
 		t.Clock = clock
+		t.Vacuum = rng.IntN(25) == 0
 		for range 1 + rng.IntN(4) {
 			t.Ops = append(t.Ops, g.op())
 		}

@@ -1,6 +1,7 @@
 package oplog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -83,6 +84,27 @@ func (r *Runner) Txs() []int64 { return slices.Clone(r.txs) }
 // every operation's result and the transaction's view of the touched keys as it
 // goes, and then the commits. It returns a *Mismatch or a failure to run.
 func (r *Runner) Apply(i int, t Txn) error {
+	if err := r.apply(i, t); err != nil || !t.Vacuum {
+		return err
+	}
+	return r.vacuum(i)
+}
+
+// vacuum runs DB.Vacuum and the model's at the runner's clock.
+func (r *Runner) vacuum(i int) error {
+	before := r.DB.LastTx()
+	if _, err := r.DB.Vacuum(context.Background()); err != nil {
+		return &Mismatch{Txn: i, Detail: fmt.Sprintf("vacuum: %v", err)}
+	}
+	r.Model.Vacuum(r.clock)
+	r.Stats["vacuum"]++
+	if tx := r.DB.LastTx(); tx != before {
+		r.txs = append(r.txs, tx)
+	}
+	return nil
+}
+
+func (r *Runner) apply(i int, t Txn) error {
 	r.clock = t.Clock
 	r.Stats["txn "+t.End.String()]++
 	mt := r.Model.Begin()
@@ -423,10 +445,13 @@ func (r *Runner) checkKey(snap *store.Snapshot, table, key string) string {
 	for _, tx := range r.txPoints() {
 		at := r.resolve(tx)
 		sv, err := snap.KeyVersions(t, tuple, at)
-		if err != nil {
-			return fmt.Sprintf("KeyVersions at tx %d: %v", at, err)
+		mv, merr := r.Model.VersionsAt(table, key, at)
+		if beforeHorizon(err, merr) {
+			continue
 		}
-		mv, _ := r.Model.VersionsAt(table, key, at)
+		if err != nil || merr != nil {
+			return fmt.Sprintf("KeyVersions at tx %d: store %v, model %v", at, err, merr)
+		}
 		if got := records(sv); !slices.EqualFunc(got, mv, sameRecord) {
 			return fmt.Sprintf("versions at tx %d differ:\n  store %v\n  model %v", at, got, mv)
 		}
@@ -446,9 +471,13 @@ func (r *Runner) checkGet(reader store.Reader, table, key string, valid, tx int6
 		reader = r.DB
 	}
 	got, err := query.Get(reader, table, store.Key{key}, query.AsOf{Valid: valid, Tx: tx})
-	want, reason, _ := r.Model.Get(table, key, valid, r.resolve(tx))
+	want, reason, merr := r.Model.Get(table, key, valid, r.resolve(tx))
 	var miss *query.Miss
 	switch {
+	case beforeHorizon(err, merr):
+		return ""
+	case merr != nil:
+		return fmt.Sprintf("Get at valid %s tx %s: store %v, model %v", model.Tick(valid), model.Tick(tx), err, merr)
 	case err == nil && reason == model.Found && sameRecord(record(got), want):
 		return ""
 	case errors.As(err, &miss) && missOf(miss.Reason) == reason && reason != model.Found:
@@ -464,10 +493,13 @@ func (r *Runner) checkSnapshot(snap *store.Snapshot) string {
 	valid := int64(r.rng.IntN(MaxValid+3)) - 1
 	txs := r.txPoints()
 	tx := txs[r.rng.IntN(len(txs))]
-	want, _ := r.Model.Snapshot(spec.Name, valid, r.resolve(tx))
+	want, merr := r.Model.Snapshot(spec.Name, valid, r.resolve(tx))
 	got, err := collect(query.Snapshot(snap, spec.Name, query.AsOf{Valid: valid, Tx: tx}, query.KeyRange{}))
-	if err != nil {
-		return fmt.Sprintf("query.Snapshot: %v", err)
+	if beforeHorizon(err, merr) {
+		return ""
+	}
+	if err != nil || merr != nil {
+		return fmt.Sprintf("query.Snapshot: store %v, model %v", err, merr)
 	}
 	if !slices.EqualFunc(got, want, sameRecord) {
 		return fmt.Sprintf("snapshot of %s at valid %d tx %d differs:\n  store %v\n  model %v", spec.Name, valid, tx, got, want)
@@ -488,6 +520,12 @@ func (r *Runner) checkSnapshot(snap *store.Snapshot) string {
 			spec.Name, key, model.Tick(a), model.Tick(b), tx, gotH, wantH)
 	}
 	return ""
+}
+
+// beforeHorizon reports whether the store and the model both refused a read
+// before a table's retention horizon.
+func beforeHorizon(serr, merr error) bool {
+	return errors.Is(serr, store.ErrBeforeHorizon) && errors.Is(merr, model.ErrBeforeHorizon)
 }
 
 // collect drains a scan into model records.
