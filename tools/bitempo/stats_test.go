@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -50,5 +51,26 @@ func TestDirSizeOfMissingStoreIsAnError(t *testing.T) {
 	_, _, err := dirSize(t.TempDir() + "/absent")
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("dirSize of a missing directory: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestStatsKeyspaces(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, dir, "create", "customers", "--key", "id", "--axis", "int", "--db", "db")
+	write(t, dir, "c.csv", "id,at,city\nc1,1,Oslo\nc1,5,Bergen\n")
+	ok(t, dir, "load", "customers", "c.csv", "--at", "at", "--batch-size", "1", "--db", "db")
+	r := ok(t, dir, "stats", "--keyspaces", "--format", "csv", "--db", "db")
+	for _, want := range []string{
+		"keyspace,name,entries,key_bytes,value_bytes,bytes\n",
+		"0x10,current,2,", // the closed version and the new one
+		"0x11,history,1,", // the version as it was before the close
+		"0x12,sk-index,2,",
+		"0x13,txlog,2,", // one entry per transaction and key
+		"0x22,checkpoints,0,0,0,0\n",
+		"\nall,,",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stats --keyspaces lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

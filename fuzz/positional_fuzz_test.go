@@ -1,0 +1,91 @@
+package fuzz
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// positionalNames is the name table FuzzRecordPositional decodes with: ordinals
+// 0-3 have names, every other ordinal is unknown (corruption).
+var positionalNames = []string{"city", "tier", "note", "x"}
+
+func positionalName(ord uint32) (string, bool) {
+	if int(ord) < len(positionalNames) {
+		return positionalNames[ord], true
+	}
+	return "", false
+}
+
+func positionalOrdinal(name string) (uint32, bool) {
+	i := slices.Index(positionalNames, name)
+	return uint32(i), i >= 0
+}
+
+// FuzzRecordPositional decodes arbitrary bytes as a stored record value of
+// format 2 (encoding.DecodeRecordPositional): it must fail with ErrCorrupt or
+// decode to canonical attributes whose encoding is no longer than the input
+// (the canonical form is the smallest) and decodes to the same record again.
+func FuzzRecordPositional(f *testing.F) {
+	for _, r := range []encoding.RecordValue{
+		{ValidTo: 1 << 62, TxFrom: 1 << 50, TxTo: 1<<50 + 7, SK: 9, Flags: encoding.FlagInferred,
+			Attrs: encoding.Attrs{"city": "Oslo", "tier": int64(-2), "note": nil, "x": []byte{1}}},
+		{ValidTo: 5, TxFrom: -3, TxTo: 1<<63 - 1, SK: 1 << 40, Attrs: encoding.Attrs{"x": 0.25}},
+	} {
+		enc, err := encoding.AppendRecordPositional(nil, &r, positionalOrdinal)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(enc)
+		if r.TxTo != 1<<63-1 {
+			shared, err := encoding.AppendRecordShared(nil, &r)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(shared)
+		}
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := encoding.DecodeRecordPositional(data, positionalName)
+		head, herr := encoding.DecodeRecordHeadPositional(data)
+		if err != nil {
+			if !errors.Is(err, encoding.ErrCorrupt) {
+				t.Fatalf("DecodeRecordPositional(%x): error %v does not wrap ErrCorrupt", data, err)
+			}
+			if herr != nil && !errors.Is(herr, encoding.ErrCorrupt) {
+				t.Fatalf("DecodeRecordHeadPositional(%x): error %v does not wrap ErrCorrupt", data, herr)
+			}
+			return
+		}
+		if herr != nil || head.ValidTo != r.ValidTo || head.TxFrom != r.TxFrom || head.TxTo != r.TxTo || head.SK != r.SK || head.Flags != r.Flags {
+			t.Fatalf("%x: the head decodes as %+v, %v; the record as %+v", data, head, herr, r)
+		}
+		var enc []byte
+		if encoding.SharesAttrs(data) {
+			if r.Attrs != nil {
+				t.Fatalf("%x: a record that shares its attributes decoded some: %v", data, r.Attrs)
+			}
+			enc, err = encoding.AppendRecordShared(nil, &r)
+		} else {
+			checkCanonicalAttrs(t, r.Attrs)
+			enc, err = encoding.AppendRecordPositional(nil, &r, positionalOrdinal)
+		}
+		if err != nil {
+			t.Fatalf("re-encoding %+v decoded from %x: %v", r, data, err)
+		}
+		if len(enc) > len(data) {
+			t.Fatalf("%x re-encodes to the longer %x; the canonical form is the smallest", data, enc)
+		}
+		r2, err := encoding.DecodeRecordPositional(enc, positionalName)
+		if err != nil || !recordsEqual(r, r2) {
+			t.Fatalf("%x: round trip of %+v gives %+v, %v", enc, r, r2, err)
+		}
+		if again, _ := encoding.AppendRecordPositional(nil, &r2, positionalOrdinal); !encoding.SharesAttrs(enc) && !bytes.Equal(again, enc) {
+			t.Fatalf("record encoding changed on a second round trip: %x, then %x", enc, again)
+		}
+	})
+}
