@@ -28,7 +28,7 @@ import (
 // TestEraseScenarios runs the scenario files in testdata/erase with the
 // commands of TestPeriods, the erasure commands above and
 //
-//	create ... kind=changes [group=a,b]   create with a kind and a group index
+//	create ... kind=changes [group=a,b] [lateness=N]   create with a kind, a group index, a lateness horizon
 //	apply table=T batch=B                 one Apply; lines "K @AT upsert name=value..." or "K @AT delete"
 //	events table=T key=K                  the key's event log
 //
@@ -53,7 +53,7 @@ func TestEraseScenarios(t *testing.T) {
 func runEraseCmd(db *store.DB, d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
 	case "create":
-		if arg(d, "kind") == "" && arg(d, "group") == "" {
+		if arg(d, "kind") == "" && arg(d, "group") == "" && arg(d, "lateness") == "" {
 			return "", createTable(db, d)
 		}
 		return "", createKindTable(db, d)
@@ -80,6 +80,9 @@ func createKindTable(db *store.DB, d *datadriven.TestData) error {
 	}
 	if g := arg(d, "group"); g != "" {
 		def.GroupBy = strings.Split(g, ",")
+	}
+	if l := arg(d, "lateness"); l != "" {
+		def.Lateness = parseTime(l)
 	}
 	_, err := db.CreateTable(def)
 	return err
