@@ -217,10 +217,18 @@ func (e *pebbleEngine) purge(ctx context.Context, spans []span, all, wait bool) 
 	if !wait {
 		return nil
 	}
+	// Pebble deletes obsolete files in the background; an iterator still
+	// open elsewhere keeps its tables (zombies) until it closes. The wait is
+	// bounded so that such a reader cannot hang the purge: the erasure then
+	// stays pending and Close finishes it.
+	deadline := time.Now().Add(purgeWait)
 	for {
 		m := e.db.Metrics()
 		if m.Table.ObsoleteCount == 0 && m.Table.ZombieCount == 0 && m.WAL.ObsoleteFiles == 0 {
 			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("obsolete files still present after %s (%d tables, %d zombie tables, %d logs)", purgeWait, m.Table.ObsoleteCount, m.Table.ZombieCount, m.WAL.ObsoleteFiles)
 		}
 		select {
 		case <-ctx.Done():
@@ -229,6 +237,9 @@ func (e *pebbleEngine) purge(ctx context.Context, spans []span, all, wait bool) 
 		}
 	}
 }
+
+// purgeWait bounds how long a purge waits for Pebble to delete obsolete files.
+const purgeWait = 10 * time.Second
 
 // noRecycleCleaner deletes obsolete files like Pebble's default cleaner, and
 // also turns off write-ahead log recycling: Pebble recycles log files only

@@ -58,9 +58,6 @@ func (tx *Txn) timeline(tableName, key string) (*table, []Record, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if tx.erased[tableName][key] {
-		return nil, nil, fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
-	}
 	if tx.lines[tableName] == nil {
 		tx.lines[tableName] = map[string][]Record{}
 	}
@@ -106,6 +103,9 @@ func (tx *Txn) Put(tableName, key string, attrs Attrs, from, to int64) error {
 	if attrs, err = checkAttrs(&t.def, attrs); err != nil {
 		return err
 	}
+	if err := tx.checkErased(tableName, key); err != nil {
+		return err
+	}
 	for _, v := range line {
 		if v.ValidFrom == from && v.ValidTo == to && !v.Inferred && Identical(v.Attrs, attrs) {
 			return nil
@@ -125,6 +125,9 @@ func (tx *Txn) Delete(tableName, key string, from, to int64) error {
 	}
 	if from >= to {
 		return fmt.Errorf("%w: [%d, %d)", ErrInvalidPeriod, from, to)
+	}
+	if err := tx.checkErased(tableName, key); err != nil {
+		return err
 	}
 	tx.store(tableName, key, tx.carve(tableName, line, from, to))
 	return nil
@@ -163,6 +166,9 @@ func (tx *Txn) Upsert(tableName, key string, attrs Attrs, at int64) (Outcome, er
 		return 0, err
 	}
 	if attrs, err = checkAttrs(&t.def, attrs); err != nil {
+		return 0, err
+	}
+	if err := tx.checkErased(tableName, key); err != nil {
 		return 0, err
 	}
 	for i, v := range line {
@@ -248,6 +254,9 @@ func (tx *Txn) place(t *table, key string, line []Record, from, to int64, attrs 
 // DeleteAt ends the version in effect at at (rule 4).
 func (tx *Txn) DeleteAt(tableName, key string, at int64) (bool, error) {
 	_, line, err := tx.timeline(tableName, key)
+	if err == nil {
+		err = tx.checkErased(tableName, key)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -270,12 +279,18 @@ func (tx *Txn) DeleteAt(tableName, key string, at int64) (bool, error) {
 // Versions returns the key's timeline as the transaction sees it.
 func (tx *Txn) Versions(tableName, key string) ([]Record, error) {
 	_, line, err := tx.timeline(tableName, key)
+	if err == nil {
+		err = tx.checkErased(tableName, key)
+	}
 	return line, err
 }
 
 // Get returns the version in effect at valid as the transaction sees it.
 func (tx *Txn) Get(tableName, key string, valid int64) (Record, Miss, error) {
 	_, line, err := tx.timeline(tableName, key)
+	if err == nil {
+		err = tx.checkErased(tableName, key)
+	}
 	if err != nil {
 		return Record{}, 0, err
 	}
@@ -400,5 +415,14 @@ func (tx *Txn) Erase(tableName, key string) error {
 		tx.erased[tableName] = map[string]bool{}
 	}
 	tx.erased[tableName][key] = true
+	return nil
+}
+
+// checkErased refuses an operation on a key the transaction erased, after the
+// operation's own validation (the order in which package txn reports them).
+func (tx *Txn) checkErased(tableName, key string) error {
+	if tx.erased[tableName][key] {
+		return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+	}
 	return nil
 }
