@@ -18,13 +18,15 @@ import (
 //
 //	attrs  = uvarint count | per attribute, by ascending ordinal:
 //	         uvarint (ordinal - previous ordinal - 1; the first: ordinal) | value
-//	record = head byte | [zigzag varint valid_to] | uvarint tx_from
+//	record = head byte | [zigzag varint valid_to] | [zigzag varint tx_from]
 //	         | [uvarint (tx_to - tx_from)] | uvarint sk | attrs
-//	head   = the record's flags (FlagInferred, ...) in its low five bits, then
+//	head   = the record's flags (FlagInferred, ...) in its low four bits, then
 //	         headOpenValid (0x80): valid_to is +∞ and absent,
-//	         headOpenTx (0x40): tx_to is +∞ and absent, and
+//	         headOpenTx (0x40): tx_to is +∞ and absent,
 //	         headSharedAttrs (0x20): the attributes are absent, being those of
-//	         another record that the store knows how to find (AppendRecordShared)
+//	         another record that the store knows how to find (AppendRecordShared),
+//	         headKeyedTx (0x10): tx_from is absent, being in the record's key
+//	         (AppendRecordRetired; decoders take it as keyTxFrom)
 //
 // Integers are varints because nothing orders values (keys keep fixed widths):
 // an open end costs nothing, tx_to is a short distance from tx_from, and a
@@ -40,7 +42,8 @@ const (
 	headOpenValid   byte = 0x80
 	headOpenTx      byte = 0x40
 	headSharedAttrs byte = 0x20
-	headFlags       byte = 0x1f
+	headKeyedTx     byte = 0x10
+	headFlags       byte = 0x0f
 )
 
 // AppendAttrsPositional appends the positional form of a to dst. ordinal gives
@@ -134,27 +137,53 @@ func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string
 	return out, nil
 }
 
-// AppendRecordShared appends r without its attributes, marked as sharing them
-// with another record (r.Attrs is ignored). Decoders return such a record with
-// nil attributes and SharesAttrs reports it; the store decides which record
-// holds them.
-func AppendRecordShared(dst []byte, r *RecordValue) ([]byte, error) {
+// AppendRecordRetired is AppendRecordPositional for a retired record (tx_to
+// set) whose key holds its tx_from: the value leaves tx_from out.
+func AppendRecordRetired(dst []byte, r *RecordValue, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	if r.TxTo == math.MaxInt64 {
+		return dst, fmt.Errorf("bitempo: a current record (tx_to +inf) stored as retired")
+	}
 	n := len(dst)
-	dst, err := appendPositionalHead(dst, r, headSharedAttrs)
+	dst, err := appendPositionalHead(dst, r, headKeyedTx)
+	if err != nil {
+		return dst[:n], err
+	}
+	out, err := AppendAttrsPositional(dst, r.Attrs, ordinal)
+	if err != nil {
+		return dst[:n], err
+	}
+	return out, nil
+}
+
+// AppendRecordShared appends retired record r (tx_to set, tx_from in its key)
+// without its attributes, marked as sharing them with another record (r.Attrs
+// is ignored). Decoders return such a record with nil attributes and
+// SharesAttrs reports it; the store decides which record holds them.
+func AppendRecordShared(dst []byte, r *RecordValue) ([]byte, error) {
+	if r.TxTo == math.MaxInt64 {
+		return dst, fmt.Errorf("bitempo: a current record (tx_to +inf) stored as sharing attributes")
+	}
+	n := len(dst)
+	dst, err := appendPositionalHead(dst, r, headSharedAttrs|headKeyedTx)
 	if err != nil {
 		return dst[:n], err
 	}
 	return dst, nil
 }
 
+// KeyedTxFrom reports whether a positional record value leaves its tx_from to
+// its key (AppendRecordRetired, AppendRecordShared).
+func KeyedTxFrom(b []byte) bool { return len(b) > 0 && b[0]&headKeyedTx != 0 }
+
 // SharesAttrs reports whether a value written by AppendRecordPositional or
 // AppendRecordShared is of the latter kind.
 func SharesAttrs(b []byte) bool { return len(b) > 0 && b[0]&headSharedAttrs != 0 }
 
 // PositionalAttrs returns the attribute bytes of a value written by
-// AppendRecordPositional, for comparing two records' attributes exactly.
+// AppendRecordPositional or AppendRecordRetired, for comparing two records'
+// attributes exactly.
 func PositionalAttrs(b []byte) ([]byte, error) {
-	_, rest, err := positionalHead(b)
+	_, rest, err := positionalHead(b, 0)
 	return rest, err
 }
 
@@ -178,23 +207,27 @@ func appendPositionalHead(dst []byte, r *RecordValue, extra byte) ([]byte, error
 	if head&headOpenValid == 0 {
 		dst = binary.AppendVarint(dst, r.ValidTo)
 	}
-	dst = binary.AppendVarint(dst, r.TxFrom)
+	if head&headKeyedTx == 0 {
+		dst = binary.AppendVarint(dst, r.TxFrom)
+	}
 	if head&headOpenTx == 0 {
 		dst = binary.AppendUvarint(dst, uint64(r.TxTo-r.TxFrom))
 	}
 	return binary.AppendUvarint(dst, r.SK), nil
 }
 
-// DecodeRecordHeadPositional decodes a value written by AppendRecordPositional
-// except its attributes, which it leaves nil and does not check.
-func DecodeRecordHeadPositional(b []byte) (RecordValue, error) {
-	r, _, err := positionalHead(b)
+// DecodeRecordHeadPositional decodes a value written by AppendRecordPositional,
+// AppendRecordRetired or AppendRecordShared except its attributes, which it
+// leaves nil and does not check. keyTxFrom is the tx_from its key holds, used
+// when the value leaves it out.
+func DecodeRecordHeadPositional(b []byte, keyTxFrom int64) (RecordValue, error) {
+	r, _, err := positionalHead(b, keyTxFrom)
 	return r, err
 }
 
 // positionalHead decodes the fields of a positional record before its
 // attributes and returns the bytes after them.
-func positionalHead(b []byte) (RecordValue, []byte, error) {
+func positionalHead(b []byte, keyTxFrom int64) (RecordValue, []byte, error) {
 	var r RecordValue
 	bad := func(field string) (RecordValue, []byte, error) {
 		return RecordValue{}, nil, fmt.Errorf("%w: positional record %s", ErrCorrupt, field)
@@ -207,8 +240,11 @@ func positionalHead(b []byte) (RecordValue, []byte, error) {
 	}
 	head := b[0]
 	b = b[1:]
-	if head&headSharedAttrs != 0 && head&headOpenTx != 0 {
-		return bad("shares the attributes of another record but is current")
+	if head&(headSharedAttrs|headKeyedTx) != 0 && head&headOpenTx != 0 {
+		return bad("is current but shares its attributes or leaves tx_from to its key")
+	}
+	if head&headSharedAttrs != 0 && head&headKeyedTx == 0 {
+		return bad("shares its attributes but holds its tx_from") // AppendRecordShared never writes it
 	}
 	r.Flags, r.ValidTo, r.TxTo = head&headFlags, math.MaxInt64, math.MaxInt64
 	var n int
@@ -218,10 +254,13 @@ func positionalHead(b []byte) (RecordValue, []byte, error) {
 		}
 		b = b[n:]
 	}
-	if r.TxFrom, n = binary.Varint(b); n <= 0 {
-		return bad("tx_from")
+	r.TxFrom = keyTxFrom
+	if head&headKeyedTx == 0 {
+		if r.TxFrom, n = binary.Varint(b); n <= 0 {
+			return bad("tx_from")
+		}
+		b = b[n:]
 	}
-	b = b[n:]
 	if head&headOpenTx == 0 {
 		d, n := binary.Uvarint(b)
 		if n <= 0 || d == 0 || d >= uint64(math.MaxInt64-r.TxFrom) {
@@ -235,10 +274,12 @@ func positionalHead(b []byte) (RecordValue, []byte, error) {
 	return r, b[n:], nil
 }
 
-// DecodeRecordPositional decodes a value written by AppendRecordPositional; name
-// gives the name of an attribute ordinal.
-func DecodeRecordPositional(b []byte, name func(ord uint32) (string, bool)) (RecordValue, error) {
-	r, rest, err := positionalHead(b)
+// DecodeRecordPositional decodes a value written by AppendRecordPositional,
+// AppendRecordRetired or AppendRecordShared; keyTxFrom is the tx_from its key
+// holds (used when the value leaves it out) and name gives the name of an
+// attribute ordinal.
+func DecodeRecordPositional(b []byte, keyTxFrom int64, name func(ord uint32) (string, bool)) (RecordValue, error) {
+	r, rest, err := positionalHead(b, keyTxFrom)
 	if err != nil {
 		return r, err
 	}

@@ -26,11 +26,11 @@ func TestRecordPositionalRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := DecodeRecordPositional(enc[len("prefix"):], name)
+		got, err := DecodeRecordPositional(enc[len("prefix"):], 0, name)
 		if err != nil || got.ValidTo != r.ValidTo || got.TxFrom != r.TxFrom || got.TxTo != r.TxTo || got.SK != r.SK || got.Flags != r.Flags || !got.Attrs.Equal(r.Attrs) || len(got.Attrs) != len(r.Attrs) {
 			t.Fatalf("round trip of %+v: %+v, %v", r, got, err)
 		}
-		head, err := DecodeRecordHeadPositional(enc[len("prefix"):])
+		head, err := DecodeRecordHeadPositional(enc[len("prefix"):], 0)
 		if err != nil || head.SK != r.SK || head.TxFrom != r.TxFrom {
 			t.Fatalf("head of %+v: %+v, %v", r, head, err)
 		}
@@ -45,6 +45,20 @@ func TestRecordPositionalRoundTrip(t *testing.T) {
 			t.Errorf("positional form (%d bytes) is not smaller than the named one (%d)", len(enc)-len("prefix"), len(named))
 		}
 	}
+	// A retired record leaves tx_from to its key, which decoders are given.
+	retired := RecordValue{ValidTo: 20, TxFrom: 1 << 50, TxTo: 1<<50 + 3, SK: 4, Attrs: Attrs{"city": "Bergen"}}
+	enc, err := AppendRecordRetired(nil, &retired, ordinal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := AppendRecordPositional(nil, &retired, ordinal)
+	got, err := DecodeRecordPositional(enc, retired.TxFrom, name)
+	if err != nil || !KeyedTxFrom(enc) || KeyedTxFrom(full) || got.TxFrom != retired.TxFrom || got.TxTo != retired.TxTo || !got.Attrs.Equal(retired.Attrs) || len(enc) >= len(full) {
+		t.Fatalf("retired record %x (full form %x): %+v, %v", enc, full, got, err)
+	}
+	if _, err := AppendRecordRetired(nil, &RecordValue{TxTo: math.MaxInt64}, ordinal); err == nil {
+		t.Fatal("encoded a current record as retired")
+	}
 	if _, err := AppendRecordPositional(nil, &RecordValue{Attrs: Attrs{"unknown": int64(1)}}, ordinal); err == nil {
 		t.Fatal("encoded a name without an ordinal")
 	}
@@ -58,7 +72,7 @@ func TestRecordPositionalMalformed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := range len(good) { // every truncation
-		if _, err := DecodeRecordPositional(good[:n], name); !errors.Is(err, ErrCorrupt) {
+		if _, err := DecodeRecordPositional(good[:n], 0, name); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("truncated to %d bytes: %v, want ErrCorrupt", n, err)
 		}
 	}
@@ -70,7 +84,7 @@ func TestRecordPositionalMalformed(t *testing.T) {
 		{1, 0, 0xc1},                   // a value that is no scalar
 		{2, 0, 1, 0, 0xa1, 'x', 0},     // a trailing byte
 	} {
-		if _, err := DecodeRecordPositional(append(slices.Clone(head), attrs...), name); !errors.Is(err, ErrCorrupt) {
+		if _, err := DecodeRecordPositional(append(slices.Clone(head), attrs...), 0, name); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("attrs %x: %v, want ErrCorrupt", attrs, err)
 		}
 	}
@@ -79,7 +93,7 @@ func TestRecordPositionalMalformed(t *testing.T) {
 		{0x80 | 0x40, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1, 0}, // an overlong tx_from
 		{0x40, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 1, 0},           // valid_to +inf written out
 	} {
-		if _, err := DecodeRecordPositional(rec, name); !errors.Is(err, ErrCorrupt) {
+		if _, err := DecodeRecordPositional(rec, 0, name); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("record %x: %v, want ErrCorrupt", rec, err)
 		}
 	}
@@ -90,7 +104,7 @@ func TestRecordPositionalMalformed(t *testing.T) {
 		t.Fatal("encoded flags that collide with the head bits")
 	}
 	dup := func(ord uint32) (string, bool) { return "a", true } // two ordinals, one name
-	if _, err := DecodeRecordPositional(good, dup); !errors.Is(err, ErrCorrupt) {
+	if _, err := DecodeRecordPositional(good, 0, dup); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("duplicate name: %v, want ErrCorrupt", err)
 	}
 }

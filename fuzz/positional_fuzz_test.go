@@ -13,6 +13,9 @@ import (
 // 0-3 have names, every other ordinal is unknown (corruption).
 var positionalNames = []string{"city", "tier", "note", "x"}
 
+// positionalKeyTx is the tx_from the fuzzed values' keys hold.
+const positionalKeyTx = 1 << 50
+
 func positionalName(ord uint32) (string, bool) {
 	if int(ord) < len(positionalNames) {
 		return positionalNames[ord], true
@@ -41,17 +44,22 @@ func FuzzRecordPositional(f *testing.F) {
 		}
 		f.Add(enc)
 		if r.TxTo != 1<<63-1 {
+			retired, err := encoding.AppendRecordRetired(nil, &r, positionalOrdinal)
+			if err != nil {
+				f.Fatal(err)
+			}
 			shared, err := encoding.AppendRecordShared(nil, &r)
 			if err != nil {
 				f.Fatal(err)
 			}
+			f.Add(retired)
 			f.Add(shared)
 		}
 	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := encoding.DecodeRecordPositional(data, positionalName)
-		head, herr := encoding.DecodeRecordHeadPositional(data)
+		r, err := encoding.DecodeRecordPositional(data, positionalKeyTx, positionalName)
+		head, herr := encoding.DecodeRecordHeadPositional(data, positionalKeyTx)
 		if err != nil {
 			if !errors.Is(err, encoding.ErrCorrupt) {
 				t.Fatalf("DecodeRecordPositional(%x): error %v does not wrap ErrCorrupt", data, err)
@@ -70,8 +78,12 @@ func FuzzRecordPositional(f *testing.F) {
 				t.Fatalf("%x: a record that shares its attributes decoded some: %v", data, r.Attrs)
 			}
 			enc, err = encoding.AppendRecordShared(nil, &r)
+		} else if checkCanonicalAttrs(t, r.Attrs); encoding.KeyedTxFrom(data) {
+			if r.TxFrom != positionalKeyTx {
+				t.Fatalf("%x: tx_from %d, not the key's %d", data, r.TxFrom, positionalKeyTx)
+			}
+			enc, err = encoding.AppendRecordRetired(nil, &r, positionalOrdinal)
 		} else {
-			checkCanonicalAttrs(t, r.Attrs)
 			enc, err = encoding.AppendRecordPositional(nil, &r, positionalOrdinal)
 		}
 		if err != nil {
@@ -80,12 +92,14 @@ func FuzzRecordPositional(f *testing.F) {
 		if len(enc) > len(data) {
 			t.Fatalf("%x re-encodes to the longer %x; the canonical form is the smallest", data, enc)
 		}
-		r2, err := encoding.DecodeRecordPositional(enc, positionalName)
+		r2, err := encoding.DecodeRecordPositional(enc, positionalKeyTx, positionalName)
 		if err != nil || !recordsEqual(r, r2) {
 			t.Fatalf("%x: round trip of %+v gives %+v, %v", enc, r, r2, err)
 		}
-		if again, _ := encoding.AppendRecordPositional(nil, &r2, positionalOrdinal); !encoding.SharesAttrs(enc) && !bytes.Equal(again, enc) {
-			t.Fatalf("record encoding changed on a second round trip: %x, then %x", enc, again)
+		if !encoding.SharesAttrs(enc) && !encoding.KeyedTxFrom(enc) {
+			if again, _ := encoding.AppendRecordPositional(nil, &r2, positionalOrdinal); !bytes.Equal(again, enc) {
+				t.Fatalf("record encoding changed on a second round trip: %x, then %x", enc, again)
+			}
 		}
 	})
 }

@@ -72,10 +72,15 @@ func (w *Writer) noteAttrs(t *Table, attrs Attrs) {
 }
 
 // encodeRecord encodes record v of table t with its attributes by ordinal; every
-// name must have one (noteAttrs).
+// name must have one (noteAttrs). A retired record leaves its tx_from to its
+// history key.
 func (w *Writer) encodeRecord(t *Table, v *Version) ([]byte, error) {
 	ords, base, added := w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.newAttrs[t.ID]
-	return encoding.AppendRecordPositional(nil, v.recordValue(), func(name string) (uint32, bool) {
+	appendRecord := encoding.AppendRecordPositional
+	if v.TxTo != Infinity {
+		appendRecord = encoding.AppendRecordRetired
+	}
+	return appendRecord(nil, v.recordValue(), func(name string) (uint32, bool) {
 		if o, ok := ords[name]; ok {
 			return o, true
 		}
@@ -125,18 +130,20 @@ func (s *Snapshot) attrNames(t *Table) *attrNames {
 	return a
 }
 
-// decodeRecord decodes a stored record value of table t, attributes included.
-func (s *Snapshot) decodeRecord(t *Table, value []byte) (encoding.RecordValue, error) {
-	rv, err := encoding.DecodeRecordPositional(value, s.attrNames(t).name)
+// decodeRecord decodes a stored record value of table t, attributes included;
+// keyTxFrom is the tx_from of its key (history) or 0 (current index).
+func (s *Snapshot) decodeRecord(t *Table, value []byte, keyTxFrom int64) (encoding.RecordValue, error) {
+	rv, err := encoding.DecodeRecordPositional(value, keyTxFrom, s.attrNames(t).name)
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
 	return rv, nil
 }
 
-// decodeHead decodes a stored record value of table t but its attributes.
-func decodeHead(t *Table, value []byte) (encoding.RecordValue, error) {
-	rv, err := encoding.DecodeRecordHeadPositional(value)
+// decodeHead decodes a stored record value of table t but its attributes;
+// keyTxFrom is the tx_from of its key (history) or 0 (current index).
+func decodeHead(t *Table, value []byte, keyTxFrom int64) (encoding.RecordValue, error) {
+	rv, err := encoding.DecodeRecordHeadPositional(value, keyTxFrom)
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
@@ -176,8 +183,9 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 			return nil, err
 		}
 		var head encoding.RecordValue
+		var keyTx int64 // the tx_from of value's key: 0 in the current index
 		if ok {
-			if head, err = decodeHead(t, value); err != nil {
+			if head, err = decodeHead(t, value, 0); err != nil {
 				return nil, err
 			}
 		}
@@ -185,8 +193,8 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 			if value, ok, err = s.view.get(historyKeys.key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
 				return nil, err
 			}
-			if ok {
-				head, err = decodeHead(t, value)
+			if keyTx = txTo; ok {
+				head, err = decodeHead(t, value, keyTx)
 			}
 		}
 		switch {
@@ -195,7 +203,7 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 		case !ok || head.SK != sk || head.TxFrom != txTo:
 			return nil, fmt.Errorf("%w: table %q: record of key %x valid from %d shares the attributes of a record of sk %d asserted at %d, which does not exist", ErrCorrupt, t.Name, tuple, validFrom, sk, txTo)
 		case !encoding.SharesAttrs(value):
-			rv, err := s.decodeRecord(t, value)
+			rv, err := s.decodeRecord(t, value, keyTx)
 			return rv.Attrs, err
 		}
 		txTo = head.TxTo

@@ -17,11 +17,12 @@
 // keyspace table, and one codec per kind that builds, splits and knows the
 // lengths of its keys); the files named below own the values.
 //
-// A "record value" (encoding.AppendRecordPositional) is a head byte (the
-// record's flags, and whether valid_to and tx_to are open), valid_to as a
-// varint unless open, tx_from as a varint, tx_to as a varint distance from
-// tx_from unless open, the sk as a varint, then the attributes in positional
-// form: a count, then per attribute its ordinal (a varint gap from the previous
+// A "record value" (encoding/positional.go) is a head byte (the record's flags,
+// whether valid_to and tx_to are open, whether tx_from is left to the key and
+// whether the attributes are shared), valid_to as a varint unless open, tx_from
+// as a varint unless the key holds it (a retired record's history key does), tx_to
+// as a varint distance from tx_from unless open, the sk as a varint, then the
+// attributes in positional form: a count, then per attribute its ordinal (a varint gap from the previous
 // one) and its value in msgpack (encoding/value.go's per-value encoding). The
 // ordinals number the table's attribute names (0x04), so no record repeats a
 // name, and an open end costs nothing.
@@ -49,7 +50,8 @@
 //	    one SeekGE(0x10|tid|K|desc(V)) whatever the key's correction history.
 //	0x11 history | tid | tuple | desc(valid_from) | desc(tx_from) -> record value
 //	    Retired records (tx_to set). A record moves here, unchanged but for tx_to,
-//	    in the transaction that retires it, except that a record its transaction
+//	    in the transaction that retires it; its value leaves out the tx_from its
+//	    key holds (encoding.AppendRecordRetired), and a record its transaction
 //	    re-asserts with the same sk, key, valid_from and attributes (an SCD2
 //	    close) keeps no attributes of its own: its value is marked as sharing
 //	    those of its successor, the record of its key and valid_from asserted at
@@ -110,7 +112,7 @@
 // and the new version into 0x10, one sk-index entry for the new version, and one
 // transaction-log entry for the key; the closed version's attributes are
 // stored once. On 20,000 keys with 5 SCD2 changes each (two attributes) they
-// took 162 logical bytes per version (format 1: 321, with eight keys).
+// took 155 logical bytes per version (format 1: 321, with eight keys).
 //
 // # Invariants
 //

@@ -211,7 +211,7 @@ func (r *GroupRecord) Attrs() (Attrs, error) {
 	if encoding.SharesAttrs(r.Value) {
 		return r.names.s.sharedAttrs(r.t, r.Tuple, r.ValidFrom, r.SK, r.TxTo)
 	}
-	rv, err := encoding.DecodeRecordPositional(r.Value, r.names.name)
+	rv, err := encoding.DecodeRecordPositional(r.Value, r.TxFrom, r.names.name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
 	}
@@ -290,7 +290,7 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 	if err != nil {
 		return bad("%v", err)
 	}
-	rv, err := encoding.DecodeRecordHeadPositional(value)
+	rv, err := encoding.DecodeRecordHeadPositional(value, keyTxFrom)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -411,11 +411,11 @@ func rawRecords(s *Snapshot, t *Table, keys recordKeys, fn func(v *Version, valu
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		tuple, from, _, err := keys.decode(t, it.Key()[len(prefix):])
+		tuple, from, txFrom, err := keys.decode(t, it.Key()[len(prefix):])
 		if err != nil {
 			continue
 		}
-		v, err := s.decodeVersion(t, tuple, from, it.Value())
+		v, err := s.decodeVersion(t, tuple, from, txFrom, it.Value())
 		if err != nil {
 			continue
 		}

@@ -200,6 +200,19 @@ func (r recordKeys) validFrom(k []byte, keyPfxLen int) (int64, error) {
 	return v, err
 }
 
+// txFrom decodes the tx_from at the end of a history key (0 in the current
+// index, whose keys do not hold one).
+func (r recordKeys) txFrom(k []byte) (int64, error) {
+	if r.ks != ksHistory {
+		return 0, nil
+	}
+	if len(k) < r.suffix {
+		return 0, fmt.Errorf("%w: %s key %x is too short", ErrCorrupt, KeyspaceName(r.ks), k)
+	}
+	tx, _, err := encoding.DecodeTimeDesc(k[len(k)-timeLen:])
+	return tx, err
+}
+
 // decode parses the part of a record key after ks | tid with the table's key
 // schema, checking that nothing trails: the tuple, valid_from and, in history,
 // tx_from.

@@ -160,7 +160,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 // found classifies the iterator's record, the key's version with the greatest
 // valid_from <= valid.
 func (m *merge) found(from, valid int64) (Version, MissReason, error) {
-	head, err := decodeHead(m.t, m.it.Value())
+	head, err := decodeHead(m.t, m.it.Value(), 0)
 	if err != nil {
 		return Version{}, 0, err
 	}
@@ -171,7 +171,7 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 		return Version{}, InGap, nil
 	}
 	if m.attrs {
-		if head, err = m.s.decodeRecord(m.t, m.it.Value()); err != nil {
+		if head, err = m.s.decodeRecord(m.t, m.it.Value(), 0); err != nil {
 			return Version{}, 0, err
 		}
 	}

@@ -249,12 +249,12 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 				return err
 			}
 		}
-		head, err := decodeHead(t, it.Value())
+		head, err := decodeHead(t, it.Value(), 0)
 		if err != nil {
 			return err
 		}
 		if valid < head.ValidTo {
-			v, err := s.decodeVersion(t, keyPfx[pfxLen:], from, it.Value())
+			v, err := s.decodeVersion(t, keyPfx[pfxLen:], from, 0, it.Value())
 			if err != nil {
 				return err
 			}
@@ -430,7 +430,7 @@ func (h *keyHistory) decode() (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	return h.s.decodeVersion(h.t, h.keyPfx[h.pfxLen:], from, h.it.Value())
+	return h.s.decodeVersion(h.t, h.keyPfx[h.pfxLen:], from, 0, h.it.Value())
 }
 
 func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
@@ -505,12 +505,12 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
-		head, err := decodeHead(t, cur.Value())
+		head, err := decodeHead(t, cur.Value(), 0)
 		if err != nil {
 			return Version{}, err
 		}
 		if head.SK == sk && head.TxFrom <= tx {
-			return s.decodeVersion(t, tuple, validFrom, cur.Value())
+			return s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
 		}
 	}
 	hist, err := s.iter(ksHistory)
@@ -519,7 +519,11 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	}
 	group := historyKeys.appendValid(historyKeys.keyPrefix(nil, t.ID, tuple), validFrom)
 	for ok := hist.SeekGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
-		head, err := decodeHead(t, hist.Value())
+		keyTx, err := historyKeys.txFrom(hist.Key())
+		if err != nil {
+			return Version{}, err
+		}
+		head, err := decodeHead(t, hist.Value(), keyTx)
 		if err != nil {
 			return Version{}, err
 		}
@@ -527,7 +531,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 			break
 		}
 		if head.SK == sk {
-			return s.decodeVersion(t, tuple, validFrom, hist.Value())
+			return s.decodeVersion(t, tuple, validFrom, keyTx, hist.Value())
 		}
 	}
 	if err := firstError(cur.Error(), hist.Error()); err != nil {
@@ -547,7 +551,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
-		v, err := s.decodeVersion(t, tuple, validFrom, cur.Value())
+		v, err := s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
 		if err != nil || v.TxFrom == txFrom {
 			return v, err
 		}
@@ -558,7 +562,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 	}
 	key = historyKeys.key(key[:0], t.ID, tuple, validFrom, txFrom)
 	if hist.SeekGE(key) && bytes.Equal(hist.Key(), key) {
-		return s.decodeVersion(t, tuple, validFrom, hist.Value())
+		return s.decodeVersion(t, tuple, validFrom, txFrom, hist.Value())
 	}
 	if err := firstError(cur.Error(), hist.Error()); err != nil {
 		return Version{}, err

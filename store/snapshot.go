@@ -179,7 +179,7 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 		if err != nil {
 			return Version{}, 0, err
 		}
-		v, err := s.decodeVersion(t, tuple, from, it.Value())
+		v, err := s.decodeVersion(t, tuple, from, 0, it.Value())
 		if err != nil {
 			return Version{}, 0, err
 		}
@@ -271,12 +271,12 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 		if err != nil {
 			return Version{}, false, err
 		}
-		head, err := decodeHead(t, it.Value())
+		head, err := decodeHead(t, it.Value(), 0)
 		if err != nil {
 			return Version{}, false, err
 		}
 		if head.TxFrom <= tx { // decode the attributes of the answer only
-			return s.candidate(t, tuple, from, head, it.Value(), full)
+			return s.candidate(t, tuple, from, 0, head, it.Value(), full)
 		}
 	}
 	return Version{}, false, it.Error()
@@ -304,12 +304,16 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		// the newest asserted at or before tx.
 		group := historyKeys.appendValid(slices.Clip(prefix), from)
 		if it.SeekGE(historyKeys.key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
-			head, err := decodeHead(t, it.Value())
+			keyTx, err := historyKeys.txFrom(it.Key())
+			if err != nil {
+				return Version{}, false, err
+			}
+			head, err := decodeHead(t, it.Value(), keyTx)
 			if err != nil {
 				return Version{}, false, err
 			}
 			if head.TxFrom <= tx && tx < head.TxTo {
-				return s.candidate(t, tuple, from, head, it.Value(), full)
+				return s.candidate(t, tuple, from, keyTx, head, it.Value(), full)
 			}
 		}
 		if from == NegInfinity {
@@ -322,14 +326,14 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 
 // candidate is a found candidate record: the whole version with full, else the
 // periods, surrogate key and flags of head (already decoded from value).
-func (s *Snapshot) candidate(t *Table, tuple []byte, from int64, head encoding.RecordValue, value []byte, full bool) (Version, bool, error) {
+func (s *Snapshot) candidate(t *Table, tuple []byte, from, keyTxFrom int64, head encoding.RecordValue, value []byte, full bool) (Version, bool, error) {
 	if !full {
 		return Version{
 			ValidFrom: from, ValidTo: head.ValidTo, TxFrom: head.TxFrom, TxTo: head.TxTo,
 			SK: head.SK, Inferred: head.Flags&encoding.FlagInferred != 0,
 		}, true, nil
 	}
-	v, err := s.decodeVersion(t, tuple, from, value)
+	v, err := s.decodeVersion(t, tuple, from, keyTxFrom, value)
 	return v, err == nil, err
 }
 
@@ -398,10 +402,14 @@ func (s *Snapshot) keyRecords(t *Table, tuple []byte, keys recordKeys, fn func(V
 	}
 	for ok := it.SeekGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
 		_, from, err := keys.split(it.Key(), len(prefix)-len(tuple))
+		var keyTx int64
+		if err == nil {
+			keyTx, err = keys.txFrom(it.Key())
+		}
 		if err != nil {
 			return err
 		}
-		v, err := s.decodeVersion(t, tuple, from, it.Value())
+		v, err := s.decodeVersion(t, tuple, from, keyTx, it.Value())
 		if err != nil {
 			return err
 		}

@@ -231,11 +231,11 @@ func (s *Snapshot) tableVersions(t *Table, keys recordKeys, fn func(v *Version) 
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		tuple, from, _, err := keys.decode(t, it.Key()[len(pfx):])
+		tuple, from, keyTx, err := keys.decode(t, it.Key()[len(pfx):])
 		if err != nil {
 			return firstError(err, it.Close())
 		}
-		v, err := s.decodeVersion(t, bytes.Clone(tuple), from, it.Value())
+		v, err := s.decodeVersion(t, bytes.Clone(tuple), from, keyTx, it.Value())
 		if err != nil {
 			return firstError(err, it.Close())
 		}

@@ -166,7 +166,7 @@ func tableRecords(s *Snapshot, t *Table, keys recordKeys, rep *Report, fn func(t
 		tuple, from, txFrom, err := keys.decode(t, it.Key()[len(prefix):])
 		var v Version
 		if err == nil {
-			v, err = s.decodeVersion(t, tuple, from, it.Value())
+			v, err = s.decodeVersion(t, tuple, from, txFrom, it.Value())
 		}
 		if err == nil && keys.ks == ksHistory && txFrom != v.TxFrom {
 			err = fmt.Errorf("%w: key says tx_from %d, value %d", ErrCorrupt, txFrom, v.TxFrom)

@@ -83,9 +83,10 @@ func (t *Table) NewVersion(key Key, tuple []byte, from, to int64, sk uint64, att
 	return Version{Key: key, tuple: tuple, ValidFrom: from, ValidTo: to, TxFrom: Infinity, TxTo: Infinity, SK: sk, Attrs: attrs}
 }
 
-// decodeVersion builds a version of table t from a stored record.
-func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom int64, value []byte) (Version, error) {
-	rv, err := s.decodeRecord(t, value)
+// decodeVersion builds a version of table t from a stored record; keyTxFrom is
+// the tx_from of its key (history) or 0 (current index).
+func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom, keyTxFrom int64, value []byte) (Version, error) {
+	rv, err := s.decodeRecord(t, value, keyTxFrom)
 	if err != nil {
 		return Version{}, err
 	}
