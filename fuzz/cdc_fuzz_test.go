@@ -31,7 +31,7 @@ func FuzzApplyCDC(f *testing.F) {
 		if len(events) == 0 {
 			return
 		}
-		inOrder := cdcRunArrival(t, def, [][]txn.Event{events}, nil)
+		inOrder := cdcRunArrival(t, def, [][]txn.Event{events}, nil, -1)
 		shuffled := slices.Clone(events)
 		for i := len(shuffled) - 1; i > 0; i-- {
 			j := int(in.byte()) % (i + 1)
@@ -49,7 +49,7 @@ func FuzzApplyCDC(f *testing.F) {
 			batches = append(batches, batch)
 			replays = append(replays, int(in.byte()))
 		}
-		split := cdcRunArrival(t, def, batches, replays)
+		split := cdcRunArrival(t, def, batches, replays, int(in.byte()))
 		if def.Lateness == 0 && split != inOrder {
 			t.Fatalf("arrival orders disagree:\nin order\n%s\nshuffled\n%s", inOrder, split)
 		}
@@ -120,7 +120,12 @@ func cdcReadEvents(in *cdcInput) []txn.Event {
 // cdcRunArrival applies the batches to a fresh store, replaying an earlier
 // committed batch id before a batch when replays says so, and checks the table
 // against the reference after every batch. It returns the final table.
-func cdcRunArrival(t *testing.T, def store.TableDef, batches [][]txn.Event, replays []int) string {
+//
+// With erase >= 0, the key of event erase (modulo the events applied) is then
+// erased: the table must equal the derivation of the other keys' events, the
+// erased key must read as unknown and Verify must be clean. The state before
+// the erasure is returned.
+func cdcRunArrival(t *testing.T, def store.TableDef, batches [][]txn.Event, replays []int, erase int) string {
 	db, err := store.Open("", store.Options{InMemory: true, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +163,26 @@ func cdcRunArrival(t *testing.T, def store.TableDef, batches [][]txn.Event, repl
 			t.Fatalf("verify after batch %s: %v %v", id, err, rep)
 		}
 	}
-	return cdcStored(t, db, tbl)
+	stored := cdcStored(t, db, tbl)
+	if erase >= 0 && len(applied) > 0 {
+		cdcCheckErase(t, db, tbl, applied, applied[erase%len(applied)].Key)
+	}
+	return stored
+}
+
+// cdcCheckErase erases key and checks what remains against the reference.
+func cdcCheckErase(t *testing.T, db *store.DB, tbl *store.Table, applied []txn.Event, key store.Key) {
+	if _, err := txn.Update(db, func(tx *txn.Tx) error { return tx.Erase("t", key) }); err != nil {
+		t.Fatalf("erase %v: %v", key, err)
+	}
+	rest := slices.DeleteFunc(slices.Clone(applied), func(e txn.Event) bool { return e.Key[0] == key[0] })
+	if got, want := cdcStored(t, db, tbl), cdcReference(tbl, rest); got != want {
+		t.Fatalf("after erasing %v:\ngot\n%s\nwant\n%s", key, got, want)
+	}
+	rep, err := store.Verify(db)
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify after erasing %v: %v %v", key, err, rep)
+	}
 }
 
 // cdcStored renders the current versions of every key: valid period and

@@ -16,6 +16,9 @@ var (
 	// before the read's transaction time removed (deleted, or absorbed by a
 	// neighbour).
 	ErrRetiredSK = errors.New("bitempo: surrogate key retired")
+	// ErrErasedSK: the surrogate key named a version of a key that was erased
+	// (txn.Tx.Erase); its data is gone at every transaction time.
+	ErrErasedSK = errors.New("bitempo: surrogate key erased")
 )
 
 // SKMiss is the error of GetBySK when the surrogate key names no version at the
@@ -29,17 +32,27 @@ type SKMiss struct {
 	// Retired is the transaction that retired the surrogate key's last version,
 	// or 0 when the key was unknown at Tx.
 	Retired int64
+	// Erased is the transaction that erased the surrogate key's data, or 0. An
+	// erased surrogate key misses at every transaction time, earlier ones
+	// included: its data no longer exists.
+	Erased int64
 }
 
 func (m *SKMiss) Error() string {
+	if m.Erased != 0 {
+		return fmt.Sprintf("bitempo: %s sk %d at tx %d: erased by tx %d", m.Table, m.SK, m.Tx, m.Erased)
+	}
 	if m.Retired != 0 {
 		return fmt.Sprintf("bitempo: %s sk %d at tx %d: retired by tx %d", m.Table, m.SK, m.Tx, m.Retired)
 	}
 	return fmt.Sprintf("bitempo: %s sk %d at tx %d: unknown surrogate key", m.Table, m.SK, m.Tx)
 }
 
-// Is matches ErrNotFound and ErrUnknownSK or ErrRetiredSK.
+// Is matches ErrNotFound and ErrUnknownSK, ErrRetiredSK or ErrErasedSK.
 func (m *SKMiss) Is(target error) bool {
+	if m.Erased != 0 {
+		return target == ErrNotFound || target == ErrErasedSK
+	}
 	if m.Retired != 0 {
 		return target == ErrNotFound || target == ErrRetiredSK
 	}
@@ -63,6 +76,13 @@ func GetBySK(r store.Reader, table string, sk uint64, tx int64) (store.Version, 
 	case err != nil:
 		return store.Version{}, err
 	case !found:
+		erased, ok, err := s.ErasedSK(t, sk)
+		if err != nil {
+			return store.Version{}, err
+		}
+		if ok {
+			return store.Version{}, &SKMiss{Table: table, SK: sk, Tx: at, Erased: erased}
+		}
 		return store.Version{}, &SKMiss{Table: table, SK: sk, Tx: at}
 	case !v.AliveAt(at):
 		return store.Version{}, &SKMiss{Table: table, SK: sk, Tx: at, Retired: v.TxTo}

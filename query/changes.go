@@ -17,6 +17,10 @@ const (
 	// Retired: the transaction removed the record (replaced, shortened, split or
 	// deleted its version); the record stays readable at older transaction times.
 	Retired
+	// Erased: the transaction erased a key of the table (txn.Tx.Erase); the
+	// change's Erasure says what the log keeps of it, and its Version is zero.
+	// Every earlier change of that key has left the feed.
+	Erased
 )
 
 func (o Op) String() string {
@@ -25,6 +29,8 @@ func (o Op) String() string {
 		return "asserted"
 	case Retired:
 		return "retired"
+	case Erased:
+		return "erased"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -35,6 +41,8 @@ type Change struct {
 	Tx      int64
 	Op      Op
 	Version store.Version
+	// Erasure is set when Op is Erased.
+	Erasure *store.Erasure
 
 	table   uint32
 	ordinal uint32
@@ -151,10 +159,13 @@ func (f *feed) changes() iter.Seq2[Change, error] {
 				v.TxTo = store.Infinity
 			}
 			op := Asserted
-			if e.Op == store.LogRetire {
+			switch e.Op {
+			case store.LogRetire:
 				op = Retired
+			case store.LogErase:
+				op = Erased
 			}
-			if !yield(Change{Tx: e.Pos.Tx, Op: op, Version: v, table: f.t.ID, ordinal: e.Pos.Ordinal}, nil) {
+			if !yield(Change{Tx: e.Pos.Tx, Op: op, Version: v, Erasure: e.Erasure, table: f.t.ID, ordinal: e.Pos.Ordinal}, nil) {
 				return
 			}
 		}

@@ -99,6 +99,12 @@ type DB struct {
 	attrList map[uint32][]string          // the attribute names by ordinal
 	recovery *Recovery                    // what Open with RecoverWAL dropped
 	dirLock  *dirLock                     // held from Open to Close (lock.go)
+	// eraseSecret keys the hashes of erased keys (erase.go); nil until the
+	// store has one.
+	eraseSecret []byte
+
+	// purge holds the erasures whose bytes may still be on disk (purge.go).
+	purge purgeState
 }
 
 // Open opens the store in dir, creating it unless opts.ReadOnly or opts.MustExist.
@@ -170,6 +176,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		MemTableSize:       opts.MemTableSize,
 		CacheSize:          opts.CacheSize,
 		EventListener:      h.listener(),
+		Cleaner:            noRecycleCleaner{}, // purge.go
 	}
 	popts.EnsureDefaults()
 	if opts.Tune != nil {
@@ -198,7 +205,8 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, openError(fsys, dir, err, h)
 	}
 	db := &DB{
-		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf}, opts: opts, dir: dir, dirLock: dl,
+		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf, dir: dir, opts: popts},
+		opts:   opts, dir: dir, dirLock: dl,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
 		attrOrd: map[uint32]map[string]uint32{}, attrList: map[uint32][]string{},
 	}
@@ -210,6 +218,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		recovery.KeptLastTx = db.lastTx
 		db.recovery = recovery
 		opts.Logger.Warn("bitempo: recovered a store with a damaged write-ahead log", "dir", dir, "report", recovery.String())
+	}
+	if err := db.purgeAfterOpen(); err != nil {
+		return nil, errors.Join(err, db.engine.close())
 	}
 	opened = true
 	return db, nil
@@ -280,6 +291,12 @@ func (db *DB) load(fresh bool) error {
 	if err := getMeta(v, metaNextTable, &db.nextTbl); err != nil {
 		return err
 	}
+	if err := db.loadSecret(v); err != nil {
+		return err
+	}
+	if err := db.loadPurgePending(v); err != nil {
+		return err
+	}
 	return db.loadCatalog(v)
 }
 
@@ -299,7 +316,15 @@ func (db *DB) initialise() error {
 		{key: metaLastTx, value: mustMarshal(int64(0))},
 		{key: metaNextTable, value: mustMarshal(db.nextTbl)},
 	}
-	return db.engine.commit(writes, true)
+	secret, key, err := newSecretWrite()
+	if err != nil {
+		return err
+	}
+	if err := db.engine.commit(append(writes, secret), true); err != nil {
+		return err
+	}
+	db.eraseSecret = key
+	return nil
 }
 
 func getMeta(v kvView, key []byte, dst any) error {
@@ -390,7 +415,13 @@ func (db *DB) Close() error {
 	}
 	db.compacting.Lock() // Pebble may not close under a running compaction
 	defer db.compacting.Unlock()
-	err := db.engine.close()
+	// No snapshot is open: a purge now removes every erased byte (purge.go).
+	if err := db.purgeLocked(context.Background(), true); err != nil {
+		err = errors.Join(err, db.engine.close())
+		db.dirLock.release()
+		return err
+	}
+	err := db.finishPurge(false)
 	db.dirLock.release()
 	return err
 }

@@ -91,6 +91,21 @@
 //	    group attributes' values, current records (0x00)
 //	    apart from retired ones (0x01), so "the versions of group G active at
 //	    (V, T)" is a range scan of G that touches no other group. See groups.go.
+//	0x40 erased-sk  | tid | sk (8 bytes BE)          -> asc(erasing tx)
+//	    The surrogate keys whose records an erasure removed, so GetBySK says
+//	    "erased" rather than "unknown". See erase.go.
+//	0x41 erased-key | tid | hash (32 bytes) | asc(erasing tx) -> empty
+//	    The keyed hash (HMAC-SHA256 under meta "erase_secret") of every erased
+//	    natural key: "was K erased?" is one seek, and no personal data stays.
+//	    An erasure also leaves a transaction-log entry at its transaction whose
+//	    value is 0x00 | hash | uvarint records | reason (no tuple starts with
+//	    0x00). Meta "erase_secret" holds the hash key (32 random bytes, made
+//	    with the store) and "purge_pending" marks erased bytes that may still
+//	    be in the engine's files (purge.go).
+//	0x42 horizon    | tid                            -> asc(horizon)
+//	    The transaction time through which Vacuum dropped the records of a
+//	    table declared with RetainTx: reads before it fail with
+//	    ErrBeforeHorizon. See vacuum.go.
 //
 // An SCD2 change that closes a version writes five keys: the retired record
 // into 0x11 (its 0x10 key is overwritten by the closed copy), the closed copy
@@ -112,7 +127,10 @@
 //  5. The sk index, the transaction log, the group index and the catalog agree
 //     with the records: one sk-index entry per record except the re-assertions
 //     described at 0x12, one transaction-log change per assertion and per
-//     retirement.
+//     retirement. After a Vacuum, through the table's horizon only the newest
+//     sk-index entry of each surrogate key stays and the log is empty
+//     (vacuum.go). Erased surrogate keys have no record and no sk-index
+//     entry; every erased-key entry has its erasure in the log (erase.go).
 //  6. A changes table's versions equal a from-scratch derivation of its event log
 //     (checked by package txn, which owns the derivation, via RegisterCheck).
 //

@@ -100,6 +100,9 @@ func (e *Entry) decodeMeta(name []byte) error {
 		return err
 	}
 	kind := FieldPlain
+	if bytes.Equal(name, metaEraseSecret[1:]) {
+		v = "(secret)" // erase.go: it keys the hashes of erased keys
+	}
 	if bytes.Equal(name, metaLastTx[1:]) {
 		kind = FieldTxTime
 		if n, ok := toInt64(v); ok {
@@ -189,6 +192,8 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 		return e.decodeGroup(db, t, b)
 	case ksCheckpoints:
 		return e.decodeCheckpoint(t, b)
+	case ksErasedSK, ksErasedKey:
+		return e.decodeErasedEntry(ks, b)
 	}
 	return fmt.Errorf("unknown keyspace 0x%02x", ks)
 }
@@ -278,6 +283,9 @@ func (e *Entry) decodeTxLog(t *Table, b []byte) error {
 	}
 	e.addKey("tx", FieldTxTime, tx)
 	e.addKey("ordinal", FieldPlain, ord)
+	if isErasure(e.RawKV.Value) {
+		return e.decodeErasure(t, tx)
+	}
 	tuple, changes, err := decodeLogEntry(t, tx, e.RawKV.Value, nil)
 	if err != nil {
 		return err

@@ -236,6 +236,12 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 			yield(nil, fmt.Errorf("%w: table %q", ErrNotGrouped, t.Name))
 			return
 		}
+		if minTx < s.lastTx {
+			if err := s.checkHorizon(t, minTx); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
 		prefix := groupPrefix(nil, t.ID, group)
 		lower := append(slices.Clip(prefix), groupCurrent)
 		upper := encoding.PrefixEnd(append(slices.Clip(prefix), groupHistory))

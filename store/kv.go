@@ -58,6 +58,12 @@ type kvEngine interface {
 	// stuck returns the error of a commit that could not make progress and
 	// still waits inside the engine (then close would wait for it), or nil.
 	stuck() error
+	// purge makes the bytes of deleted keys in spans (all keys when all)
+	// leave the engine's files; see purge.go.
+	purge(ctx context.Context, spans []span, all, wait bool) error
+	// rotateManifest drops the engine's records of deleted files (purge.go);
+	// it closes the engine, and reopens it when reopen is set.
+	rotateManifest(reopen bool) error
 	close() error
 }
 
@@ -68,6 +74,8 @@ type pebbleEngine struct {
 	// stallTimeout bounds a commit's wait while flushes fail (Options.StallTimeout).
 	stallTimeout time.Duration
 	lock         *lockFile // the LOCK file as locked at Open (lock.go); nil in memory
+	dir          string
+	opts         *pebble.Options // of the first open, for reopening (purge.go)
 }
 
 // compact runs a manual compaction of the whole key space, in parallel where
@@ -158,6 +166,9 @@ func (e *pebbleEngine) stuck() error {
 // close closes Pebble. After a fatal error Pebble's Close may report it again
 // (or call Fatalf), which guard turns into the error.
 func (e *pebbleEngine) close() error {
+	if e.db == nil { // a failed purge rotation closed it (purge.go)
+		return nil
+	}
 	err := e.h.guard(e.db.Close)
 	if err == nil || wrapped(err) {
 		return err

@@ -25,6 +25,9 @@ const (
 	ksBatches     byte = 0x21
 	ksCheckpoints byte = 0x22
 	ksGroups      byte = 0x30
+	ksErasedSK    byte = 0x40
+	ksErasedKey   byte = 0x41
+	ksHorizon     byte = 0x42
 )
 
 // keyspace is one row of the keyspace table.
@@ -51,6 +54,9 @@ var keyspaces = []keyspace{
 	{ksBatches, "batches", true},
 	{ksCheckpoints, "checkpoints", true},
 	{ksGroups, "groups", true},
+	{ksErasedSK, "erased-sk", true},
+	{ksErasedKey, "erased-key", true},
+	{ksHorizon, "horizon", true},
 }
 
 // Keyspaces returns the prefix byte of every keyspace of the store, in order,
@@ -102,6 +108,9 @@ var (
 	metaFormat    = []byte{ksMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 	metaLastTx    = []byte{ksMeta, 'l', 'a', 's', 't', '_', 't', 'x'}
 	metaNextTable = []byte{ksMeta, 'n', 'e', 'x', 't', '_', 't', 'a', 'b', 'l', 'e'}
+	// metaEraseSecret and metaPurgePending are described in erase.go.
+	metaEraseSecret  = []byte("\x01erase_secret")
+	metaPurgePending = []byte("\x01purge_pending")
 )
 
 // tablePrefix returns ks | tid.
@@ -354,3 +363,57 @@ func decodeAttrNameKey(b []byte) (uint32, error) {
 	ord, _, _ := encoding.DecodeUint32(b)
 	return ord, nil
 }
+
+// erasedSKKeys is the codec of the erased surrogate keys (0x40):
+//
+//	0x40 | tid | sk (8 bytes BE) -> asc(erasing tx)
+type erasedSKKeys struct{}
+
+var erasedSK erasedSKKeys
+
+// key returns the entry of sk.
+func (erasedSKKeys) key(tid uint32, sk uint64) []byte {
+	return encoding.AppendUint64(tablePrefix(nil, ksErasedSK, tid), sk)
+}
+
+// decodeKey parses the part of a key after 0x40 | tid.
+func (erasedSKKeys) decodeKey(b []byte) (uint64, error) {
+	if len(b) != skLen {
+		return 0, fmt.Errorf("%w: erased-sk key of %d bytes after the table id", ErrCorrupt, len(b))
+	}
+	sk, _, err := encoding.DecodeUint64(b)
+	return sk, err
+}
+
+// erasedKeyKeys is the codec of the keyed hashes of erased natural keys (0x41):
+//
+//	0x41 | tid | hash (32 bytes) | asc(erasing tx) -> empty
+type erasedKeyKeys struct{}
+
+var erasedKey erasedKeyKeys
+
+// hashLen is the length of a keyed hash of a natural key (HMAC-SHA256).
+const hashLen = 32
+
+// prefix returns 0x41 | tid | hash: every erasure of one key.
+func (erasedKeyKeys) prefix(tid uint32, hash []byte) []byte {
+	return append(tablePrefix(nil, ksErasedKey, tid), hash...)
+}
+
+// key returns the entry of the erasure of hash at tx.
+func (c erasedKeyKeys) key(tid uint32, hash []byte, tx int64) []byte {
+	return encoding.AppendTimeAsc(c.prefix(tid, hash), tx)
+}
+
+// decodeKey parses the part of a key after 0x41 | tid.
+func (erasedKeyKeys) decodeKey(b []byte) (hash []byte, tx int64, err error) {
+	if len(b) != hashLen+timeLen {
+		return nil, 0, fmt.Errorf("%w: erased-key key of %d bytes after the table id", ErrCorrupt, len(b))
+	}
+	tx, _, err = encoding.DecodeTimeAsc(b[hashLen:])
+	return b[:hashLen], tx, err
+}
+
+// horizonKey returns 0x42 | tid, whose value asc(horizon) is the transaction
+// time through which Vacuum dropped the table's retired records (vacuum.go).
+func horizonKey(tid uint32) []byte { return tablePrefix(nil, ksHorizon, tid) }

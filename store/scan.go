@@ -216,6 +216,10 @@ func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Versio
 		case tx >= s.lastTx:
 			y.fail(s.scanCurrentAt(t, span, valid, y))
 		default:
+			if err := s.checkHorizon(t, tx); err != nil {
+				y.fail(err)
+				return
+			}
 			y.fail(s.scanPastAt(t, span, valid, tx, y))
 		}
 	}
@@ -311,6 +315,10 @@ func (s *Snapshot) ScanHistory(t *Table, span Span, tx, from, to int64, after *H
 		case tx >= s.lastTx:
 			y.fail(s.historyCurrent(t, span, from, to, after, y))
 		default:
+			if err := s.checkHorizon(t, tx); err != nil {
+				y.fail(err)
+				return
+			}
 			y.fail(s.historyPast(t, span, tx, from, to, after, y))
 		}
 	}
@@ -462,6 +470,9 @@ func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *H
 func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, error) {
 	if s.closed {
 		return Version{}, false, ErrClosed
+	}
+	if err := s.checkHorizon(t, tx); err != nil {
+		return Version{}, false, err
 	}
 	it, err := s.iter(ksSKIndex)
 	if err != nil {

@@ -20,6 +20,8 @@ type Snapshot struct {
 	names  map[uint32]*attrNames
 	buf    []byte
 	closed bool
+	// horizons caches each table's retention horizon in this view (vacuum.go).
+	horizons map[uint32]int64
 }
 
 // Reader is what read paths run on: a *DB, where each call takes and releases a
@@ -158,6 +160,9 @@ func (s *Snapshot) VersionAt(t *Table, tuple []byte, valid, tx int64) (Version, 
 	}
 	if tx >= s.lastTx {
 		return s.currentAt(t, tuple, valid)
+	}
+	if err := s.checkHorizon(t, tx); err != nil {
+		return Version{}, 0, err
 	}
 	return s.pastAt(t, tuple, valid, tx)
 }
@@ -337,6 +342,11 @@ func (s *Snapshot) candidate(t *Table, tuple []byte, from, keyTxFrom int64, head
 func (s *Snapshot) KeyVersions(t *Table, tuple []byte, tx int64) ([]Version, error) {
 	if s.closed {
 		return nil, ErrClosed
+	}
+	if tx < s.lastTx {
+		if err := s.checkHorizon(t, tx); err != nil {
+			return nil, err
+		}
 	}
 	var out []Version
 	err := s.keyRecords(t, tuple, currentKeys, func(v Version) bool {

@@ -155,6 +155,11 @@ type TableDef struct {
 	// GroupBy names attributes whose values group the table's versions in a
 	// temporal secondary index (for aggregations by group).
 	GroupBy []string `msgpack:"group_by,omitempty"`
+	// RetainTx, when positive, is the table's transaction-time retention in
+	// ticks (microseconds): DB.Vacuum may drop records retired longer ago than
+	// that, and reads at a transaction time before what it dropped then fail
+	// with ErrBeforeHorizon (vacuum.go). Valid-time history is never dropped.
+	RetainTx int64 `msgpack:"retain_tx,omitempty"`
 }
 
 // Table is a table of the catalog: its definition plus the id that prefixes its keys.
@@ -210,8 +215,8 @@ func (d *TableDef) validate() error {
 			return bad("attribute %q: scale %d out of range 0-18", name, c.Scale)
 		}
 	}
-	if d.Granularity < 0 || d.Lateness < 0 {
-		return bad("granularity and lateness must not be negative")
+	if d.Granularity < 0 || d.Lateness < 0 || d.RetainTx < 0 {
+		return bad("granularity, lateness and retention must not be negative")
 	}
 	return nil
 }

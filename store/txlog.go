@@ -44,6 +44,8 @@ func (o LogOp) String() string {
 		return "assert"
 	case LogRetire:
 		return "retire"
+	case LogErase:
+		return "erase"
 	}
 	return fmt.Sprintf("LogOp(%d)", uint8(o))
 }
@@ -72,6 +74,8 @@ type LogEntry struct {
 	Pos     LogPos
 	Op      LogOp
 	Version Version
+	// Erasure is set, and Version zero, when Op is LogErase (erase.go).
+	Erasure *Erasure
 }
 
 // logChange is one change of a transaction-log entry.
@@ -170,6 +174,10 @@ func (s *Snapshot) TxLog(t *Table, from LogPos, until int64) iter.Seq2[LogEntry,
 		if from.Tx > until {
 			return
 		}
+		if err := s.checkHorizon(t, max(from.Tx, NegInfinity+1)-1); err != nil { // the window starts after from.Tx-1
+			y.fail(err)
+			return
+		}
 		y.fail(s.txLog(t, from, until, y))
 	}
 }
@@ -197,6 +205,19 @@ func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry
 		tx, first, err := txLogKey.decode(it.Key()[len(pfx):])
 		if err != nil {
 			return err
+		}
+		if isErasure(it.Value()) {
+			if tx == from.Tx && first < from.Ordinal {
+				continue
+			}
+			e, err := decodeErasure(t, tx, it.Value())
+			if err != nil {
+				return err
+			}
+			if !y.emit(LogEntry{Pos: LogPos{Tx: tx, Ordinal: first}, Op: LogErase, Erasure: &e}) {
+				return nil
+			}
+			continue
 		}
 		var tuple []byte
 		if tuple, changes, err = decodeLogEntry(t, tx, it.Value(), changes); err != nil {

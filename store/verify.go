@@ -228,6 +228,9 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 	if err := verifySKIndex(s, t, byKey, rep); err != nil {
 		return err
 	}
+	if err := verifyErasures(s, t, byKey, rep); err != nil {
+		return err
+	}
 	return verifyTxLog(s, t, byKey, rep)
 }
 
@@ -302,6 +305,24 @@ func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repor
 			}
 		}
 	}
+	horizon, err := s.Horizon(t)
+	if err != nil {
+		return err
+	}
+	// Through the horizon Vacuum keeps, per surrogate key, only the newest
+	// entry (vacuum.go): such an entry must name records of its key and
+	// valid_from asserted since, and a record asserted by then needs an entry
+	// of its sk and place at or before it.
+	locs := map[skRef][]Version{}
+	if horizon > 0 {
+		for tuple, recs := range byKey {
+			for _, v := range recs {
+				r := skRef{t.ID, v.SK, tuple, v.ValidFrom}
+				locs[r] = append(locs[r], v)
+			}
+		}
+	}
+	oldEntries := map[skRef][]int64{}
 	prefix := tablePrefix(nil, ksSKIndex, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
@@ -320,6 +341,16 @@ func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repor
 			continue
 		}
 		r := ref{string(tuple), from, txFrom}
+		if txFrom <= horizon {
+			loc := skRef{t.ID, sk, string(tuple), from}
+			if !slices.ContainsFunc(locs[loc], func(v Version) bool { return v.TxFrom >= txFrom }) {
+				key, _ := t.DecodeKey(tuple)
+				rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("sk index entry (sk %d, tx_from %d, valid_from %d) names no record", sk, txFrom, from)})
+			}
+			oldEntries[loc] = append(oldEntries[loc], txFrom)
+			delete(want, r)
+			continue
+		}
 		if got, ok := want[r]; !ok || got != sk {
 			key, _ := t.DecodeKey(tuple)
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("sk index entry (sk %d, tx_from %d, valid_from %d) has no matching record", sk, txFrom, from)})
@@ -328,6 +359,9 @@ func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repor
 		delete(want, r)
 	}
 	for r, sk := range want {
+		if r.tx <= horizon && slices.ContainsFunc(oldEntries[skRef{t.ID, sk, r.tuple, r.from}], func(tx int64) bool { return tx <= r.tx }) {
+			continue
+		}
 		key, _ := t.DecodeKey([]byte(r.tuple))
 		rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("record (sk %d, valid_from %d, tx_from %d) is missing from the sk index", sk, r.from, r.tx)})
 	}
@@ -344,10 +378,16 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 		from, tx int64 // tx: the tx of the log key
 		txFrom   int64
 	}
+	horizon, err := s.Horizon(t)
+	if err != nil {
+		return err
+	}
 	want := map[entry]bool{}
 	for tuple, recs := range byKey {
 		for _, v := range recs {
-			want[entry{LogAssert, tuple, v.ValidFrom, v.TxFrom, v.TxFrom}] = true
+			if v.TxFrom > horizon { // Vacuum dropped the log through the horizon
+				want[entry{LogAssert, tuple, v.ValidFrom, v.TxFrom, v.TxFrom}] = true
+			}
 			if v.TxTo != Infinity {
 				want[entry{LogRetire, tuple, v.ValidFrom, v.TxTo, v.TxFrom}] = true
 			}
@@ -364,6 +404,16 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 	var nextOrd uint64 // the least ordinal the next entry of lastTx may start at
 	for ok := it.First(); ok; ok = it.Next() {
 		tx, first, err := txLogKey.decode(it.Key()[len(prefix):])
+		if err == nil && isErasure(it.Value()) {
+			if _, err := decodeErasure(t, tx, it.Value()); err != nil {
+				rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})
+			}
+			if tx == lastTx && uint64(first) < nextOrd {
+				rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("txlog erasure at tx %d ordinal %d overlaps the previous entry's changes", tx, first)})
+			}
+			lastTx, nextOrd = tx, uint64(first)+1
+			continue
+		}
 		var tuple []byte
 		if err == nil {
 			tuple, changes, err = decodeLogEntry(t, tx, it.Value(), changes)
@@ -375,6 +425,9 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 		key, _ := t.DecodeKey(tuple)
 		if tx > s.lastTx {
 			rep.add(Problem{Invariant: 4, Table: t.Name, Detail: fmt.Sprintf("txlog entry at tx %d is newer than the last commit %d", tx, s.lastTx)})
+		}
+		if tx <= horizon {
+			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog entry at tx %d is not after the retention horizon %d", tx, horizon)})
 		}
 		if tx == lastTx && uint64(first) < nextOrd {
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog entry at tx %d ordinal %d overlaps the previous entry's changes", tx, first)})

@@ -31,8 +31,12 @@ type Writer struct {
 	// entry, and with the same attributes, no second copy of them.
 	retired  map[skRef]retiredRecord
 	newAttrs map[uint32][]string
-	done     bool
 	bulk     *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
+	// newSecret is the erase secret this commit creates (erase.go); purge the
+	// key ranges its erasures emptied (purge.go).
+	newSecret []byte
+	purge     []span
+	done      bool
 }
 
 // BeginWrite starts a write transaction, waiting for the previous one to finish.
@@ -212,6 +216,12 @@ func (w *Writer) Commit() error {
 		}
 	}
 	w.db.mu.RUnlock()
+	if w.newSecret != nil {
+		writes = append(writes, kvWrite{key: metaEraseSecret, value: mustMarshal(w.newSecret)})
+	}
+	if len(w.purge) > 0 {
+		writes = append(writes, kvWrite{key: metaPurgePending, value: mustMarshal(true)})
+	}
 	commit := func() error { return w.db.engine.commit(writes, !w.db.opts.NoSync) }
 	if w.bulk.spilled() {
 		commit = func() error { return w.commitSpilled(writes) }
@@ -219,7 +229,11 @@ func (w *Writer) Commit() error {
 	if err := commit(); err != nil {
 		return fmt.Errorf("bitempo: commit: %w", err)
 	}
+	w.db.notePurge(w.purge)
 	w.db.mu.Lock()
+	if w.newSecret != nil {
+		w.db.eraseSecret = w.newSecret
+	}
 	w.db.lastTx = tx
 	w.db.nextSK = w.nextSK
 	for tid, names := range w.newAttrs {

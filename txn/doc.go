@@ -52,6 +52,14 @@
 //   - Attribute names must not repeat key column names.
 //   - An empty transaction commits nothing and uses no transaction time.
 //
+// Erasure (erase.go) removes a key's data from every transaction time, the one
+// write that rewrites the past: Erase must be the only thing its transaction
+// does to the key (ErrErased otherwise), its erasure entry precedes the
+// transaction's other changes in the change feed, and Update purges the erased
+// bytes from the store's files after the commit (store/purge.go states when
+// they are gone). A changes table keeps its batch ids, so replaying an applied
+// batch does not bring erased events back.
+//
 // Changes tables (CDC) have their own rules: Apply's decisions (ties, surrogate
 // keys of re-derived versions, the per-key lateness horizon, batch ids) are
 // written at the top of apply.go, and the derivation of versions from events in

@@ -80,6 +80,20 @@ func runPeriodsCmd(db *store.DB, d *datadriven.TestData) (string, error) {
 		return runVersions(db, d)
 	case "audit":
 		return runAudit(db, d)
+	case "erase":
+		key, err := parseKey(db, arg(d, "table"), arg(d, "key"))
+		if err != nil {
+			return "", err
+		}
+		return runErase(db, arg(d, "table"), key, arg(d, "reason"))
+	case "changes":
+		return runChanges(db, d)
+	case "bysk":
+		return runBySK(db, d)
+	case "erasures":
+		return runErasures(db, d)
+	case "raw":
+		return runRaw(db, d)
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
@@ -96,7 +110,7 @@ func parseOpLine(line string) (*datadriven.TestData, error) {
 	for _, f := range fields[1:] {
 		name, value, _ := strings.Cut(f, "=")
 		switch name {
-		case "table", "key", "from", "to", "at":
+		case "table", "key", "from", "to", "at", "reason":
 			op.CmdArgs = append(op.CmdArgs, datadriven.CmdArg{Key: name, Vals: []string{value}})
 		default:
 			attrs = append(attrs, f)
@@ -274,6 +288,8 @@ func applyOp(tx *txn.Tx, op *datadriven.TestData, key store.Key, attrs store.Att
 			return "no version in effect", nil
 		}
 		return "closed", err
+	case "erase":
+		return "erased", tx.EraseFor(table, key, arg(op, "reason"))
 	}
 	return "", fmt.Errorf("unknown operation %q", op.Cmd)
 }

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,6 +25,9 @@ type Tx struct {
 	// the records they wrote (flush.go).
 	flushed      map[string]struct{}
 	flushedStats Commit
+	// erased holds the keys (table id | tuple) this transaction erased.
+	erased    map[string]bool
+	erasedAny bool
 }
 
 // keyState is one touched key: its versions as loaded and as rewritten so far,
@@ -70,7 +74,15 @@ func Update(db *store.DB, fn func(tx *Tx) error) (c Commit, err error) {
 		w.Abort()
 		return Commit{}, err
 	}
-	return tx.commit()
+	c, err = tx.commit()
+	if err == nil && tx.erasedAny {
+		// The erasure is committed: a failed purge stays pending (Close and the
+		// next Open retry it) and is reported without undoing the commit.
+		if perr := db.Purge(context.Background()); perr != nil {
+			err = fmt.Errorf("bitempo: erasure committed at tx %d, purge pending: %w", c.Tx, perr)
+		}
+	}
+	return c, err
 }
 
 // View runs fn on a consistent snapshot of the store.
@@ -162,6 +174,9 @@ func (tx *Tx) state(t *store.Table, key store.Key) (*keyState, error) {
 	var err error
 	tx.buf, err = t.AppendKey(encoding.AppendUint32(tx.buf[:0], t.ID), key)
 	if err != nil {
+		return nil, err
+	}
+	if err := tx.checkErased(t, key); err != nil {
 		return nil, err
 	}
 	if ks, ok := tx.keys[string(tx.buf)]; ok {

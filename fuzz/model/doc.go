@@ -65,6 +65,16 @@
 //     current state. Get at (v, tx) returns the alive record covering v, or why
 //     there is none: no record of the key is alive (unknown key), v is before
 //     the first, at or after the end of the last, or between two (in a gap).
+//  8. Erase(key) removes, at commit, every record of the key at every
+//     transaction time: every read then answers as for a key never written. It
+//     refuses a key the table holds no record of, and a key the transaction
+//     changed or erased already (later writes of the key in it are refused too).
+//     Surrogate keys are never reused. A commit whose only write is an erasure
+//     uses a transaction time.
+//  9. Vacuum(now) moves each table's retention horizon to min(now - RetainTx,
+//     the last commit) when that is later, as a commit of its own, and drops
+//     the records retired at or before it; reads before the horizon fail with
+//     ErrBeforeHorizon, reads at or after it are unchanged.
 //
 // Rule 5 is stricter than docs/semantics.md, which names the options but not the
 // rounding of ties, the reading of floats or the folding table; the model

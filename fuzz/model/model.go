@@ -23,6 +23,9 @@ var (
 	ErrInvalidAttr   = errors.New("model: invalid attribute")
 	ErrFinished      = errors.New("model: transaction has finished")
 	ErrTxOrder       = errors.New("model: transaction time does not increase")
+	ErrUnknownKey    = errors.New("model: erase of a key the table does not hold")
+	ErrErased        = errors.New("model: key erased in this transaction")
+	ErrBeforeHorizon = errors.New("model: transaction time before the retention horizon")
 )
 
 // Attrs is a record of named attribute values of canonical types.
@@ -45,6 +48,8 @@ type Table struct {
 	Track       []string
 	TrackExcept []string
 	Compare     map[string]Options
+	// RetainTx is the transaction-time retention Vacuum applies (0: none).
+	RetainTx int64
 }
 
 // Tracked reports whether a change of attribute name makes a new version.
@@ -122,6 +127,7 @@ type table struct {
 	def     Table
 	records []Record // every record ever asserted, in commit order
 	nextSK  uint64
+	horizon int64 // records retired at or before it were vacuumed (rule 9)
 }
 
 // New returns an empty model.
@@ -192,7 +198,40 @@ func (m *Model) VersionsAt(tableName, key string, tx int64) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tx < t.horizon {
+		return nil, fmt.Errorf("%w: %s at tx %d (horizon %d)", ErrBeforeHorizon, tableName, tx, t.horizon)
+	}
 	return aliveAt(t.records, key, tx), nil
+}
+
+// Horizon returns the table's retention horizon (0 before any Vacuum).
+func (m *Model) Horizon(tableName string) int64 {
+	if t, err := m.table(tableName); err == nil {
+		return t.horizon
+	}
+	return 0
+}
+
+// Vacuum applies every table's retention at wall-clock time now (rule 9): the
+// horizon moves to min(now - RetainTx, the last commit) when that is later,
+// and the records retired at or before it are dropped. Moving a horizon is a
+// commit of its own, at max(now, last + 1).
+func (m *Model) Vacuum(now int64) {
+	moved := false
+	for _, t := range m.tables {
+		if t.def.RetainTx == 0 {
+			continue
+		}
+		h := min(now-t.def.RetainTx, m.lastTx)
+		if h <= t.horizon {
+			continue
+		}
+		t.horizon, moved = h, true
+		t.records = slices.DeleteFunc(t.records, func(r Record) bool { return r.TxTo != Infinity && r.TxTo <= h })
+	}
+	if moved {
+		m.lastTx = max(now, m.lastTx+1)
+	}
 }
 
 func aliveAt(records []Record, key string, tx int64) []Record {
@@ -264,7 +303,11 @@ func (m *Model) Snapshot(tableName string, valid, tx int64) ([]Record, error) {
 	}
 	var out []Record
 	for _, k := range keys {
-		if r, miss, _ := m.Get(tableName, k, valid, tx); miss == Found {
+		r, miss, err := m.Get(tableName, k, valid, tx)
+		if err != nil {
+			return nil, err
+		}
+		if miss == Found {
 			out = append(out, r)
 		}
 	}

@@ -30,6 +30,7 @@ type Txn struct {
 	m      *Model
 	nextSK map[string]uint64              // per table
 	lines  map[string]map[string][]Record // table -> key -> timeline
+	erased map[string]map[string]bool     // table -> keys erased (Erase)
 	done   bool
 }
 
@@ -39,7 +40,7 @@ func (m *Model) Begin() *Txn {
 	for name, t := range m.tables {
 		next[name] = t.nextSK
 	}
-	return &Txn{m: m, nextSK: next, lines: map[string]map[string][]Record{}}
+	return &Txn{m: m, nextSK: next, lines: map[string]map[string][]Record{}, erased: map[string]map[string]bool{}}
 }
 
 // current returns the stored versions of a key (records with TxTo = +∞).
@@ -102,6 +103,9 @@ func (tx *Txn) Put(tableName, key string, attrs Attrs, from, to int64) error {
 	if attrs, err = checkAttrs(&t.def, attrs); err != nil {
 		return err
 	}
+	if err := tx.checkErased(tableName, key); err != nil {
+		return err
+	}
 	for _, v := range line {
 		if v.ValidFrom == from && v.ValidTo == to && !v.Inferred && Identical(v.Attrs, attrs) {
 			return nil
@@ -121,6 +125,9 @@ func (tx *Txn) Delete(tableName, key string, from, to int64) error {
 	}
 	if from >= to {
 		return fmt.Errorf("%w: [%d, %d)", ErrInvalidPeriod, from, to)
+	}
+	if err := tx.checkErased(tableName, key); err != nil {
+		return err
 	}
 	tx.store(tableName, key, tx.carve(tableName, line, from, to))
 	return nil
@@ -159,6 +166,9 @@ func (tx *Txn) Upsert(tableName, key string, attrs Attrs, at int64) (Outcome, er
 		return 0, err
 	}
 	if attrs, err = checkAttrs(&t.def, attrs); err != nil {
+		return 0, err
+	}
+	if err := tx.checkErased(tableName, key); err != nil {
 		return 0, err
 	}
 	for i, v := range line {
@@ -244,6 +254,9 @@ func (tx *Txn) place(t *table, key string, line []Record, from, to int64, attrs 
 // DeleteAt ends the version in effect at at (rule 4).
 func (tx *Txn) DeleteAt(tableName, key string, at int64) (bool, error) {
 	_, line, err := tx.timeline(tableName, key)
+	if err == nil {
+		err = tx.checkErased(tableName, key)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -266,12 +279,18 @@ func (tx *Txn) DeleteAt(tableName, key string, at int64) (bool, error) {
 // Versions returns the key's timeline as the transaction sees it.
 func (tx *Txn) Versions(tableName, key string) ([]Record, error) {
 	_, line, err := tx.timeline(tableName, key)
+	if err == nil {
+		err = tx.checkErased(tableName, key)
+	}
 	return line, err
 }
 
 // Get returns the version in effect at valid as the transaction sees it.
 func (tx *Txn) Get(tableName, key string, valid int64) (Record, Miss, error) {
 	_, line, err := tx.timeline(tableName, key)
+	if err == nil {
+		err = tx.checkErased(tableName, key)
+	}
 	if err != nil {
 		return Record{}, 0, err
 	}
@@ -322,7 +341,11 @@ func (tx *Txn) Commit(at int64) (Commit, error) {
 			changes = append(changes, ch)
 		}
 	}
-	if c.Retired+c.Asserted == 0 {
+	erasures := 0
+	for _, keys := range tx.erased {
+		erasures += len(keys)
+	}
+	if c.Retired+c.Asserted+erasures == 0 {
 		return Commit{}, nil
 	}
 	if at <= tx.m.lastTx {
@@ -338,6 +361,10 @@ func (tx *Txn) Commit(at int64) (Commit, error) {
 			ch.t.records = append(ch.t.records, r)
 		}
 	}
+	for tableName, keys := range tx.erased {
+		t := tx.m.tables[tableName]
+		t.records = slices.DeleteFunc(t.records, func(r Record) bool { return keys[r.Key] })
+	}
 	for name, next := range tx.nextSK {
 		tx.m.tables[name].nextSK = next
 	}
@@ -350,4 +377,52 @@ func sortedKeys[V any](m map[string]V) []string {
 	keys := slices.Collect(maps.Keys(m))
 	sort.Strings(keys)
 	return keys
+}
+
+// Erase removes every record of key, at every transaction time, when the
+// transaction commits (rule 8): reads at every transaction time then answer as
+// for a key that never existed; surrogate keys are not reused. It fails with
+// ErrUnknownKey when the table never held the key (or an erasure removed all
+// it held), and with ErrErased when the transaction changed the key or erased
+// it already.
+func (tx *Txn) Erase(tableName, key string) error {
+	if tx.done {
+		return ErrFinished
+	}
+	t, err := tx.m.table(tableName)
+	if err != nil {
+		return err
+	}
+	if tx.erased[tableName][key] {
+		return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+	}
+	if line, ok := tx.lines[tableName][key]; ok {
+		cur := t.current(key)
+		if len(line) != len(cur) {
+			return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+		}
+		for i := range line {
+			if !line[i].SameContent(cur[i]) {
+				return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+			}
+		}
+	}
+	if !slices.ContainsFunc(t.records, func(r Record) bool { return r.Key == key }) {
+		return fmt.Errorf("%w: %s %s", ErrUnknownKey, tableName, key)
+	}
+	delete(tx.lines[tableName], key)
+	if tx.erased[tableName] == nil {
+		tx.erased[tableName] = map[string]bool{}
+	}
+	tx.erased[tableName][key] = true
+	return nil
+}
+
+// checkErased refuses an operation on a key the transaction erased, after the
+// operation's own validation (the order in which package txn reports them).
+func (tx *Txn) checkErased(tableName, key string) error {
+	if tx.erased[tableName][key] {
+		return fmt.Errorf("%w: %s %s", ErrErased, tableName, key)
+	}
+	return nil
 }

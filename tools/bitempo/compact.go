@@ -16,7 +16,8 @@ func (a *app) compactCmd() *cobra.Command {
 falls behind a bulk load and leaves a deep level 0 that every read consults, which
 made point reads about 2.5x slower in the peer benchmark until compacted. load
 compacts by itself after 100,000 rows; run compact after other large writes (many
-smaller loads, a CDC backfill through the library) before serving reads. Prints the
+smaller loads, a CDC backfill through the library) before serving reads. It also
+finishes a pending purge of erased data (see bitempo erase). Prints the
 store's size before and after on stderr (not with --quiet).`,
 		Example: `  bitempo compact --db ./bitempo.db`,
 		Args:    argsRange(0, 0, "no arguments"),

@@ -15,6 +15,7 @@ func (a *app) createCmd() *cobra.Command {
 		keys, keyTypes, track, trackExcept []string
 		groupBy                            []string
 		kind, axis, granularity            string
+		retainTx                           string
 		ignoreNulls                        bool
 	)
 	cmd := &cobra.Command{
@@ -43,6 +44,11 @@ aggregates a group's versions in effect at each requested time.`,
 				return err
 			}
 			def.IgnoreNulls = ignoreNulls
+			if retainTx != "" {
+				if def.RetainTx, err = parseRetention(retainTx); err != nil {
+					return usagef("create: --retain-tx: %v", err)
+				}
+			}
 			for _, g := range groupBy {
 				g = strings.TrimSpace(g)
 				if g == "" || slices.Contains(def.GroupBy, g) {
@@ -77,6 +83,7 @@ aggregates a group's versions in effect at each requested time.`,
 	f.StringVar(&axis, "axis", "time", "valid-time axis: time (RFC 3339), date (YYYY-MM-DD) or int")
 	f.StringVar(&granularity, "granularity", "", "valid-time granularity of a changes table: day, hour, minute, second or a tick count")
 	f.BoolVar(&ignoreNulls, "ignore-nulls", false, "changes tables: an attribute absent from an event keeps its previous value")
+	f.StringVar(&retainTx, "retain-tx", "", "transaction-time retention, e.g. 400d or 36h: bitempo vacuum drops records retired longer ago")
 	f.StringSliceVar(&groupBy, "group-by", nil, "attributes whose values group the versions, indexed for backfill (strings or integers)")
 	return cmd
 }
@@ -160,6 +167,9 @@ func describeTable(t *store.Table) string {
 	}
 	if t.Granularity > 0 {
 		s += fmt.Sprintf(", granularity %d ticks", t.Granularity)
+	}
+	if t.RetainTx > 0 {
+		s += ", retaining retired records for " + formatRetention(t.RetainTx)
 	}
 	return s
 }

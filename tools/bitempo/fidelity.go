@@ -61,6 +61,7 @@ type manifestTable struct {
 	Granularity int64                      `json:"granularity,omitempty"`
 	IgnoreNulls bool                       `json:"ignore_nulls,omitempty"`
 	Lateness    int64                      `json:"lateness,omitempty"`
+	RetainTx    int64                      `json:"retain_tx,omitempty"`
 	GroupBy     []string                   `json:"group_by,omitempty"`
 	Attrs       []string                   `json:"attrs"`
 	NextSK      uint64                     `json:"next_sk"`
@@ -462,7 +463,7 @@ func readManifest(dir string) (*manifest, error) {
 func manifestOf(d store.TableDef) manifestTable {
 	mt := manifestTable{Name: d.Name, Kind: d.Kind.String(), Axis: d.Axis.String(), Track: d.Track,
 		TrackExcept: d.TrackExcept, Granularity: d.Granularity, IgnoreNulls: d.IgnoreNulls,
-		Lateness: d.Lateness, GroupBy: d.GroupBy, NextSK: 1, Files: map[string]string{}, Counts: map[string]int64{}}
+		Lateness: d.Lateness, RetainTx: d.RetainTx, GroupBy: d.GroupBy, NextSK: 1, Files: map[string]string{}, Counts: map[string]int64{}}
 	for _, c := range d.Key {
 		mt.Key = append(mt.Key, manifestKeyColumn{c.Name, c.Type.String()})
 	}
@@ -478,7 +479,7 @@ func manifestOf(d store.TableDef) manifestTable {
 // tableDef is the catalog definition of a manifest table.
 func (mt *manifestTable) tableDef() (store.TableDef, error) {
 	def := store.TableDef{Name: mt.Name, Track: mt.Track, TrackExcept: mt.TrackExcept,
-		Granularity: mt.Granularity, IgnoreNulls: mt.IgnoreNulls, Lateness: mt.Lateness, GroupBy: mt.GroupBy}
+		Granularity: mt.Granularity, IgnoreNulls: mt.IgnoreNulls, Lateness: mt.Lateness, RetainTx: mt.RetainTx, GroupBy: mt.GroupBy}
 	if len(mt.Compare) > 0 {
 		def.Compare = map[string]store.CompareOptions{}
 		for name, c := range mt.Compare {

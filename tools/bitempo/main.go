@@ -117,6 +117,8 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 		a.backupCmd(),
 		a.exportCmd(),
 		a.importCmd(),
+		a.eraseCmd(),
+		a.vacuumCmd(),
 	)
 	return root
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 )
@@ -71,7 +72,12 @@ func changeFeed(db *store.DB, t *store.Table, since, until int64, fn func(tx int
 		if err != nil {
 			return err
 		}
-		if err := fn(c.Tx, c.Op.String(), &c.Version); err != nil {
+		op := c.Op.String()
+		if c.Op == query.Erased {
+			// The feed keeps no key of an erasure, only its reason and count.
+			op = fmt.Sprintf("erased a key (%d records; reason %q)", c.Erasure.Records, c.Erasure.Reason)
+		}
+		if err := fn(c.Tx, op, &c.Version); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,7 @@ func Random(rng *rand.Rand, n int, edge bool) Log {
 			clock -= int64(rng.IntN(10))
 		}
 		t.Clock = clock
+		t.Vacuum = rng.IntN(25) == 0
 		for range 1 + rng.IntN(4) {
 			t.Ops = append(t.Ops, g.op())
 		}
@@ -59,7 +60,12 @@ func Decode(data []byte, maxOps int) Log {
 			l.Txns = append(l.Txns, cur)
 			cur = Txn{Clock: clock}
 		default:
-			cur.Ops = append(cur.Ops, g.opOf(decodeKinds[c]))
+			k := decodeKinds[c]
+			if k == DeleteAt && len(r.b) > 0 && r.b[0] >= 0xf0 { // a rare erasure
+				r.byte()
+				k = Erase
+			}
+			cur.Ops = append(cur.Ops, g.opOf(k))
 			ops++
 		}
 	}
@@ -69,7 +75,8 @@ func Decode(data []byte, maxOps int) Log {
 	return l
 }
 
-// decodeKinds maps the operation bytes 0-5 of Decode's input to operations.
+// decodeKinds maps the operation bytes 0-5 of Decode's input to operations; a
+// 5 followed by a byte of 0xf0 or more is an Erase.
 var decodeKinds = [6]Kind{Put, Put, Delete, Upsert, Upsert, DeleteAt}
 
 type byteReader struct{ b []byte }
@@ -93,8 +100,13 @@ type generator struct {
 	recent map[string][]map[string]any // per table/key, the last records written
 }
 
-// op returns an operation: 35% upserts, 30% puts, 20% deletes, 15% delete-ats.
+// op returns an operation: about 35% upserts, 30% puts, 20% deletes, 15%
+// delete-ats, and one erasure in 60 (each erasure's commit purges, which costs
+// a flush and a compaction).
 func (g *generator) op() Op {
+	if g.next(60) == 0 {
+		return g.opOf(Erase)
+	}
 	switch r := g.next(20); {
 	case r < 7:
 		return g.opOf(Upsert)

@@ -31,9 +31,10 @@ const (
 	Delete
 	Upsert
 	DeleteAt
+	Erase
 )
 
-func (k Kind) String() string { return [...]string{"put", "delete", "upsert", "delete-at"}[k] }
+func (k Kind) String() string { return [...]string{"put", "delete", "upsert", "delete-at", "erase"}[k] }
 
 // Op is one write. Upsert and DeleteAt use From as their effective time.
 type Op struct {
@@ -52,6 +53,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("delete %s %s [%s, %s)", o.Table, o.Key, model.Tick(o.From), model.Tick(o.To))
 	case Upsert:
 		return fmt.Sprintf("upsert %s %s %s at %s", o.Table, o.Key, model.FormatAttrs(o.Attrs), model.Tick(o.From))
+	case Erase:
+		return fmt.Sprintf("erase %s %s", o.Table, o.Key)
 	}
 	return fmt.Sprintf("delete-at %s %s at %s", o.Table, o.Key, model.Tick(o.From))
 }
@@ -74,6 +77,8 @@ type Txn struct {
 	End End
 	// Clock is what the store's wall clock reads during the transaction.
 	Clock int64
+	// Vacuum runs DB.Vacuum (and the model's) after the transaction, at Clock.
+	Vacuum bool
 }
 
 func (t Txn) String() string {
@@ -82,6 +87,9 @@ func (t Txn) String() string {
 	for _, op := range t.Ops {
 		b.WriteString("\n    ")
 		b.WriteString(op.String())
+	}
+	if t.Vacuum {
+		b.WriteString("\n    then vacuum")
 	}
 	return b.String()
 }
@@ -119,10 +127,12 @@ type TableSpec struct {
 	Track       []string
 	TrackExcept []string
 	Compare     map[string]store.CompareOptions
+	// RetainTx is the table's transaction-time retention (Txn.Vacuum).
+	RetainTx int64
 }
 
 func (s TableSpec) String() string {
-	return fmt.Sprintf("%s track %v except %v compare %v", s.Name, s.Track, s.TrackExcept, s.Compare)
+	return fmt.Sprintf("%s track %v except %v compare %v retain %d", s.Name, s.Track, s.TrackExcept, s.Compare, s.RetainTx)
 }
 
 // KeyColumn is the name of every log table's single string key column.
@@ -132,20 +142,20 @@ const KeyColumn = "id"
 func (s TableSpec) StoreDef() store.TableDef {
 	return store.TableDef{
 		Name: s.Name, Key: []store.KeyColumn{{Name: KeyColumn, Type: store.String}},
-		Track: s.Track, TrackExcept: s.TrackExcept, Compare: s.Compare,
+		Track: s.Track, TrackExcept: s.TrackExcept, Compare: s.Compare, RetainTx: s.RetainTx,
 	}
 }
 
 // ModelDef returns the model's definition of the table.
 func (s TableSpec) ModelDef() model.Table {
-	return model.Table{Name: s.Name, Key: []string{KeyColumn}, Track: s.Track, TrackExcept: s.TrackExcept, Compare: model.CompareOf(s.Compare)}
+	return model.Table{Name: s.Name, Key: []string{KeyColumn}, Track: s.Track, TrackExcept: s.TrackExcept, Compare: model.CompareOf(s.Compare), RetainTx: s.RetainTx}
 }
 
 // DefaultTables are the tables logs run on: every attribute tracked with exact
-// comparison; two tracked attributes with trim/case-fold and rounding options;
+// comparison, with a transaction-time retention of 40 ticks; two tracked attributes with trim/case-fold and rounding options;
 // everything but one attribute tracked, with rounding to whole numbers.
 var DefaultTables = []TableSpec{
-	{Name: "exact"},
+	{Name: "exact", RetainTx: 40},
 	{Name: "tracked", Track: []string{"a", "b"}, Compare: map[string]store.CompareOptions{
 		"a": {Trim: true, FoldCase: true},
 		"b": {Round: true, Scale: 2},

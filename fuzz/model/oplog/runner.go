@@ -1,6 +1,7 @@
 package oplog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -25,6 +26,8 @@ type Runner struct {
 	// Stats counts what the operations did: Upsert outcomes, DeleteAt results,
 	// operation errors by class, and transaction endings.
 	Stats map[string]int
+	// erased holds the keys the current transaction erased.
+	erased map[tableKey]bool
 
 	tables []TableSpec
 	keys   []string
@@ -83,7 +86,29 @@ func (r *Runner) Txs() []int64 { return slices.Clone(r.txs) }
 // every operation's result and the transaction's view of the touched keys as it
 // goes, and then the commits. It returns a *Mismatch or a failure to run.
 func (r *Runner) Apply(i int, t Txn) error {
+	if err := r.apply(i, t); err != nil || !t.Vacuum {
+		return err
+	}
+	return r.vacuum(i)
+}
+
+// vacuum runs DB.Vacuum and the model's at the runner's clock.
+func (r *Runner) vacuum(i int) error {
+	before := r.DB.LastTx()
+	if _, err := r.DB.Vacuum(context.Background()); err != nil {
+		return &Mismatch{Txn: i, Detail: fmt.Sprintf("vacuum: %v", err)}
+	}
+	r.Model.Vacuum(r.clock)
+	r.Stats["vacuum"]++
+	if tx := r.DB.LastTx(); tx != before {
+		r.txs = append(r.txs, tx)
+	}
+	return nil
+}
+
+func (r *Runner) apply(i int, t Txn) error {
 	r.clock = t.Clock
+	r.erased = map[tableKey]bool{}
 	r.Stats["txn "+t.End.String()]++
 	mt := r.Model.Begin()
 	var mismatch error
@@ -173,6 +198,12 @@ func (r *Runner) applyOp(tx *txn.Tx, mt *model.Txn, op Op) string {
 		sok, serr = tx.DeleteAt(op.Table, key, op.From)
 		mok, merr = mt.DeleteAt(op.Table, op.Key, op.From)
 		got, want = fmt.Sprint(sok), fmt.Sprint(mok)
+	case Erase:
+		return r.applyErase(tx, mt, op)
+	}
+	if errors.Is(serr, txn.ErrErased) && errors.Is(merr, model.ErrErased) {
+		r.Stats[op.Kind.String()+", key erased in the transaction"]++
+		return ""
 	}
 	if sc, mc := errorClass(serr, store.ErrInvalidPeriod, txn.ErrInvalidAttr), errorClass(merr, model.ErrInvalidPeriod, model.ErrInvalidAttr); sc != mc || sc == "other" {
 		return fmt.Sprintf("store error %v, model error %v", serr, merr)
@@ -188,7 +219,37 @@ func (r *Runner) applyOp(tx *txn.Tx, mt *model.Txn, op Op) string {
 		stat += ", " + errorClass(serr, store.ErrInvalidPeriod, txn.ErrInvalidAttr)
 	}
 	r.Stats[stat]++
+	if r.erased[tableKey{op.Table, op.Key}] {
+		return "" // neither side shows an erased key inside its transaction
+	}
 	return r.compareTxView(tx, mt, op.Table, op.Key)
+}
+
+// applyErase runs an erasure on both sides: they must agree on whether it is
+// refused and why. Later operations on the key in the transaction are refused
+// on both sides (compared by the operations themselves).
+func (r *Runner) applyErase(tx *txn.Tx, mt *model.Txn, op Op) string {
+	class := func(err, unknown, erased error) string {
+		switch {
+		case err == nil:
+			return "erased"
+		case errors.Is(err, unknown):
+			return "unknown key"
+		case errors.Is(err, erased):
+			return "conflict"
+		}
+		return "other: " + err.Error()
+	}
+	got := class(tx.Erase(op.Table, store.Key{op.Key}), store.ErrUnknownKey, txn.ErrErased)
+	want := class(mt.Erase(op.Table, op.Key), model.ErrUnknownKey, model.ErrErased)
+	if got != want {
+		return fmt.Sprintf("erase: store says %s, model %s", got, want)
+	}
+	r.Stats["erase "+got]++
+	if got == "erased" {
+		r.erased[tableKey{op.Table, op.Key}] = true
+	}
+	return ""
 }
 
 // errorClass names the kind of an operation's error, so errors of the store and
@@ -393,10 +454,13 @@ func (r *Runner) checkKey(snap *store.Snapshot, table, key string) string {
 	for _, tx := range r.txPoints() {
 		at := r.resolve(tx)
 		sv, err := snap.KeyVersions(t, tuple, at)
-		if err != nil {
-			return fmt.Sprintf("KeyVersions at tx %d: %v", at, err)
+		mv, merr := r.Model.VersionsAt(table, key, at)
+		if beforeHorizon(err, merr) {
+			continue
 		}
-		mv, _ := r.Model.VersionsAt(table, key, at)
+		if err != nil || merr != nil {
+			return fmt.Sprintf("KeyVersions at tx %d: store %v, model %v", at, err, merr)
+		}
 		if got := records(sv); !slices.EqualFunc(got, mv, sameRecord) {
 			return fmt.Sprintf("versions at tx %d differ:\n  store %v\n  model %v", at, got, mv)
 		}
@@ -416,9 +480,13 @@ func (r *Runner) checkGet(reader store.Reader, table, key string, valid, tx int6
 		reader = r.DB
 	}
 	got, err := query.Get(reader, table, store.Key{key}, query.AsOf{Valid: valid, Tx: tx})
-	want, reason, _ := r.Model.Get(table, key, valid, r.resolve(tx))
+	want, reason, merr := r.Model.Get(table, key, valid, r.resolve(tx))
 	var miss *query.Miss
 	switch {
+	case beforeHorizon(err, merr):
+		return ""
+	case merr != nil:
+		return fmt.Sprintf("Get at valid %s tx %s: store %v, model %v", model.Tick(valid), model.Tick(tx), err, merr)
 	case err == nil && reason == model.Found && sameRecord(record(got), want):
 		return ""
 	case errors.As(err, &miss) && missOf(miss.Reason) == reason && reason != model.Found:
@@ -434,10 +502,13 @@ func (r *Runner) checkSnapshot(snap *store.Snapshot) string {
 	valid := int64(r.rng.IntN(MaxValid+3)) - 1
 	txs := r.txPoints()
 	tx := txs[r.rng.IntN(len(txs))]
-	want, _ := r.Model.Snapshot(spec.Name, valid, r.resolve(tx))
+	want, merr := r.Model.Snapshot(spec.Name, valid, r.resolve(tx))
 	got, err := collect(query.Snapshot(snap, spec.Name, query.AsOf{Valid: valid, Tx: tx}, query.KeyRange{}))
-	if err != nil {
-		return fmt.Sprintf("query.Snapshot: %v", err)
+	if beforeHorizon(err, merr) {
+		return ""
+	}
+	if err != nil || merr != nil {
+		return fmt.Sprintf("query.Snapshot: store %v, model %v", err, merr)
 	}
 	if !slices.EqualFunc(got, want, sameRecord) {
 		return fmt.Sprintf("snapshot of %s at valid %d tx %d differs:\n  store %v\n  model %v", spec.Name, valid, tx, got, want)
@@ -458,6 +529,12 @@ func (r *Runner) checkSnapshot(snap *store.Snapshot) string {
 			spec.Name, key, model.Tick(a), model.Tick(b), tx, gotH, wantH)
 	}
 	return ""
+}
+
+// beforeHorizon reports whether the store and the model both refused a read
+// before a table's retention horizon.
+func beforeHorizon(serr, merr error) bool {
+	return errors.Is(serr, store.ErrBeforeHorizon) && errors.Is(merr, model.ErrBeforeHorizon)
 }
 
 // collect drains a scan into model records.
