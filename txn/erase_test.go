@@ -33,22 +33,7 @@ import (
 //	events table=T key=K                  the key's event log
 //
 // Transaction times come from a clock stuck at 0: commits get tx 1, 2, 3, ...
-func TestEraseScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata/erase", func(t *testing.T, path string) {
-		db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { return 0 }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			out, err := runEraseCmd(db, d)
-			if err != nil {
-				return "error: " + err.Error() + "\n"
-			}
-			return out
-		})
-	})
-}
+func TestEraseScenarios(t *testing.T) { walkScenarios(t, "testdata/erase", runEraseCmd) }
 
 func runEraseCmd(db *store.DB, d *datadriven.TestData) (string, error) {
 	switch d.Cmd {

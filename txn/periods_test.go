@@ -37,15 +37,20 @@ var (
 //	audit table=T key=K                   every record of the key, in transaction order
 //
 // After every write the store is verified; a violated invariant fails the test.
-func TestPeriods(t *testing.T) {
-	datadriven.Walk(t, "testdata/periods", func(t *testing.T, path string) {
+func TestPeriods(t *testing.T) { walkScenarios(t, "testdata/periods", runPeriodsCmd) }
+
+// walkScenarios runs every scenario file under dir on a fresh in-memory store
+// whose clock is stuck at 0 (commits get tx 1, 2, 3, ...); a command's error is
+// its output.
+func walkScenarios(t *testing.T, dir string, run func(*store.DB, *datadriven.TestData) (string, error)) {
+	datadriven.Walk(t, dir, func(t *testing.T, path string) {
 		db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { return 0 }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			out, err := runPeriodsCmd(db, d)
+			out, err := run(db, d)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
