@@ -64,6 +64,9 @@ type Options struct {
 	// otherwise refuses with ErrCorrupt) by keeping every transaction before the
 	// damage and dropping the rest; the original log files are moved to a
 	// lost-wal-* directory of the store and DB.Recovery reports what was lost.
+	// It also opens a store whose live log was deleted (which Open otherwise
+	// refuses, when it can tell, with ErrCorrupt): with what the table files
+	// hold, moving nothing; DB.Recovery says the log was missing.
 	// A log whose last record was torn by a crash is not damaged: its torn
 	// record was never acknowledged, and Open drops it silently either way.
 	RecoverWAL bool
@@ -212,6 +215,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	if err := db.load(fresh); err != nil {
 		_ = db.engine.close()
+		if recovery != nil {
+			// Every commit, the store's own declaration included, was in the
+			// lost log: say so rather than only that the store does not exist.
+			return nil, fmt.Errorf("%w: %s: nothing of the store survived its write-ahead log (%s): %w", ErrCorrupt, dir, recovery, err)
+		}
 		return nil, err
 	}
 	if recovery != nil {

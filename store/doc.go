@@ -183,6 +183,22 @@
 //     store and reports, in DB.Recovery, the newest transaction kept and the
 //     transaction times of the dropped ones it could still read. A torn last
 //     record of the newest log is dropped silently, as before.
+//   - A deleted live write-ahead log, when it was the only one: Open fails with
+//     ErrCorrupt and ErrDamagedWAL, naming the range of log file numbers the
+//     missing log lies in, and changes nothing. The MANIFEST's version edits
+//     record the oldest unflushed log (manifestedit.go decodes them, and claims
+//     nothing on an edit it cannot decode); Pebble replays every *.log numbered
+//     at least that and never learns that one is missing. The check fires when
+//     no such log exists and an OPTIONS file numbered above that minimum does:
+//     Pebble's Open writes OPTIONS right after creating its log, so that log
+//     existed and was live. (Rejected: requiring the log numbered exactly the
+//     minimum, which does not exist after any reopen: Open's own flush records a
+//     number no log file gets, and a crash before Open creates its log leaves no
+//     live log at all, with every commit in table files; both are healthy.) With
+//     Options.RecoverWAL, Open opens what the table files hold and DB.Recovery
+//     says the log was missing; its commits cannot be listed. If nothing of the
+//     store was flushed, not even its own declaration, RecoverWAL fails with
+//     ErrCorrupt and ErrNotExist.
 //   - A disk that fills up: a commit whose write-ahead log write fails fails with
 //     ErrFailed (the store refuses everything until reopened; the commit is
 //     absent, or present whole). A commit that must wait for a flush while
@@ -200,14 +216,21 @@
 //     ErrLocked; and every commit checks that LOCK is the file it locked, failing
 //     with ErrLocked (and refusing every later write) once it is not.
 //
-// Not detected: a write-ahead log truncated at or between records, or deleted,
-// looks exactly like a crash that lost unsynced commits, so the commits in the
-// lost part are gone silently (only Pebble's MANIFEST knows which logs are
-// live, and it does not record their length). After a power loss (not a process
-// crash) the unsynced tail of the newest log may hold any bytes; if they happen
-// to include a readable chunk of the same log after a bad one, Open reports
-// damage where there was only a torn write, and RecoverWAL loses only commits
-// that were never acknowledged.
+// Not detected: a write-ahead log truncated at a record boundary (or at a bad
+// chunk of the newest log) looks exactly like a crash that lost unsynced
+// commits, because nothing on disk records how much of a log was synced: the
+// format bitempo pins writes no sync offsets into WAL chunks, and the MANIFEST
+// records which logs are live, never their length. The commits in the cut part
+// are gone silently. Nor is a deleted live log detected when another live log
+// remains (nothing records which log numbers existed: they come from the one
+// counter every file uses), or when every live log is deleted but the oldest
+// unflushed one dates from a flush after the store's last Open (no OPTIONS file
+// is newer than it). Both are left undetected rather than risk reporting a
+// healthy store or a crash as damaged. After a power loss (not a process crash)
+// the unsynced tail of the newest log may hold any bytes; if they happen to
+// include a readable chunk of the same log after a bad one, Open reports damage
+// where there was only a torn write, and RecoverWAL loses only commits that
+// were never acknowledged.
 //
 // # Backups and imports
 //

@@ -28,6 +28,11 @@ import (
 // after the damage are dropped too, so that the store holds a prefix of its
 // history and never a transaction whose predecessor is missing.
 type Recovery struct {
+	// Missing, if set, says that a live log was missing (deleted) rather than
+	// damaged: the store opened with what its table files hold, nothing was
+	// moved, File, Offset, SavedTo and LostTxs are unset, and Unreadable is set
+	// (the missing log's commits cannot be counted).
+	Missing string
 	// File is the damaged log and Offset where its damage begins.
 	File   string
 	Offset int64
@@ -49,6 +54,10 @@ type Recovery struct {
 
 func (r *Recovery) String() string {
 	var b strings.Builder
+	if r.Missing != "" {
+		fmt.Fprintf(&b, "%s; kept every transaction through tx %d that the table files hold; the commits in the missing log are lost and cannot be listed", r.Missing, r.KeptLastTx)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "write-ahead log %s is damaged at offset %d; kept every transaction through tx %d", r.File, r.Offset, r.KeptLastTx)
 	fmt.Fprintf(&b, "; dropped %d readable commit(s)", r.LostCommits)
 	if len(r.LostTxs) > 0 {
@@ -66,10 +75,13 @@ func (r *Recovery) String() string {
 
 // walDamage is a damaged live write-ahead log found before opening.
 type walDamage struct {
-	path  string
-	num   uint64
-	scan  *logScan
-	later []string // live logs after it, in order
+	// missing, if set, says which live log is missing (see missingLog); the
+	// other fields are then unset.
+	missing string
+	path    string
+	num     uint64
+	scan    *logScan
+	later   []string // live logs after it, in order
 }
 
 // checkFiles runs before Pebble opens an existing store. It refuses, with
@@ -93,12 +105,16 @@ func checkFiles(fsys vfs.FS, dir string, names []string, readOnlyOpen func(vfs.F
 		return nil, fmt.Errorf("%w: %s: the current MANIFEST %s is missing", ErrCorrupt, dir, current)
 	}
 	path := fsys.PathJoin(dir, current)
-	s, err := scanLog(fsys, path, 0, nil)
+	var edits manifestLogs
+	s, err := scanLog(fsys, path, 0, edits.add)
 	if err != nil {
 		return nil, fmt.Errorf("%w: read %s: %v", ErrIO, path, err)
 	}
 	if s.damaged(true) {
 		return nil, fmt.Errorf("%w: %s is damaged at offset %d (of %d bytes); the store was not opened and nothing was changed", ErrCorrupt, path, s.damageAt, s.size)
+	}
+	if missing := missingLog(names, &edits); missing != "" {
+		return &walDamage{missing: missing}, nil
 	}
 
 	logs := logFiles(names)
@@ -333,6 +349,15 @@ func checkBeforeOpen(fsys vfs.FS, dir string, popts *pebble.Options, opts Option
 	})
 	if err != nil || d == nil {
 		return nil, err
+	}
+	if d.missing != "" {
+		if !opts.RecoverWAL {
+			return nil, fmt.Errorf("%w: %w: %s: %s, so acknowledged commits would be lost; "+
+				"the store was not opened and nothing was changed (restore the log if you can; open it with RecoverWAL, or run bitempo recover, to keep what the table files hold)",
+				ErrCorrupt, ErrDamagedWAL, dir, d.missing)
+		}
+		// Nothing to move aside or rewrite: Pebble opens what is there.
+		return &Recovery{Missing: d.missing, Unreadable: true}, nil
 	}
 	lost := len(d.scan.lost)
 	if !opts.RecoverWAL {

@@ -20,6 +20,10 @@ directory inside the store. Prints which transactions were lost (the newest one
 kept, the transaction times of the dropped ones that could still be read), then
 verifies the store.
 
+A store whose live write-ahead log was deleted (Open names the range of log
+numbers it lies in) is opened with what its table files hold; the commits of
+the missing log are lost and cannot be listed. Put the log back first if you can.
+
 On a store whose log is intact, recover changes nothing and says so. Damage to
 other files (table files, the MANIFEST) cannot be recovered this way: restore
 the store from a backup.`,
