@@ -162,6 +162,12 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err != nil {
 		return err
 	}
+	// SIGINT and SIGTERM roll the load back instead of killing the process
+	// midway (SIGKILL cannot be caught, but a commit is atomic on disk). The
+	// handler goes in before the store is opened, so that an interrupt while
+	// it opens is reported too.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	db, err := a.open(false)
 	if err != nil {
 		return err
@@ -182,10 +188,6 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err != nil {
 		return err
 	}
-	// SIGINT and SIGTERM roll the load back instead of killing the process
-	// midway (SIGKILL cannot be caught, but a commit is atomic on disk).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	in, err := a.readInterruptible(ctx, t.Name, path, format)
 	if err != nil {
 		return err
