@@ -314,7 +314,7 @@ func (r *loadRun) commitMerged(rs *runSorter, nrows int, in *input) error {
 			return err
 		}
 		defer m.close()
-		applied, sinceFlush := 0, 0
+		sinceFlush := 0
 		var group []loadRow
 		for {
 			group, err = m.nextKey(group[:0], in)
@@ -362,7 +362,6 @@ func (r *loadRun) commitMerged(rs *runSorter, nrows int, in *input) error {
 				}
 			}
 			r.bar.add(len(group))
-			applied += len(group)
 			sinceFlush += len(group)
 		}
 		if len(overlaps) > 0 {
