@@ -41,7 +41,10 @@
 //     into a periods table sorts its rows by key, applies them key by key
 //     (txn.Tx.Flush) and spills the transaction's writes to disk past 64 MB,
 //     committing them by one atomic sstable ingestion; versions are those of the
-//     in-memory path, surrogate keys are numbered in key order. --batch-size N is
+//     in-memory path, surrogate keys are numbered in key order. From a CSV or
+//     JSONL file such a load never holds the file: it reads it twice (types,
+//     then checked rows into sorted runs on disk) and merges the runs into the
+//     transaction (load_stream.go), so its memory does not grow with the rows. --batch-size N is
 //     the opt-in batched mode: an interruption or failure stops between batches,
 //     names the rows that committed and says how to continue; reloading is safe
 //     (versions already stored, upserts already in effect and CDC batch ids

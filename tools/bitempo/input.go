@@ -34,6 +34,9 @@ type input struct {
 	// parquet describes the columns of a Parquet file (whose values are read
 	// as JSON values, see parquet.go); nil for CSV and JSONL.
 	parquet []pqReadColumn
+	// stats sums up each column's values for type inference when the file is
+	// streamed rather than held (load_stream.go); nil when rows holds the file.
+	stats []colStats
 }
 
 type inputRow struct {
@@ -115,7 +118,17 @@ func (in *input) parseCSV() error {
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 		return usagef("%s: the first line starts with '{': it looks like JSON lines, not CSV; give --format jsonl (CSV is the default for stdin and .csv files)", in.name)
 	}
-	r := csv.NewReader(bytes.NewReader(data))
+	return in.scanCSV(bytes.NewReader(data), func(r inputRow) error {
+		in.rows = append(in.rows, r)
+		return nil
+	})
+}
+
+// scanCSV reads CSV from src, a header line first, and hands each row that
+// splits into fields to emit, in file order; rows that do not are added to
+// in.bad. An error from emit stops the scan and is returned.
+func (in *input) scanCSV(src io.Reader, emit func(inputRow) error) error {
+	r := csv.NewReader(src)
 	header, err := r.Read()
 	if err == io.EOF {
 		return fmt.Errorf("%s: empty file, want a header line", in.name)
@@ -165,7 +178,9 @@ func (in *input) parseCSV() error {
 			in.bad = append(in.bad, bad)
 			continue
 		}
-		in.rows = append(in.rows, inputRow{line: line, vals: vals})
+		if err := emit(inputRow{line: line, vals: vals}); err != nil {
+			return err
+		}
 	}
 }
 
@@ -186,9 +201,36 @@ func (in *input) checkHeader() error {
 // parseJSONL reads one JSON object per line; the columns are the union of the
 // objects' fields in the order they first appear.
 func (in *input) parseJSONL() error {
-	sc := bufio.NewScanner(bytes.NewReader(in.data))
+	err := in.scanJSONL(bytes.NewReader(in.data), func(r inputRow) error {
+		in.rows = append(in.rows, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := range in.rows { // rows read before a column appeared lack it
+		in.rows[i].pad(len(in.cols))
+	}
+	return nil
+}
+
+// pad gives a JSONL row read before some columns appeared those columns, absent.
+func (r *inputRow) pad(cols int) {
+	for len(r.vals) < cols {
+		r.vals = append(r.vals, absent)
+	}
+}
+
+// scanJSONL reads JSON lines from src and hands each object to emit, in file
+// order, with the columns seen so far (pad gives it the later ones); lines that
+// are not objects are added to in.bad. An error from emit stops the scan.
+func (in *input) scanJSONL(src io.Reader, emit func(inputRow) error) error {
+	sc := bufio.NewScanner(src)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
 	index := map[string]int{}
+	for i, name := range in.cols { // a second pass over the file knows them all
+		index[name] = i
+	}
 	for line := 1; sc.Scan(); line++ {
 		text := bytes.TrimSpace(sc.Bytes())
 		if len(text) == 0 {
@@ -218,15 +260,12 @@ func (in *input) parseJSONL() error {
 			}
 			vals[j] = values[i]
 		}
-		in.rows = append(in.rows, inputRow{line: line, vals: vals})
+		if err := emit(inputRow{line: line, vals: vals}); err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %w", in.name, err)
-	}
-	for i := range in.rows { // rows read before a column appeared lack it
-		for len(in.rows[i].vals) < len(in.cols) {
-			in.rows[i].vals = append(in.rows[i].vals, absent)
-		}
 	}
 	return nil
 }

@@ -49,7 +49,8 @@ type loadRun struct {
 }
 
 // defaultSpillBytes is the memory a spilling load's writes may take before they
-// go to a sorted run on disk (--spill-bytes, hidden: tests make it tiny).
+// go to a sorted run on disk, and the memory a streamed load's rows take before
+// they go to a run (--spill-bytes: tests make it tiny).
 const defaultSpillBytes = 64 << 20
 
 // flushRows is the fewest rows between two flushes of a grouped load.

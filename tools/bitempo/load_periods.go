@@ -12,48 +12,62 @@ import (
 
 // commitVersions writes rows as versions (Put).
 func (r *loadRun) commitVersions() error {
-	var inserted, closed, unchanged int
+	var c versionCounts
 	if r.grouped {
 		r.groupByKey()
 	}
 	return r.commit(func(tx *txn.Tx, b batch) error {
-		inserted, closed, unchanged = 0, 0, 0
+		c = versionCounts{}
 		for i := b.lo; i < b.hi; i++ {
 			if err := r.tick(tx, i); err != nil {
 				return err
 			}
-			row := &r.rows[i]
-			existing, err := tx.Versions(r.t.Name, row.key)
-			if err != nil {
+			if err := r.putVersion(tx, &r.rows[i], &c); err != nil {
 				return err
 			}
-			same := false
-			for _, v := range existing {
-				if v.ValidFrom < row.to && row.from < v.ValidTo {
-					if v.ValidFrom == row.from && v.ValidTo == row.to && sameAttrs(v.Attrs, row.attrs) {
-						same = true
-					} else {
-						closed++
-					}
-				}
-			}
-			if same {
-				unchanged++
-				continue
-			}
-			if err := tx.Put(r.t.Name, row.key, row.attrs, row.from, row.to); err != nil {
-				return err
-			}
-			row.attrs = nil // the transaction holds its own copy
-			inserted++
 		}
 		return nil
-	}, func(c txn.Commit, b batch) {
-		r.sum.add(c)
-		r.sum.inserted += inserted
-		r.sum.closed += closed
-		r.sum.unchanged += unchanged
-	})
+	}, func(cm txn.Commit, b batch) { c.addTo(r.sum, cm) })
+}
+
+// versionCounts counts the outcomes of a versions load's rows.
+type versionCounts struct{ inserted, closed, unchanged int }
+
+func (c *versionCounts) addTo(s *loadSummary, cm txn.Commit) {
+	s.add(cm)
+	s.inserted += c.inserted
+	s.closed += c.closed
+	s.unchanged += c.unchanged
+}
+
+// putVersion writes one row as a version, unless the key holds that very
+// version already.
+func (r *loadRun) putVersion(tx *txn.Tx, row *loadRow, c *versionCounts) error {
+	existing, err := tx.Versions(r.t.Name, row.key)
+	if err != nil {
+		return err
+	}
+	same, closed := false, 0
+	for _, v := range existing {
+		if v.ValidFrom < row.to && row.from < v.ValidTo {
+			if v.ValidFrom == row.from && v.ValidTo == row.to && sameAttrs(v.Attrs, row.attrs) {
+				same = true
+			} else {
+				closed++
+			}
+		}
+	}
+	c.closed += closed
+	if same {
+		c.unchanged++
+		return nil
+	}
+	if err := tx.Put(r.t.Name, row.key, row.attrs, row.from, row.to); err != nil {
+		return err
+	}
+	row.attrs = nil // the transaction holds its own copy
+	c.inserted++
+	return nil
 }
 
 // commitUpserts applies rows as SCD2 changes (Upsert, DeleteAt) in ascending
@@ -73,7 +87,7 @@ func (r *loadRun) commitUpserts() error {
 	last := map[slot]*loadRow{}
 	for i := range rows {
 		s := slot{rows[i].tuple, rows[i].at}
-		if prev, ok := last[s]; ok && (prev.del != rows[i].del || !sameAttrs(prev.attrs, rows[i].attrs)) {
+		if prev, ok := last[s]; ok && conflicting(prev, &rows[i]) {
 			r.sum.conflicts++
 		}
 		last[s] = &rows[i]
@@ -81,52 +95,71 @@ func (r *loadRun) commitUpserts() error {
 	if r.grouped {
 		r.groupByKey() // stable: each key's rows stay in --at order
 	}
-	var counts [5]int // by txn.Outcome
-	var closedByDelete, missedDelete, late int
+	var c upsertCounts
 	return r.commit(func(tx *txn.Tx, b batch) error {
-		counts, closedByDelete, missedDelete, late = [5]int{}, 0, 0, 0
+		c = upsertCounts{}
 		for i := b.lo; i < b.hi; i++ {
 			if err := r.tick(tx, i); err != nil {
 				return err
 			}
-			row := &rows[i]
-			v, miss, err := tx.Get(r.t.Name, row.key, row.at)
-			if err != nil {
+			if err := r.upsert(tx, &rows[i], &c); err != nil {
 				return err
 			}
-			if (miss == store.Found && v.ValidTo != store.Infinity) || miss == store.InGap || miss == store.BeforeFirst {
-				late++
-			}
-			if row.del {
-				ok, err := tx.DeleteAt(r.t.Name, row.key, row.at)
-				if err != nil {
-					return err
-				}
-				if ok {
-					closedByDelete++
-				} else {
-					missedDelete++
-				}
-				continue
-			}
-			o, err := tx.Upsert(r.t.Name, row.key, row.attrs, row.at)
-			if err != nil {
-				return err
-			}
-			row.attrs = nil // the transaction holds its own copy
-			counts[o]++
 		}
 		return nil
-	}, func(c txn.Commit, b batch) {
-		r.sum.add(c)
-		r.sum.inserted += counts[txn.Inserted] + counts[txn.Changed]
-		r.sum.closed += counts[txn.Changed] + closedByDelete
-		r.sum.unchanged += counts[txn.Unchanged] + missedDelete
-		r.sum.noops += counts[txn.Unchanged]
-		r.sum.overwritten += counts[txn.Overwritten]
-		r.sum.merged += counts[txn.Merged]
-		r.sum.late += late
-	})
+	}, func(cm txn.Commit, b batch) { c.addTo(r.sum, cm) })
+}
+
+// conflicting reports whether two rows of one key and time disagree.
+func conflicting(x, y *loadRow) bool {
+	return x.del != y.del || !sameAttrs(x.attrs, y.attrs)
+}
+
+// upsertCounts counts the outcomes of a changes load's rows.
+type upsertCounts struct {
+	outcomes                           [5]int // by txn.Outcome
+	closedByDelete, missedDelete, late int
+}
+
+func (c *upsertCounts) addTo(s *loadSummary, cm txn.Commit) {
+	s.add(cm)
+	s.inserted += c.outcomes[txn.Inserted] + c.outcomes[txn.Changed]
+	s.closed += c.outcomes[txn.Changed] + c.closedByDelete
+	s.unchanged += c.outcomes[txn.Unchanged] + c.missedDelete
+	s.noops += c.outcomes[txn.Unchanged]
+	s.overwritten += c.outcomes[txn.Overwritten]
+	s.merged += c.outcomes[txn.Merged]
+	s.late += c.late
+}
+
+// upsert applies one row as an SCD2 change.
+func (r *loadRun) upsert(tx *txn.Tx, row *loadRow, c *upsertCounts) error {
+	v, miss, err := tx.Get(r.t.Name, row.key, row.at)
+	if err != nil {
+		return err
+	}
+	if (miss == store.Found && v.ValidTo != store.Infinity) || miss == store.InGap || miss == store.BeforeFirst {
+		c.late++
+	}
+	if row.del {
+		ok, err := tx.DeleteAt(r.t.Name, row.key, row.at)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.closedByDelete++
+		} else {
+			c.missedDelete++
+		}
+		return nil
+	}
+	o, err := tx.Upsert(r.t.Name, row.key, row.attrs, row.at)
+	if err != nil {
+		return err
+	}
+	row.attrs = nil // the transaction holds its own copy
+	c.outcomes[o]++
+	return nil
 }
 
 // add records a committed transaction.

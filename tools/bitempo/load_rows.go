@@ -126,6 +126,12 @@ func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map
 		if _, declared := p.attrTypes[i]; declared {
 			continue
 		}
+		if in.stats != nil { // a streamed file: its columns were summed up in a first pass
+			if typ, ok := p.inferStreamed(in, i); ok {
+				p.attrTypes[i] = typ
+			}
+			continue
+		}
 		if in.isJSON {
 			values := make([]any, len(in.rows))
 			for r := range in.rows {

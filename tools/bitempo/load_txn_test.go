@@ -87,12 +87,14 @@ func TestLoadFailingLastRowLeavesStoreUnchanged(t *testing.T) {
 
 // TestLoadInterrupt kills loads with SIGINT and SIGKILL at random moments: the
 // store is then exactly as before the load or as after the whole load, both
-// for a load held in memory and for one that spills to disk and ingests.
+// for a load held in memory and for one that spills to disk and ingests; the
+// spilling loads are streamed (load_stream.go), whose runs are removed.
 func TestLoadInterrupt(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		extra []string
-	}{{"in memory", nil}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}}} {
+	}{{"in memory", nil}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}},
+		{"streamed, many runs", streamed}} {
 		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra) })
 	}
 }
