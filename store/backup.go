@@ -80,16 +80,11 @@ func (db *DB) Backup(ctx context.Context, destDir string) error {
 	if !ok {
 		return fmt.Errorf("bitempo: backup: the storage engine cannot take checkpoints")
 	}
-	// Close takes compacting exclusively before it closes the engine; holding it
-	// shared keeps the engine open under the checkpoint.
-	db.compacting.RLock()
-	defer db.compacting.RUnlock()
-	db.mu.RLock()
-	closed := db.closed
-	db.mu.RUnlock()
-	if closed {
-		return ErrClosed
+	release, err := db.holdOpen()
+	if err != nil {
+		return err
 	}
+	defer release()
 	start := time.Now()
 	if err := cp.checkpoint(destDir); err != nil {
 		if errors.Is(err, fs.ErrExist) {

@@ -446,23 +446,34 @@ func (db *DB) Compact(ctx context.Context) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: compact", ErrReadOnly)
 	}
-	// Close waits for the compaction through compacting, not mu: holding mu
-	// would stall every commit (which takes mu to publish its transaction time)
-	// and, behind it, every new snapshot, for as long as the compaction runs.
-	db.compacting.RLock()
-	defer db.compacting.RUnlock()
-	db.mu.RLock()
-	closed := db.closed
-	db.mu.RUnlock()
-	if closed {
-		return ErrClosed
+	release, err := db.holdOpen()
+	if err != nil {
+		return err
 	}
+	defer release()
 	start := time.Now()
 	if err := db.engine.compact(ctx); err != nil {
 		return fmt.Errorf("bitempo: compact: %w", err)
 	}
 	db.opts.Logger.Info("bitempo: compacted", "dir", db.dir, "took", time.Since(start))
 	return nil
+}
+
+// holdOpen keeps the engine open for a maintenance call (Compact, Purge,
+// Backup) that runs beside readers and writers. Close takes compacting
+// exclusively before it closes the engine, so holding it shared is enough; mu
+// is not held, since every commit takes it to publish its transaction time and
+// would stall, and every new snapshot behind it, for the whole call.
+func (db *DB) holdOpen() (release func(), err error) {
+	db.compacting.RLock()
+	db.mu.RLock()
+	closed := db.closed
+	db.mu.RUnlock()
+	if closed {
+		db.compacting.RUnlock()
+		return nil, ErrClosed
+	}
+	return db.compacting.RUnlock, nil
 }
 
 // Dir returns the directory the store was opened in.

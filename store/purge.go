@@ -125,14 +125,11 @@ func (db *DB) Purge(ctx context.Context) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: purge", ErrReadOnly)
 	}
-	db.compacting.RLock()
-	defer db.compacting.RUnlock()
-	db.mu.RLock()
-	closed := db.closed
-	db.mu.RUnlock()
-	if closed {
-		return ErrClosed
+	release, err := db.holdOpen()
+	if err != nil {
+		return err
 	}
+	defer release()
 	return db.purgeLocked(ctx, false)
 }
 
