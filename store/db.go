@@ -459,6 +459,32 @@ func (db *DB) Compact(ctx context.Context) error {
 	return nil
 }
 
+// lockCatalog takes the writer lock and mu for a change to the catalog or the
+// attribute names outside a transaction (CreateTable, DropTable,
+// DeclareAttrNames), refusing a closed or read-only store; unlock releases
+// both.
+func (db *DB) lockCatalog(op string) (unlock func(), err error) {
+	if err := db.writer.lock(op); err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	switch {
+	case db.closed:
+		err = ErrClosed
+	case db.opts.ReadOnly:
+		err = ErrReadOnly
+	}
+	if err != nil {
+		db.mu.Unlock()
+		db.writer.unlock()
+		return nil, err
+	}
+	return func() {
+		db.mu.Unlock()
+		db.writer.unlock()
+	}, nil
+}
+
 // holdOpen keeps the engine open for a maintenance call (Compact, Purge,
 // Backup) that runs beside readers and writers. Close takes compacting
 // exclusively before it closes the engine, so holding it shared is enough; mu
@@ -495,18 +521,11 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 	if err := def.validate(); err != nil {
 		return nil, err
 	}
-	if err := db.writer.lock("CreateTable"); err != nil {
+	unlock, err := db.lockCatalog("CreateTable")
+	if err != nil {
 		return nil, err
 	}
-	defer db.writer.unlock()
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return nil, ErrClosed
-	}
-	if db.opts.ReadOnly {
-		return nil, ErrReadOnly
-	}
+	defer unlock()
 	if _, ok := db.tables[def.Name]; ok {
 		return nil, fmt.Errorf("%w: %q", ErrTableExists, def.Name)
 	}
@@ -572,18 +591,11 @@ func (db *DB) tableByID(id uint32) *Table {
 // reports them. Names the table has already seen keep their place. It commits on
 // its own: the order is presentation, not data, and survives a failed load.
 func (db *DB) DeclareAttrNames(t *Table, names []string) error {
-	if err := db.writer.lock("DeclareAttrNames"); err != nil {
+	unlock, err := db.lockCatalog("DeclareAttrNames")
+	if err != nil {
 		return err
 	}
-	defer db.writer.unlock()
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return ErrClosed
-	}
-	if db.opts.ReadOnly {
-		return ErrReadOnly
-	}
+	defer unlock()
 	var writes []kvWrite
 	var added []string
 	ords := db.attrOrd[t.ID]

@@ -16,18 +16,11 @@ import (
 // every record, keeps the history, which is what a user asking to drop a table
 // does not want).
 func (db *DB) DropTable(name string) error {
-	if err := db.writer.lock("DropTable"); err != nil {
+	unlock, err := db.lockCatalog("DropTable")
+	if err != nil {
 		return err
 	}
-	defer db.writer.unlock()
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return ErrClosed
-	}
-	if db.opts.ReadOnly {
-		return ErrReadOnly
-	}
+	defer unlock()
 	t, ok := db.tables[name]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownTable, name)
