@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/bitempo/bitempo/store"
+	"github.com/spf13/cobra"
+)
+
+// app holds what every command shares: the global flags and the process's streams.
+type app struct {
+	db     string
+	quiet  bool
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// stdoutTTY and stderrTTY say whether the streams are terminals: the default
+	// output format and the progress bar depend on it. stdinTTY says whether a
+	// command may ask a question (drop).
+	stdoutTTY, stderrTTY, stdinTTY bool
+}
+
+// Main runs the tool on the command line args (without the program name) with the
+// process's standard streams and returns the exit status for os.Exit.
+func Main(args []string) int {
+	a := &app{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr), stdinTTY: isTerminal(os.Stdin),
+	}
+	return a.run(args)
+}
+
+// run executes one command line and returns the exit status. It never lets a
+// panic escape as a Go stack trace: an internal error is one line on stderr.
+func (a *app) run(args []string) (status int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(a.stderr, "bitempo: internal error: %v\n", r)
+			status = exitFailure
+		}
+	}()
+	root := a.rootCmd()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	status = exitStatus(err)
+	msg := message(err, a.db)
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		msg = unknownCommand(err)
+	}
+	if status == exitUsage {
+		path := "bitempo"
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		msg += fmt.Sprintf(" (see: %s --help)", path)
+	}
+	fmt.Fprintln(a.stderr, msg)
+	return status
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bitempo",
+		Short: "Load, query, picture and check a bitempo store",
+		Long: `bitempo is the command line tool of the bitempo bitemporal store: it creates
+tables, loads CSV and JSONL files, answers as-of questions, computes point-in-time
+features (backfill), draws timelines, dumps the raw keys and verifies the store's
+invariants. It also reads and writes Parquet (load, resolve, backfill, export),
+backs up an open store (backup) and moves a whole store's history to a new store
+(export --all --history, import).
+
+Start with the demo, which builds ./bitempo-demo.db and explains what it shows:
+
+  bitempo demo
+
+Every command takes --db DIR (default ./bitempo.db). Flags may come before or
+after the arguments. Valid times are read and printed according to the table's
+axis: RFC 3339 (time), YYYY-MM-DD (date) or integers (int); transaction times are
+always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Version:       version(),
+	}
+	root.SetVersionTemplate("bitempo {{.Version}}\n")
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory")
+	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary lines on stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddCommand(
+		a.demoCmd(),
+		a.createCmd(),
+		a.loadCmd(),
+		a.getCmd(),
+		a.historyCmd(),
+		a.auditCmd(),
+		a.scanCmd(),
+		a.changesCmd(),
+		a.resolveCmd(),
+		a.backfillCmd(),
+		a.dumpCmd(),
+		a.verifyCmd(),
+		a.statsCmd(),
+		a.compactCmd(),
+		a.recoverCmd(),
+		a.tablesCmd(),
+		a.describeCmd(),
+		a.dropCmd(),
+		a.backupCmd(),
+		a.exportCmd(),
+		a.importCmd(),
+		a.eraseCmd(),
+		a.vacuumCmd(),
+	)
+	return root
+}
+
+// unknownCommand rewrites cobra's several-line "unknown command" error, with
+// its suggestions, as one line.
+func unknownCommand(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	msg := "bitempo: " + strings.TrimSpace(lines[0])
+	var suggestions []string
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "\t") && strings.TrimSpace(l) != "" {
+			suggestions = append(suggestions, strings.TrimSpace(l))
+		}
+	}
+	if len(suggestions) > 0 {
+		msg += "; did you mean " + strings.Join(suggestions, " or ") + "?"
+	}
+	return msg
+}
+
+// version is the tool's version: the module version it was built from
+// (go install ...@v1.2.3), else the VCS revision of a build in the repository.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	v := info.Main.Version
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (commit %.12s%s)", rev, modified)
+	}
+	return v + ", " + info.GoVersion
+}
+
+// action wraps a command's work so that its errors exit with status 1, while
+// usage errors keep status 2.
+func action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := fn(cmd, args)
+		if err == nil {
+			return nil
+		}
+		if _, ok := err.(*usageError); ok {
+			return err
+		}
+		if _, ok := err.(*failure); ok {
+			return err
+		}
+		return &failure{err: err}
+	}
+}
+
+// argsRange checks the number of positional arguments with a usage error.
+func argsRange(lo, hi int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || (hi >= 0 && len(args) > hi) {
+			return usagef("%s: want %s, got %d arguments", cmd.Name(), what, len(args))
+		}
+		return nil
+	}
+}
+
+// open opens the store of --db. Read commands open it read-only, so they run
+// beside a writer's lock-free readers and can never change it; every command but
+// create and demo requires the store to exist.
+func (a *app) open(readOnly bool) (*store.DB, error) {
+	return store.Open(a.db, store.Options{
+		ReadOnly:  readOnly,
+		MustExist: true,
+		Logger:    discardLogger(),
+	})
+}
+
+// openTable opens the store read-only and finds table name in it. The caller
+// closes the store; on error it is closed already.
+func (a *app) openTable(name string) (*store.DB, *store.Table, error) {
+	db, err := a.open(true)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := a.table(db, name)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return db, t, nil
+}
+
+// openKey is openTable for the commands that take NAME KEY...: args[0] names
+// the table, the rest are its key values.
+func (a *app) openKey(args []string) (*store.DB, *store.Table, store.Key, error) {
+	db, t, err := a.openTable(args[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err := parseKeyArgs(t, args[1:])
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, nil, err
+	}
+	return db, t, key, nil
+}
+
+// fileQuery checks the flags shared by the commands that answer for the rows of
+// an input file (resolve, backfill): the file's format, --tx and the output.
+func (a *app) fileQuery(formatFlag, path, txFlag string, out *outputFlags) (format string, tx int64, w rowWriter, err error) {
+	if format, err = inputFormat(formatFlag, path); err != nil {
+		return "", 0, nil, err
+	}
+	if tx, err = parseTx(txFlag); err != nil {
+		return "", 0, nil, usagef("--tx: %v", err)
+	}
+	if w, err = out.writer(a); err != nil {
+		return "", 0, nil, err
+	}
+	return format, tx, w, nil
+}
+
+// discardLogger silences Pebble's log: the tool reports errors itself, on one line.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// table looks a table up, listing the store's tables when the name is unknown.
+func (a *app) table(db *store.DB, name string) (*store.Table, error) {
+	t, err := db.Table(name)
+	if !errors.Is(err, store.ErrUnknownTable) {
+		return t, err
+	}
+	var names []string
+	for _, t := range db.Tables() {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w; %s has no tables yet (bitempo create NAME --key COL)", err, a.db)
+	}
+	return nil, fmt.Errorf("%w; the tables of %s are: %s", err, a.db, strings.Join(names, ", "))
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"github.com/bitempo/bitempo/store"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) auditCmd() *cobra.Command {
+	var (
+		out    outputFlags
+		prefix []string
+	)
+	cmd := &cobra.Command{
+		Use:   "audit NAME KEY... [--prefix KEY...]",
+		Short: "Print every record of keys, retired ones included, in transaction order",
+		Long: `Print the audit trail of a key: every record the store ever held for it, in the
+order of the transactions that asserted them, with tx_from (the transaction that
+asserted the record) and tx_to (the one that retired it; empty while current).
+It answers "what did we believe, and when did that change".
+
+KEY gives one value per key column. Several keys are their values one after the
+other (audit customers c1 c2), printed key by key in the order given; fewer values
+than key columns, or --prefix, select the keys starting with them that have a
+version at the latest commit, in key order.`,
+		Example: `  bitempo audit customers c1
+  bitempo audit customers c1 c2 --format json
+  bitempo audit prices --prefix sku-1`,
+		Args: argsRange(1, -1, "a table NAME and its KEY values"),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			db, t, err := a.openTable(args[0])
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			sel, err := parseKeySelection(t, args[1:], prefix)
+			if err != nil {
+				return err
+			}
+			w, err := out.writer(a)
+			if err != nil {
+				return err
+			}
+			keys, err := selectedKeys(db, t, sel)
+			if err != nil {
+				return err
+			}
+			var records []store.Version
+			for _, key := range keys {
+				rs, err := keyAudit(db, t, key)
+				if err != nil {
+					return err
+				}
+				records = append(records, rs...)
+			}
+			return writeVersions(w, newVersionColumns(db, t, true), records)
+		}),
+	}
+	out.register(cmd, false)
+	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them")
+	return cmd
+}

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/bitempo/bitempo/store"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) historyCmd() *cobra.Command {
+	var (
+		out              outputFlags
+		from, to, txFlag string
+		timeline         bool
+		prefix           []string
+	)
+	cmd := &cobra.Command{
+		Use:   "history NAME KEY... [--prefix KEY...] [--from T] [--to T] [--tx T] [--timeline]",
+		Short: "Print the versions of keys overlapping a valid-time window, as known at a transaction time",
+		Long: `Print the versions of a key whose valid period overlaps [--from, --to), in valid
+order, as the store knew them at --tx (default: the latest commit).
+
+KEY gives one value per key column. Several keys are their values one after the
+other (history customers c1 c2 c3), printed key by key in the order given; fewer
+values than key columns, or --prefix, select every key starting with them, in
+key order.
+
+--timeline draws the key's history instead: one block per transaction that changed
+the key, showing its versions as they stood after that transaction as bars on a
+valid-time axis (one row per version, '+' marks the rows that transaction
+asserted). It fits an 80-column terminal; use --from/--to to zoom in on a key with
+a long history.`,
+		Example: `  bitempo history customers c1
+  bitempo history customers c1 c2 --from 2024-01-01 --to 2025-01-01 --with-tx
+  bitempo history prices --prefix sku-1
+  bitempo history customers c1 --timeline`,
+		Args: argsRange(1, -1, "a table NAME and its KEY values"),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			db, t, err := a.openTable(args[0])
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			sel, err := parseKeySelection(t, args[1:], prefix)
+			if err != nil {
+				return err
+			}
+			lo, hi, err := parseWindow(t, from, to)
+			if err != nil {
+				return err
+			}
+			tx, err := parseTx(txFlag)
+			if err != nil {
+				return usagef("--tx: %v", err)
+			}
+			if timeline {
+				keys, err := selectedKeys(db, t, sel)
+				if err != nil {
+					return err
+				}
+				for i, key := range keys {
+					if i > 0 {
+						fmt.Fprintln(a.stdout)
+					}
+					if err := a.printTimeline(db, t, key, lo, hi, tx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			w, err := out.writer(a)
+			if err != nil {
+				return err
+			}
+			var versions []store.Version
+			if sel.keys == nil {
+				versions, err = rangeHistory(db, t, sel.prefix, lo, hi, tx)
+			}
+			for _, key := range sel.keys {
+				var vs []store.Version
+				if vs, err = keyHistory(db, t, key, lo, hi, tx); err != nil {
+					break
+				}
+				versions = append(versions, vs...)
+			}
+			if err != nil {
+				return err
+			}
+			return writeVersions(w, newVersionColumns(db, t, out.withTx), versions)
+		}),
+	}
+	out.register(cmd, true)
+	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them")
+	cmd.Flags().StringVar(&from, "from", "", "start of the valid-time window (default: the beginning of time)")
+	cmd.Flags().StringVar(&to, "to", "", "end of the valid-time window, exclusive (default: the end of time)")
+	cmd.Flags().StringVar(&txFlag, "tx", "latest", "transaction time: RFC 3339, now or latest")
+	cmd.Flags().BoolVar(&timeline, "timeline", false, "draw the history as a timeline, one block per transaction")
+	return cmd
+}
+
+// parseWindow parses --from and --to; empty means an open end.
+func parseWindow(t *store.Table, from, to string) (int64, int64, error) {
+	lo, hi := store.NegInfinity, store.Infinity
+	var err error
+	if from != "" {
+		if lo, err = parseAxisValue(t.Axis, from); err != nil {
+			return 0, 0, usagef("--from: %v", err)
+		}
+	}
+	if to != "" {
+		if hi, err = parseAxisValue(t.Axis, to); err != nil {
+			return 0, 0, usagef("--to: %v", err)
+		}
+	}
+	if lo >= hi {
+		return 0, 0, usagef("--from %s is not before --to %s", from, to)
+	}
+	return lo, hi, nil
+}
+
+// printTimeline draws a key's timeline from its audit trail.
+func (a *app) printTimeline(db *store.DB, t *store.Table, key store.Key, from, to, tx int64) error {
+	records, err := keyAudit(db, t, key)
+	if err != nil {
+		return err
+	}
+	limit := store.Infinity
+	if tx != 0 {
+		limit = tx
+	}
+	title := fmt.Sprintf("%s %s", t.Name, key)
+	return renderTimeline(a.stdout, title, records, timelineOpts{
+		axis: t.Axis, attrs: db.AttrNames(t), from: from, to: to, tx: limit,
+	})
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+)
+
+// keySelection is what the KEY... arguments of history and audit name: whole
+// keys, in the order given, or the keys starting with a prefix.
+type keySelection struct {
+	keys   []store.Key
+	prefix store.Key // leading key values; nil when keys are given
+}
+
+// parseKeySelection reads the KEY... arguments: as many values as the table
+// has key columns name one key; a multiple of that, several keys, one after the
+// other; fewer values, or --prefix, the keys starting with them.
+func parseKeySelection(t *store.Table, args []string, prefix []string) (keySelection, error) {
+	n := len(t.Key)
+	switch {
+	case len(prefix) > 0 && len(args) > 0:
+		return keySelection{}, usagef("give KEY values or --prefix, not both")
+	case len(prefix) > 0:
+		pk, err := parsePrefixArgs(t, prefix)
+		return keySelection{prefix: pk}, err
+	case len(args) == 0:
+		return keySelection{}, usagef("give the KEY values of table %s (%s), or --prefix", t.Name, keyColumnNames(t))
+	case len(args) < n:
+		pk, err := parsePrefixArgs(t, args)
+		return keySelection{prefix: pk}, err
+	case len(args)%n != 0:
+		return keySelection{}, usagef("table %s has a key of %d columns (%s): give %d values per key, got %d values",
+			t.Name, n, keyColumnNames(t), n, len(args))
+	}
+	var sel keySelection
+	for i := 0; i < len(args); i += n {
+		key, err := parseKeyArgs(t, args[i:i+n])
+		if err != nil {
+			return keySelection{}, err
+		}
+		sel.keys = append(sel.keys, key)
+	}
+	return sel, nil
+}
+
+func keyColumnNames(t *store.Table) string {
+	names := make([]string, len(t.Key))
+	for i, c := range t.Key {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// selectedKeys returns the keys of the selection that the table holds records
+// of, in the order given or, for a prefix, in key order.
+func selectedKeys(db *store.DB, t *store.Table, sel keySelection) ([]store.Key, error) {
+	if sel.keys != nil {
+		return sel.keys, nil
+	}
+	var keys []store.Key
+	var last []byte
+	for v, err := range query.HistoryRange(db, t.Name, query.KeyRange{Prefix: sel.prefix}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
+		if err != nil {
+			return nil, err
+		}
+		if last == nil || string(v.Tuple()) != string(last) {
+			keys = append(keys, v.Key)
+			last = v.Tuple()
+		}
+	}
+	return keys, nil
+}

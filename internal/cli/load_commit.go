@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// This file drives the transactions of a load. By default a load is one
+// transaction: every row commits at one transaction time or none does, so the
+// transaction log never holds a state that was not a whole file, and an
+// interrupted or failed load leaves the store exactly as it was. With
+// --batch-size N the rows are committed N at a time instead (the rejected
+// default of earlier versions, kept opt-in for loads too large for one
+// transaction's memory); an interruption then stops between batches and names
+// the rows that committed.
+
+// errInterrupted is returned from inside a load's transaction when SIGINT or
+// SIGTERM arrived: the transaction rolls back.
+var errInterrupted = errors.New("interrupted")
+
+// interruptCheckRows is how many rows a load applies between two looks at its
+// interrupt signal.
+const interruptCheckRows = 1024
+
+// loadRun is one load's commit phase.
+type loadRun struct {
+	a         *app
+	ctx       context.Context // cancelled by SIGINT or SIGTERM
+	db        *store.DB
+	t         *store.Table
+	mode      loadMode
+	rows      []loadRow
+	attrNames []string
+	size      int // --batch-size; 0: one transaction
+	sum       *loadSummary
+	bar       *progress
+	// grouped: the rows are sorted by key and the transaction is flushed key by
+	// key, its writes spilling to disk (spillRows); lastFlush is the row of the
+	// last flush.
+	grouped    bool
+	lastFlush  int
+	spillBytes int64
+}
+
+// defaultSpillBytes is the memory a spilling load's writes may take before they
+// go to a sorted run on disk, and the memory a streamed load's rows take before
+// they go to a run (--spill-bytes: tests make it tiny).
+const defaultSpillBytes = 64 << 20
+
+// flushRows is the fewest rows between two flushes of a grouped load.
+const flushRows = 4096
+
+// batch is one transaction's rows, rows[lo:hi].
+type batch struct{ lo, hi int }
+
+// commit runs body for each batch in a transaction of its own and then calls
+// done with the commit. body must call r.tick for every row it applies.
+func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.Commit, b batch)) error {
+	r.bar = r.a.newProgress("loading "+r.t.Name, len(r.rows))
+	defer r.bar.finish()
+	for _, b := range batches(len(r.rows), r.size) {
+		if r.ctx.Err() != nil {
+			return r.interrupted()
+		}
+		c, err := txn.Update(r.db, func(tx *txn.Tx) error {
+			if err := tx.DeclareAttrNames(r.t.Name, r.attrNames); err != nil {
+				return err
+			}
+			r.lastFlush = b[0]
+			if r.grouped {
+				if err := tx.SpillTo(r.db.Dir(), r.spillBytes); errors.Is(err, store.ErrBulkUnsupported) {
+					r.grouped = false // the engine cannot: keep the transaction in memory
+				} else if err != nil {
+					return err
+				}
+			}
+			if err := body(tx, batch{b[0], b[1]}); err != nil {
+				return err
+			}
+			if r.ctx.Err() != nil { // the last moment at which the batch can still be rolled back
+				return errInterrupted
+			}
+			return nil
+		})
+		if errors.Is(err, errInterrupted) {
+			return r.interrupted()
+		}
+		if err != nil {
+			return r.midway(err)
+		}
+		r.sum.committedRows += b[1] - b[0]
+		done(c, batch{b[0], b[1]})
+	}
+	return nil
+}
+
+// tick is called before row i is applied: it flushes a grouped load's finished
+// keys and reports an interruption, checked every interruptCheckRows rows.
+func (r *loadRun) tick(tx *txn.Tx, i int) error {
+	r.bar.add(1)
+	if r.grouped && i-r.lastFlush >= flushRows && r.rows[i].tuple != r.rows[i-1].tuple {
+		// Every row of the keys before row i is applied: hand them to the Writer.
+		if err := tx.Flush(); err != nil {
+			return err
+		}
+		r.lastFlush = i
+	}
+	if i%interruptCheckRows == 0 && r.ctx.Err() != nil {
+		return errInterrupted
+	}
+	return nil
+}
+
+// order names the order in which the rows of this load are applied.
+func (r *loadRun) order() string {
+	if r.mode == modeUpserts {
+		return "in --at order"
+	}
+	return "in file order"
+}
+
+// committedPart describes the rows committed so far, for an interruption or a
+// failure midway through a batched load.
+func (r *loadRun) committedPart() string {
+	n := r.sum.committedRows
+	last := r.rows[n-1]
+	return fmt.Sprintf("rows 1-%d of %d (%s; the last committed is %s line %d) were committed in %s; the rest is not loaded",
+		n, len(r.rows), r.order(), r.sum.file, last.line, describeTxs(r.sum.txs))
+}
+
+// howToContinue says how to finish a batched load that stopped midway.
+func (r *loadRun) howToContinue() string {
+	if r.mode == modeEvents {
+		return fmt.Sprintf("to continue, run the same command again with the same --batch-size %d: the committed batches are recognised by their batch ids and skipped", r.size)
+	}
+	return "to continue, run the same command again: rows already loaded change nothing"
+}
+
+// groupByKey sorts the rows by key, stably, for a load too large to hold its
+// transaction in memory: each key's rows keep their order, and keys are then
+// done one after the other and flushed. Per-key results are independent of the
+// other keys, so the versions are those of the file order; only surrogate keys
+// are numbered in key order instead of file order.
+func (r *loadRun) groupByKey() {
+	slices.SortStableFunc(r.rows, func(x, y loadRow) int { return strings.Compare(x.tuple, y.tuple) })
+}
+
+// interrupted is the error of a load stopped by a signal.
+func (r *loadRun) interrupted() error {
+	if r.sum.committedRows == 0 {
+		return &interruptedError{fmt.Sprintf("load %s: interrupted; nothing loaded, the store is as it was before", r.t.Name)}
+	}
+	return &interruptedError{fmt.Sprintf("load %s: interrupted; %s; %s", r.t.Name, r.committedPart(), r.howToContinue())}
+}
+
+// midway is the error of a commit that failed, after earlier batches committed
+// or not.
+func (r *loadRun) midway(err error) error {
+	if r.sum.committedRows == 0 {
+		return fmt.Errorf("load %s: %w; nothing loaded, the store is as it was before", r.t.Name, err)
+	}
+	return fmt.Errorf("load %s: %w; %s; %s", r.t.Name, err, r.committedPart(), r.howToContinue())
+}

@@ -1,0 +1,846 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"container/heap"
+	"context"
+	bin "encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// This file is the bounded load: a periods-table load of a CSV or JSONL file
+// of more than --spill-rows rows, in one transaction, never holding the file.
+//
+//   - Pass 1 streams the file once and sums up each column (colStats): the
+//     types inferred from these sums are those the in-memory path infers from
+//     every value, and the first inexact decimal of a column is the one it
+//     warns about.
+//   - Pass 2 streams the file again, checks and converts every row exactly as
+//     the in-memory path does (loadPlan.row), and writes the rows, encoded
+//     compactly, into runs on disk sorted by key (then --at for changes), file
+//     order breaking ties; a run is written whenever the rows held pass the
+//     --spill-bytes budget. A bad row stops here (or is skipped, --skip-bad):
+//     nothing has been written to the store.
+//   - The commit merges the runs and applies the rows key by key in one
+//     transaction, flushing finished keys to the spilling Writer (Tx.Flush).
+//
+// Memory is the budget for the rows of a run, one row per run while merging,
+// the rows of one key, and the Writer's own spill budget. The rejected
+// alternative, reading the file once and keeping its text in memory for a
+// second parse, needs the file's size in memory. Stdin (which cannot be read
+// twice) and Parquet files keep the in-memory path.
+
+// streamCheckRows is how many rows a pass reads between two looks at the
+// interrupt signal.
+const streamCheckRows = 4096
+
+// maxRunFanIn is how many runs a merge reads at once; more are first merged
+// into larger runs.
+const maxRunFanIn = 64
+
+// colStats sums up the values of one column for type inference, in one pass.
+type colStats struct {
+	nonEmpty, notInt, notDec, notBool bool // CSV texts
+	sawNumber, notAllInts             bool // JSON numbers
+	// inexactLine and inexact are the first decimal that a float64 cannot hold
+	// exactly, of the values that still allow a float64 column.
+	inexactLine int
+	inexact     string
+}
+
+// addText adds a CSV cell (see inferType).
+func (c *colStats) addText(s string, line int) {
+	if s == "" {
+		return
+	}
+	c.nonEmpty = true
+	c.notInt = c.notInt || !isInteger(s)
+	c.notDec = c.notDec || !isDecimal(s)
+	c.notBool = c.notBool || !isBool(s)
+	if !c.notDec && c.inexactLine == 0 && !exactFloat(s) {
+		c.inexactLine, c.inexact = line, s
+	}
+}
+
+// addJSON adds a JSON value (see inferJSONType).
+func (c *colStats) addJSON(v any, line int) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return
+	}
+	c.sawNumber = true
+	if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
+		c.notAllInts = true
+	}
+	if s := n.String(); s != "" && c.inexactLine == 0 && !exactFloat(s) {
+		c.inexactLine, c.inexact = line, s
+	}
+}
+
+// inferStreamed is makePlan's type inference for a streamed file: the result of
+// inferType or inferJSONType and keepExact over every value of column c.
+func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
+	s := in.stats[c]
+	var typ attrType
+	switch {
+	case in.isJSON && !s.sawNumber:
+		return 0, false
+	case in.isJSON && !s.notAllInts:
+		typ = typeInt64
+	case in.isJSON:
+		typ = typeFloat64
+	case s.nonEmpty && !s.notInt:
+		typ = typeInt64
+	case s.nonEmpty && !s.notDec:
+		typ = typeFloat64
+	case s.nonEmpty && !s.notBool:
+		typ = typeBool
+	default:
+		typ = typeString
+	}
+	if typ == typeFloat64 && s.inexactLine != 0 {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s line %d, column %q: %s cannot be held exactly by a float64, so the column is kept as text (--types %s=float64 rounds it instead)",
+			in.name, s.inexactLine, in.cols[c], s.inexact, in.cols[c]))
+		typ = typeString
+	}
+	return typ, true
+}
+
+// streamable reports whether a load reads its file in two passes instead of
+// holding it: a one-transaction periods-table load of a CSV or JSONL file with
+// more lines than --spill-rows (a row takes at least one line, so fewer lines
+// means the in-memory path, without reading the file twice).
+func streamable(path, format string, mode loadMode, lf *loadFlags) (bool, error) {
+	if path == "-" || format == "parquet" || mode == modeEvents || lf.batchSize != 0 {
+		return false, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	lines, last := 0, byte('\n')
+	for lines <= lf.spillRows {
+		n, err := f.Read(buf)
+		lines += bytes.Count(buf[:n], []byte{'\n'})
+		if n > 0 {
+			last = buf[n-1]
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	if last != '\n' {
+		lines++
+	}
+	return lines > lf.spillRows, nil
+}
+
+// scanFile streams the rows of path to emit (pass 1 and pass 2), into in:
+// the columns, and in.bad for rows that do not split into fields.
+func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", in.name, err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	rows := 0
+	each := func(r inputRow) error {
+		if rows++; rows%streamCheckRows == 0 && ctx.Err() != nil {
+			return errInterrupted
+		}
+		return emit(r)
+	}
+	in.bad = nil
+	if in.isJSON { // keeps the columns of an earlier pass: rows get them all
+		return in.scanJSONL(br, each)
+	}
+	in.cols = nil
+	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3)
+	}
+	head, _ := br.Peek(64 << 10)
+	if bytes.HasPrefix(bytes.TrimSpace(head), []byte("{")) {
+		return usagef("%s: the first line starts with '{': it looks like JSON lines, not CSV; give --format jsonl (CSV is the default for stdin and .csv files)", in.name)
+	}
+	return in.scanCSV(br, each)
+}
+
+// loadStreamed is the bounded load (see the top of this file). It returns the
+// summary of the committed load and the number of rows loaded; small says the
+// file turned out to hold no more than --spill-rows rows, and the caller
+// loads it in memory instead.
+func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mode loadMode, lf *loadFlags,
+	types map[string]attrType, path, format string) (sum *loadSummary, small bool, err error) {
+	in := &input{name: path, isJSON: format == "jsonl"}
+	nothing := func() error {
+		return &interruptedError{fmt.Sprintf("load %s: interrupted; nothing loaded, the store is as it was before", t.Name)}
+	}
+	// Pass 1: count the rows and sum up the columns.
+	nrows := 0
+	err = in.scanFile(ctx, path, func(r inputRow) error {
+		nrows++
+		for len(in.stats) < len(r.vals) {
+			in.stats = append(in.stats, colStats{})
+		}
+		for i, v := range r.vals {
+			if in.isJSON {
+				in.stats[i].addJSON(v, r.line)
+			} else {
+				in.stats[i].addText(v.(string), r.line)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errInterrupted) {
+		return nil, false, nothing()
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if nrows <= lf.spillRows {
+		return nil, true, nil
+	}
+	for len(in.stats) < len(in.cols) {
+		in.stats = append(in.stats, colStats{})
+	}
+	plan, err := makePlan(in, t, mode, lf, types)
+	if err != nil && len(in.bad) > 0 {
+		return nil, false, fmt.Errorf("load %s: %w; nothing loaded", t.Name, in.bad[0])
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	for _, w := range plan.warnings {
+		fmt.Fprintf(a.stderr, "bitempo: warning: %s\n", w)
+	}
+
+	// Pass 2: check and convert every row into sorted runs.
+	dir, err := os.MkdirTemp(db.Dir(), "bitempo-spill-load-")
+	if err != nil {
+		return nil, false, fmt.Errorf("load %s: %w", t.Name, err)
+	}
+	defer os.RemoveAll(dir)
+	rs := &runSorter{dir: dir, budget: max(lf.spillBytes, 1), byAt: mode == modeUpserts, attrCols: plan.attrCols}
+	var bad []*rowError
+	good := 0
+	errBad := errors.New("bad row")
+	err = in.scanFile(ctx, path, func(r inputRow) error {
+		if len(in.bad) > 0 && !lf.skipBad {
+			return errBad
+		}
+		r.pad(len(in.cols))
+		row, rerr := plan.row(in, &r)
+		if rerr != nil {
+			bad = append(bad, rerr)
+			if !lf.skipBad {
+				return errBad
+			}
+			return nil
+		}
+		good++
+		return rs.add(&row, in)
+	})
+	if err == nil {
+		err = rs.finish()
+	}
+	switch {
+	case errors.Is(err, errInterrupted):
+		return nil, false, nothing()
+	case err != nil && !errors.Is(err, errBad):
+		return nil, false, fmt.Errorf("load %s: %w; nothing loaded", t.Name, err)
+	}
+	bad = append(in.bad, bad...)
+	slices.SortStableFunc(bad, func(x, y *rowError) int { return x.line - y.line })
+	if len(bad) > 0 && !lf.skipBad {
+		return nil, false, fmt.Errorf("load %s: %w; nothing loaded (--skip-bad skips such rows)", t.Name, bad[0])
+	}
+	for _, e := range bad {
+		fmt.Fprintf(a.stderr, "bitempo: skipped %v\n", e)
+	}
+	if ctx.Err() != nil {
+		return nil, false, nothing()
+	}
+
+	// The commit: merge the runs, apply key by key.
+	sum = &loadSummary{table: t.Name, file: in.name, rows: good, skipped: len(bad), mode: mode}
+	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, sum: sum, spillBytes: lf.spillBytes}
+	for _, i := range plan.attrCols {
+		run.attrNames = append(run.attrNames, in.cols[i])
+	}
+	if err := run.commitMerged(rs, good, in); err != nil {
+		return nil, false, err
+	}
+	return sum, false, nil
+}
+
+// commitMerged applies the sorted rows of rs key by key in one transaction.
+func (r *loadRun) commitMerged(rs *runSorter, nrows int, in *input) error {
+	r.bar = r.a.newProgress("loading "+r.t.Name, nrows)
+	defer r.bar.finish()
+	var vc versionCounts
+	var uc upsertCounts
+	var overlaps []string
+	c, err := txn.Update(r.db, func(tx *txn.Tx) error {
+		vc, uc, overlaps = versionCounts{}, upsertCounts{}, nil
+		conflicts := 0
+		if err := tx.DeclareAttrNames(r.t.Name, r.attrNames); err != nil {
+			return err
+		}
+		if err := tx.SpillTo(r.db.Dir(), r.spillBytes); err != nil && !errors.Is(err, store.ErrBulkUnsupported) {
+			return err
+		}
+		m, err := rs.merge()
+		if err != nil {
+			return err
+		}
+		defer m.close()
+		sinceFlush := 0
+		var group []loadRow
+		for {
+			group, err = m.nextKey(group[:0], in)
+			if err != nil {
+				return err
+			}
+			if len(group) == 0 {
+				break
+			}
+			if r.ctx.Err() != nil {
+				return errInterrupted
+			}
+			if sinceFlush >= flushRows {
+				if err := tx.Flush(); err != nil {
+					return err
+				}
+				sinceFlush = 0
+			}
+			switch r.mode {
+			case modeVersions:
+				idx := make([]int, len(group))
+				for i := range idx {
+					idx[i] = i
+				}
+				overlaps = keyOverlaps(overlaps, in.name, r.t, group, idx)
+			case modeUpserts:
+				for i := 1; i < len(group); i++ {
+					if group[i].at == group[i-1].at && conflicting(&group[i-1], &group[i]) {
+						conflicts++
+					}
+				}
+			}
+			for i := range group {
+				if len(overlaps) > 0 {
+					break // the load fails: only the check goes on
+				}
+				var err error
+				if r.mode == modeVersions {
+					err = r.putVersion(tx, &group[i], &vc)
+				} else {
+					err = r.upsert(tx, &group[i], &uc)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			r.bar.add(len(group))
+			sinceFlush += len(group)
+		}
+		if len(overlaps) > 0 {
+			return errOverlaps
+		}
+		if r.ctx.Err() != nil { // the last moment at which the load can still be rolled back
+			return errInterrupted
+		}
+		r.sum.conflicts = conflicts
+		return nil
+	})
+	switch {
+	case errors.Is(err, errOverlaps):
+		return r.a.overlapError(r.t, overlaps)
+	case errors.Is(err, errInterrupted):
+		return r.interrupted()
+	case err != nil:
+		return r.midway(err)
+	}
+	r.sum.committedRows = nrows
+	if r.mode == modeVersions {
+		vc.addTo(r.sum, c)
+	} else {
+		uc.addTo(r.sum, c)
+	}
+	return nil
+}
+
+// errOverlaps rolls back a streamed versions load whose rows overlap.
+var errOverlaps = errors.New("overlapping rows")
+
+// runSorter collects encoded rows and writes them to sorted runs.
+type runSorter struct {
+	dir      string
+	budget   int64
+	byAt     bool  // sort a key's rows by --at (changes), else file order
+	attrCols []int // the plan's attribute columns, which records name by index
+	held     []runRow
+	heldSize int64
+	seq      uint64
+	runs     []string
+	written  int // run files written, merged ones included
+	buf      []byte
+}
+
+// runName names a new run file.
+func (rs *runSorter) runName() string {
+	rs.written++
+	return filepath.Join(rs.dir, fmt.Sprintf("run-%06d", rs.written))
+}
+
+// runRow is one row in a run: its sort key and its encoded record.
+type runRow struct {
+	tuple string
+	at    int64
+	seq   uint64 // file order
+	rec   []byte
+}
+
+func (rs *runSorter) compare(x, y *runRow) int {
+	if c := cmp.Compare(x.tuple, y.tuple); c != 0 {
+		return c
+	}
+	if rs.byAt {
+		if c := cmp.Compare(x.at, y.at); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(x.seq, y.seq)
+}
+
+// add encodes a checked row and holds it, writing a run past the budget.
+func (rs *runSorter) add(row *loadRow, in *input) error {
+	rec, err := encodeRow(nil, row, in, rs.attrCols)
+	if err != nil {
+		return err
+	}
+	rs.held = append(rs.held, runRow{tuple: row.tuple, at: row.at, seq: rs.seq, rec: rec})
+	rs.seq++
+	rs.heldSize += int64(len(rec)+len(row.tuple)) + 64
+	if rs.heldSize >= rs.budget {
+		return rs.writeRun()
+	}
+	return nil
+}
+
+// writeRun sorts the rows held and writes them as a run.
+func (rs *runSorter) writeRun() error {
+	if len(rs.held) == 0 {
+		return nil
+	}
+	slices.SortFunc(rs.held, func(x, y runRow) int { return rs.compare(&x, &y) })
+	name := rs.runName()
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := range rs.held {
+		rs.buf = appendRunRow(rs.buf[:0], &rs.held[i])
+		if _, err := w.Write(rs.buf); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	rs.runs = append(rs.runs, name)
+	clear(rs.held)
+	rs.held, rs.heldSize = rs.held[:0], 0
+	return nil
+}
+
+// finish writes the last run and merges runs until at most maxRunFanIn are left.
+func (rs *runSorter) finish() error {
+	if err := rs.writeRun(); err != nil {
+		return err
+	}
+	for len(rs.runs) > maxRunFanIn {
+		m, err := openMerge(rs, rs.runs[:maxRunFanIn])
+		if err != nil {
+			return err
+		}
+		name := rs.runName()
+		if err := m.writeTo(name); err != nil {
+			m.close()
+			return err
+		}
+		m.close()
+		for _, old := range rs.runs[:maxRunFanIn] {
+			_ = os.Remove(old)
+		}
+		rs.runs = append(rs.runs[maxRunFanIn:], name)
+	}
+	return nil
+}
+
+// merge opens every run for reading in sort order.
+func (rs *runSorter) merge() (*runMerge, error) { return openMerge(rs, rs.runs) }
+
+// appendRunRow frames a run row: lengths, tuple, at, seq, record.
+func appendRunRow(dst []byte, r *runRow) []byte {
+	dst = bin.AppendUvarint(dst, uint64(len(r.tuple)))
+	dst = append(dst, r.tuple...)
+	dst = bin.AppendVarint(dst, r.at)
+	dst = bin.AppendUvarint(dst, r.seq)
+	dst = bin.AppendUvarint(dst, uint64(len(r.rec)))
+	return append(dst, r.rec...)
+}
+
+// readRunRow reads one framed run row; io.EOF at the end of the run.
+func readRunRow(br *bufio.Reader, r *runRow) error {
+	n, err := bin.ReadUvarint(br)
+	if err != nil {
+		return err // io.EOF between rows: the end
+	}
+	tuple := make([]byte, n)
+	if _, err := io.ReadFull(br, tuple); err != nil {
+		return errRunCorrupt
+	}
+	if r.at, err = bin.ReadVarint(br); err != nil {
+		return errRunCorrupt
+	}
+	if r.seq, err = bin.ReadUvarint(br); err != nil {
+		return errRunCorrupt
+	}
+	if n, err = bin.ReadUvarint(br); err != nil {
+		return errRunCorrupt
+	}
+	r.tuple, r.rec = string(tuple), make([]byte, n)
+	if _, err := io.ReadFull(br, r.rec); err != nil {
+		return errRunCorrupt
+	}
+	return nil
+}
+
+// errRunCorrupt: a run file of this load did not read back as written.
+var errRunCorrupt = errors.New("a sorted run file of the load is truncated or corrupt")
+
+// runMerge reads runs in sort order (a heap of their current rows).
+type runMerge struct {
+	rs    *runSorter
+	files []*os.File
+	heads []runHead
+	cur   runRow // the row after the last key returned, if haveCur
+	has   bool
+}
+
+type runHead struct {
+	row runRow
+	br  *bufio.Reader
+}
+
+func openMerge(rs *runSorter, runs []string) (*runMerge, error) {
+	m := &runMerge{rs: rs}
+	for _, name := range runs {
+		f, err := os.Open(name)
+		if err != nil {
+			m.close()
+			return nil, err
+		}
+		m.files = append(m.files, f)
+		h := runHead{br: bufio.NewReaderSize(f, 64<<10)}
+		switch err := readRunRow(h.br, &h.row); {
+		case err == io.EOF:
+			continue
+		case err != nil:
+			m.close()
+			return nil, err
+		}
+		m.heads = append(m.heads, h)
+	}
+	heap.Init(m)
+	return m, nil
+}
+
+func (m *runMerge) Len() int           { return len(m.heads) }
+func (m *runMerge) Less(i, j int) bool { return m.rs.compare(&m.heads[i].row, &m.heads[j].row) < 0 }
+func (m *runMerge) Swap(i, j int)      { m.heads[i], m.heads[j] = m.heads[j], m.heads[i] }
+func (m *runMerge) Push(x any)         { m.heads = append(m.heads, x.(runHead)) }
+func (m *runMerge) Pop() any {
+	h := m.heads[len(m.heads)-1]
+	m.heads = m.heads[:len(m.heads)-1]
+	return h
+}
+
+// next returns the next row in sort order; ok false at the end.
+func (m *runMerge) next() (runRow, bool, error) {
+	if len(m.heads) == 0 {
+		return runRow{}, false, nil
+	}
+	row := m.heads[0].row
+	switch err := readRunRow(m.heads[0].br, &m.heads[0].row); {
+	case err == io.EOF:
+		heap.Pop(m)
+	case err != nil:
+		return runRow{}, false, err
+	default:
+		heap.Fix(m, 0)
+	}
+	return row, true, nil
+}
+
+// nextKey appends the rows of the next key to dst, decoded; none at the end.
+func (m *runMerge) nextKey(dst []loadRow, in *input) ([]loadRow, error) {
+	if !m.has {
+		row, ok, err := m.next()
+		if err != nil || !ok {
+			return dst, err
+		}
+		m.cur, m.has = row, true
+	}
+	tuple := m.cur.tuple
+	for m.has && m.cur.tuple == tuple {
+		lr, err := decodeRow(m.cur.rec, tuple, in, m.rs.attrCols)
+		if err != nil {
+			return dst, err
+		}
+		lr.at = m.cur.at
+		dst = append(dst, lr)
+		row, ok, err := m.next()
+		if err != nil {
+			return dst, err
+		}
+		m.cur, m.has = row, ok
+	}
+	return dst, nil
+}
+
+// writeTo writes every row, in order, to a new run file.
+func (m *runMerge) writeTo(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var buf []byte
+	for {
+		row, ok, err := m.next()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if !ok {
+			break
+		}
+		buf = appendRunRow(buf[:0], &row)
+		if _, err := w.Write(buf); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (m *runMerge) close() {
+	for _, f := range m.files {
+		f.Close()
+	}
+	m.files = nil
+}
+
+// Value tags of the run encoding.
+const (
+	tagNull byte = iota
+	tagInt
+	tagUint
+	tagFloat
+	tagFalse
+	tagTrue
+	tagString
+	tagBytes
+	tagTime
+)
+
+// encodeRow encodes a checked row for a run: line, from, to, seq, del, the key
+// components and the attributes (by their index in attrCols). The tuple and
+// --at time are in the run row's frame.
+func encodeRow(dst []byte, row *loadRow, in *input, attrCols []int) ([]byte, error) {
+	dst = bin.AppendUvarint(dst, uint64(row.line))
+	dst = bin.AppendVarint(dst, row.from)
+	dst = bin.AppendVarint(dst, row.to)
+	dst = bin.AppendVarint(dst, row.seq)
+	dst = append(dst, map[bool]byte{false: 0, true: 1}[row.del])
+	dst = bin.AppendUvarint(dst, uint64(len(row.key)))
+	var err error
+	for _, c := range row.key {
+		if dst, err = appendValue(dst, c); err != nil {
+			return nil, err
+		}
+	}
+	dst = bin.AppendUvarint(dst, uint64(len(row.attrs)))
+	for i, c := range attrCols {
+		v, ok := row.attrs[in.cols[c]]
+		if !ok {
+			continue
+		}
+		dst = bin.AppendUvarint(dst, uint64(i))
+		if dst, err = appendValue(dst, v); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}
+
+func appendValue(dst []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, tagNull), nil
+	case int64:
+		return bin.AppendVarint(append(dst, tagInt), x), nil
+	case uint64:
+		return bin.AppendUvarint(append(dst, tagUint), x), nil
+	case float64:
+		return bin.BigEndian.AppendUint64(append(dst, tagFloat), math.Float64bits(x)), nil
+	case bool:
+		if x {
+			return append(dst, tagTrue), nil
+		}
+		return append(dst, tagFalse), nil
+	case string:
+		return append(bin.AppendUvarint(append(dst, tagString), uint64(len(x))), x...), nil
+	case []byte:
+		return append(bin.AppendUvarint(append(dst, tagBytes), uint64(len(x))), x...), nil
+	case time.Time:
+		return bin.AppendVarint(append(dst, tagTime), x.UnixMicro()), nil
+	}
+	return nil, fmt.Errorf("a value of type %T cannot go into a sorted run", v)
+}
+
+// decodeRow decodes a record of encodeRow.
+func decodeRow(b []byte, tuple string, in *input, attrCols []int) (loadRow, error) {
+	d := runDecoder{b: b}
+	row := loadRow{line: int(d.uvarint()), tuple: tuple}
+	row.from, row.to, row.seq = d.varint(), d.varint(), d.varint()
+	row.del = d.byte() == 1
+	row.key = make(store.Key, d.uvarint())
+	for i := range row.key {
+		row.key[i] = d.value()
+	}
+	n := int(d.uvarint())
+	row.attrs = make(store.Attrs, n)
+	for range n {
+		i := int(d.uvarint())
+		v := d.value()
+		if d.bad || i >= len(attrCols) {
+			return row, errRunCorrupt
+		}
+		row.attrs[in.cols[attrCols[i]]] = v
+	}
+	if d.bad {
+		return row, errRunCorrupt
+	}
+	return row, nil
+}
+
+// runDecoder reads a record; bad is set on the first short or invalid read.
+type runDecoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *runDecoder) uvarint() uint64 {
+	v, n := bin.Uvarint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *runDecoder) varint() int64 {
+	v, n := bin.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *runDecoder) byte() byte {
+	if len(d.b) == 0 {
+		d.bad = true
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *runDecoder) bytes() []byte {
+	n := d.uvarint()
+	if uint64(len(d.b)) < n {
+		d.bad = true
+		return nil
+	}
+	s := d.b[:n]
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *runDecoder) value() any {
+	switch d.byte() {
+	case tagNull:
+		return nil
+	case tagInt:
+		return d.varint()
+	case tagUint:
+		return d.uvarint()
+	case tagFloat:
+		if len(d.b) < 8 {
+			d.bad = true
+			return nil
+		}
+		f := math.Float64frombits(bin.BigEndian.Uint64(d.b))
+		d.b = d.b[8:]
+		return f
+	case tagFalse:
+		return false
+	case tagTrue:
+		return true
+	case tagString:
+		return string(d.bytes())
+	case tagBytes:
+		return bytes.Clone(d.bytes())
+	case tagTime:
+		return time.UnixMicro(d.varint()).UTC()
+	}
+	d.bad = true
+	return nil
+}

@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests are finding 2 of issue 12: a load is one transaction by default,
+// and an interrupted or failed load leaves the store exactly as it was.
+
+// changesFile writes n SCD2 change rows over keys k0..k(keys-1) on an int axis.
+func changesFile(t *testing.T, dir, name string, n, keys int, seed uint64) string {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	b.WriteString("id,at,tier,score\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "k%d,%d,%s,%d\n", r.IntN(keys), r.IntN(5000), []string{"gold", "silver", "bronze"}[r.IntN(3)], r.IntN(100))
+	}
+	return write(t, dir, name, b.String())
+}
+
+var txTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+
+// dumpState is the store's every key and value, with transaction times
+// replaced by TX, and the set of distinct transaction times it held.
+func dumpState(t *testing.T, dir, db string) (string, map[string]bool) {
+	t.Helper()
+	r := ok(t, dir, "dump", "--db", db, "--format", "csv")
+	txs := map[string]bool{}
+	for _, m := range txTime.FindAllString(r.stdout, -1) {
+		txs[m] = true
+	}
+	return txTime.ReplaceAllString(r.stdout, "TX"), txs
+}
+
+func TestLoadIsOneTransaction(t *testing.T) {
+	dir := t.TempDir()
+	changesFile(t, dir, "c.csv", 25_000, 2_000, 1)
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
+	r := ok(t, dir, "load", "t", "c.csv", "--at", "at", "--db", "db")
+	if !strings.Contains(r.stderr, "25000 rows") || strings.Contains(r.stderr, "transactions") {
+		t.Fatalf("summary: %s", r.stderr)
+	}
+	if _, txs := dumpState(t, dir, "db"); len(txs) != 1 {
+		t.Fatalf("the load wrote %d transaction times, want 1: %v", len(txs), txs)
+	}
+	// --batch-size is opt-in and commits in several transactions.
+	ok(t, dir, "create", "u", "--key", "id", "--axis", "int", "--db", "db")
+	r = ok(t, dir, "load", "u", "c.csv", "--at", "at", "--batch-size", "10000", "--db", "db")
+	if !strings.Contains(r.stderr, "3 transactions") {
+		t.Fatalf("batched summary: %s", r.stderr)
+	}
+}
+
+// A row that passes the checks but fails inside the transaction (a group-by
+// attribute that is a bool) is the last of the file: nothing is committed,
+// not even the attribute names of the file's header.
+func TestLoadFailingLastRowLeavesStoreUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--group-by", "g", "--db", "db")
+	write(t, dir, "first.jsonl", `{"id":"a","at":1,"g":"x"}`+"\n")
+	ok(t, dir, "load", "t", "first.jsonl", "--at", "at", "--db", "db")
+	before, _ := dumpState(t, dir, "db")
+	write(t, dir, "bad.jsonl", `{"id":"a","at":2,"g":"y","extra":1}
+{"id":"b","at":1,"g":"z","extra":2}
+{"id":"c","at":3,"g":true,"extra":3}
+`)
+	fails(t, dir, 1, "nothing loaded, the store is as it was before", "load", "t", "bad.jsonl", "--at", "at", "--db", "db")
+	if after, _ := dumpState(t, dir, "db"); after != before {
+		t.Fatalf("a failed load changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	// Batched, the rows before the failing batch stay, and the error says which.
+	r := fails(t, dir, 1, "rows 1-2 of 3 (in --at order; the last committed is bad.jsonl line 1) were committed in 2 transactions", "load", "t", "bad.jsonl", "--at", "at", "--batch-size", "1", "--db", "db")
+	if !strings.Contains(r.stderr, "to continue, run the same command again") {
+		t.Fatalf("no way to continue: %s", r.stderr)
+	}
+}
+
+// TestLoadInterrupt kills loads with SIGINT and SIGKILL at random moments: the
+// store is then exactly as before the load or as after the whole load, both
+// for a load held in memory and for one that spills to disk and ingests; the
+// spilling loads are streamed (load_stream.go), whose runs are removed.
+func TestLoadInterrupt(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		extra []string
+	}{{"in memory", nil}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}},
+		{"streamed, many runs", streamed}} {
+		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra) })
+	}
+}
+
+func testLoadInterrupt(t *testing.T, extra []string) {
+	dir := t.TempDir()
+	changesFile(t, dir, "c.csv", 12_000, 2_000, 2)
+	load := append([]string{"load", "t", "c.csv", "--at", "at"}, extra...)
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "ref")
+	before, _ := dumpState(t, dir, "ref")
+	start := time.Now()
+	ok(t, dir, append(load, "--db", "ref")...)
+	took := time.Since(start)
+	after, _ := dumpState(t, dir, "ref")
+	trials := 6
+	if testing.Short() {
+		trials = 2
+	}
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	seen := map[string]int{}
+	for i := range trials {
+		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGKILL}[i%2]
+		db := fmt.Sprintf("db%d", i)
+		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
+		cmd := exec.Command(binary, append(load, "--db", db)...)
+		cmd.Dir = dir
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// A SIGINT must come after the tool installed its handler, which a
+		// process cannot do before it starts: the first quarter of the load's
+		// time is left to SIGKILL.
+		delay := time.Duration(r.Int64N(int64(took) * 2))
+		if sig == syscall.SIGINT {
+			delay = took/4 + time.Duration(r.Int64N(int64(took)*7/4))
+		}
+		time.Sleep(delay)
+		_ = cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		got, txs := dumpState(t, dir, db)
+		t.Logf("%v after %v: exit %d", sig, delay, code)
+		switch {
+		case got == before:
+			seen["before"]++
+			if sig == syscall.SIGINT && (code != exitSignal || !strings.Contains(stderr.String(), "interrupted") || !strings.Contains(stderr.String(), "nothing loaded, the store is as it was before")) {
+				t.Fatalf("%v after %v: store as before, but exit %d and stderr %q", sig, delay, code, stderr.String())
+			}
+		case got == after && len(txs) == 1:
+			seen["after"]++
+			if sig == syscall.SIGINT && code != 0 {
+				t.Fatalf("%v after %v: the load committed, but exit %d and stderr %q", sig, delay, code, stderr.String())
+			}
+		default:
+			t.Fatalf("%v after %v left the store neither as before nor as after the load (exit %d, stderr %q)", sig, delay, code, stderr.String())
+		}
+		if entries, _ := filepath.Glob(filepath.Join(dir, db, "bitempo-spill-*")); len(entries) > 0 && sig == syscall.SIGINT {
+			t.Fatalf("an interrupted load left its spill files: %v", entries)
+		}
+	}
+	t.Logf("outcomes over %d trials (load takes %v): %v", trials, took, seen)
+}
+
+// TestLoadSpillSameVersions forces the spilling path (rows grouped by key,
+// writes spilled to disk with a tiny budget, committed by ingestion) and checks
+// it gives the versions of the in-memory path, for a first load and for a
+// second one that changes and retires what the first wrote.
+func TestLoadSpillSameVersions(t *testing.T) {
+	dir := t.TempDir()
+	changesFile(t, dir, "a.csv", 10_000, 1_500, 4)
+	changesFile(t, dir, "b.csv", 10_000, 2_000, 5)
+	for _, db := range []string{"mem", "spill"} {
+		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
+	}
+	spill := []string{"--spill-rows", "0", "--spill-bytes", "20000"}
+	for _, f := range []string{"a.csv", "b.csv"} {
+		m := ok(t, dir, "load", "t", f, "--at", "at", "--db", "mem")
+		s := ok(t, dir, append([]string{"load", "t", f, "--at", "at", "--db", "spill"}, spill...)...)
+		// The summaries agree but for the transaction time.
+		if txTime.ReplaceAllString(m.stderr, "TX") != txTime.ReplaceAllString(s.stderr, "TX") {
+			t.Fatalf("summaries differ:\n%s\n%s", m.stderr, s.stderr)
+		}
+		for _, valid := range []string{"0", "100", "2500", "4999"} {
+			a := ok(t, dir, "scan", "t", "--valid", valid, "--db", "mem").stdout
+			b := ok(t, dir, "scan", "t", "--valid", valid, "--db", "spill").stdout
+			if withoutSK(a) != withoutSK(b) {
+				t.Fatalf("%s, valid %s: versions differ", f, valid)
+			}
+		}
+		ok(t, dir, "verify", "--db", "spill")
+	}
+	if _, txs := dumpState(t, dir, "spill"); len(txs) != 2 {
+		t.Fatalf("two loads wrote %d transaction times", len(txs))
+	}
+	a := ok(t, dir, "stats", "--format", "csv", "--db", "mem").stdout
+	b := ok(t, dir, "stats", "--format", "csv", "--db", "spill").stdout
+	if a != b {
+		t.Fatalf("stats differ:\n%s\n%s", a, b)
+	}
+}
+
+// withoutSK drops the sk column (the fourth) of scan output and sorts the lines.
+func withoutSK(out string) string {
+	lines := csvLines(out)
+	for i, l := range lines {
+		f := strings.Split(l, ",")
+		lines[i] = strings.Join(append(f[:3:3], f[4:]...), ",")
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// TestLoadPeriodsLateChanges is finding 3 of issue 12: change files loaded one by
+// one into a periods table. The no-op repeat of file 1 is dropped, so file 2's
+// earlier change runs over it; the summaries say so, and a changes table (or
+// one file) gives the history the events describe.
+func TestLoadPeriodsLateChanges(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "r1.csv", "id,at,tier\nc1,2024-01-01,gold\nc1,2024-03-01,gold\n")
+	write(t, dir, "r2.csv", "id,at,tier\nc1,2024-02-01,silver\n")
+	write(t, dir, "r3.csv", "id,at,tier\nc1,2024-01-15,bronze\n")
+	ok(t, dir, "create", "p", "--key", "id", "--axis", "date", "--db", "db")
+	r := ok(t, dir, "load", "p", "r1.csv", "--at", "at", "--db", "db")
+	if !strings.Contains(r.stderr, "late rows 0 (dated before or between stored versions), no-op rows dropped 1") {
+		t.Fatalf("r1 summary: %s", r.stderr)
+	}
+	ok(t, dir, "load", "p", "r2.csv", "--at", "at", "--db", "db")
+	r = ok(t, dir, "history", "p", "c1", "--db", "db")
+	wantLines(t, r.stdout, "id,valid_from,valid_to,sk,tier", "c1,2024-01-01,2024-02-01,1,gold", "c1,2024-02-01,,2,silver")
+	// A row dated inside a closed version is late.
+	r = ok(t, dir, "load", "p", "r3.csv", "--at", "at", "--db", "db")
+	if !strings.Contains(r.stderr, "late rows 1") {
+		t.Fatalf("r3 summary: %s", r.stderr)
+	}
+	// A changes table gives gold/silver/gold, whatever the files.
+	ok(t, dir, "create", "c", "--key", "id", "--axis", "date", "--kind", "changes", "--db", "db")
+	ok(t, dir, "load", "c", "r1.csv", "--at", "at", "--db", "db")
+	ok(t, dir, "load", "c", "r2.csv", "--at", "at", "--db", "db")
+	r = ok(t, dir, "history", "c", "c1", "--db", "db")
+	wantLines(t, r.stdout, "id,valid_from,valid_to,sk,tier", "c1,2024-01-01,2024-02-01,1,gold", "c1,2024-02-01,2024-03-01,2,silver", "c1,2024-03-01,,3,gold")
+}
+
+// A load reading stdin that never ends stops on SIGINT, saying nothing was loaded.
+func TestLoadInterruptWhileReadingStdin(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
+	cmd := exec.Command(binary, "load", "t", "-", "--at", "at", "--db", "db")
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Write([]byte("id,at,tier\na,1,gold\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	ee, isExit := err.(*exec.ExitError)
+	if !isExit || ee.ExitCode() != exitSignal || !strings.Contains(stderr.String(), "interrupted while reading stdin; nothing loaded, the store is as it was before") {
+		t.Fatalf("exit %v, stderr %q", err, stderr.String())
+	}
+}

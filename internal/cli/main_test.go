@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// These tests build the bitempo binary once and run it as a user would, checking
+// stdout, stderr and the exit status.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bitempo-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "bitempo")
+	build := exec.Command("go", "build", "-o", binary, "github.com/bitempo/bitempo/tools/bitempo")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build bitempo:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary printed.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// bt runs the binary in dir with args and optional stdin.
+func bt(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// ok runs the binary and fails the test unless it exits 0.
+func ok(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	r := bt(t, dir, "", args...)
+	if r.code != 0 {
+		t.Fatalf("bitempo %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// fails runs the binary and checks its exit status and that stderr holds want.
+func fails(t *testing.T, dir string, code int, want string, args ...string) result {
+	t.Helper()
+	r := bt(t, dir, "", args...)
+	if r.code != code {
+		t.Fatalf("bitempo %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, want) {
+		t.Fatalf("bitempo %s: stderr does not say %q:\n%s", strings.Join(args, " "), want, r.stderr)
+	}
+	checkOneErrorLine(t, r.stderr)
+	return r
+}
+
+// checkOneErrorLine checks that an error is reported on one line, without a Go
+// stack trace.
+func checkOneErrorLine(t *testing.T, stderr string) {
+	t.Helper()
+	if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "panic") {
+		t.Fatalf("stack trace on stderr:\n%s", stderr)
+	}
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "bitempo: ") {
+		t.Fatalf("last stderr line is not an error line: %q", last)
+	}
+}
+
+// write creates a file in dir.
+func write(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// jsonRows parses JSON lines output.
+func jsonRows(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	for dec.More() {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("bad JSON output: %v\n%s", err, out)
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// csvLines splits CSV output into lines.
+func csvLines(out string) []string {
+	return strings.Split(strings.TrimRight(out, "\n"), "\n")
+}
+
+func wantLines(t *testing.T, got string, want ...string) {
+	t.Helper()
+	g := csvLines(got)
+	if strings.Join(g, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("output:\n%s\nwant:\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+)
+
+// This file adapts the query package's reads to the commands. Each opens one
+// snapshot through query, so a command's output is one consistent view.
+
+// keyHistory returns the versions of key overlapping [from, to) as known at tx
+// (0: the latest commit), in valid order.
+func keyHistory(db *store.DB, t *store.Table, key store.Key, from, to, tx int64) ([]store.Version, error) {
+	var out []store.Version
+	for v, err := range query.History(db, t.Name, key, from, to, query.HistoryOptions{Tx: tx}) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// rangeHistory returns the versions of every key starting with prefix
+// overlapping [from, to) as known at tx, in key and valid order.
+func rangeHistory(db *store.DB, t *store.Table, prefix store.Key, from, to, tx int64) ([]store.Version, error) {
+	var out []store.Version
+	for v, err := range query.HistoryRange(db, t.Name, query.KeyRange{Prefix: prefix}, from, to, query.HistoryOptions{Tx: tx}) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// keyAudit returns every record of key, retired ones included, in transaction order.
+func keyAudit(db *store.DB, t *store.Table, key store.Key) ([]store.Version, error) {
+	var out []store.Version
+	for v, err := range query.Audit(db, t.Name, key) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// scanAt calls fn with the version of every key starting with prefix in effect
+// at valid as known at tx (0: the latest commit), in key order.
+func scanAt(db *store.DB, t *store.Table, prefix store.Key, valid, tx int64, fn func(*store.Version) error) error {
+	var keys query.KeyRange
+	if len(prefix) > 0 {
+		keys.Prefix = prefix
+	}
+	for v, err := range query.Snapshot(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys) {
+		if err != nil {
+			return err
+		}
+		if err := fn(&v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// changeFeed calls fn for every record asserted or retired by the transactions
+// in (since, until] (until 0: the latest commit), in commit order.
+func changeFeed(db *store.DB, t *store.Table, since, until int64, fn func(tx int64, op string, v *store.Version) error) error {
+	for c, err := range query.Changes(db, t.Name, since, until, "") {
+		if err != nil {
+			return err
+		}
+		op := c.Op.String()
+		if c.Op == query.Erased {
+			// The feed keeps no key of an erasure, only its reason and count.
+			op = fmt.Sprintf("erased a key (%d records; reason %q)", c.Erasure.Records, c.Erasure.Reason)
+		}
+		if err := fn(c.Tx, op, &c.Version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lookupFacts resolves every fact at its valid time as known at tx (0: the
+// latest commit) with query.Resolve, which sorts the facts and merges them with
+// the store in one pass. Misses come back with their reason; the command applies
+// its --miss policy itself, so that it can name the fact's line.
+func lookupFacts(db *store.DB, t *store.Table, facts []fact, tx int64) ([]resolved, error) {
+	in := make([]query.Fact, len(facts))
+	for i, f := range facts {
+		in[i] = query.Fact{Key: f.Key, At: f.Valid, Tx: tx}
+	}
+	res, err := query.Resolve(db, t.Name, in, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]resolved, len(facts))
+	for _, r := range res {
+		out[r.Index] = resolved{reason: r.Reason, sk: r.SK, attrs: r.Attrs}
+	}
+	return out, nil
+}

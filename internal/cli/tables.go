@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// This file holds the catalog commands: tables lists the tables, describe
+// shows one, drop deletes one (asking first).
+
+func (a *app) tablesCmd() *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:   "tables",
+		Short: "List the tables of the store",
+		Long: `List the tables of the store, one per row: name, kind (periods or changes), key
+columns with their types, valid-time axis and the attribute names seen so far.
+bitempo describe NAME shows one table in full; bitempo stats counts its records.`,
+		Example: `  bitempo tables
+  bitempo tables --format json`,
+		Args: argsRange(0, 0, "no arguments"),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			db, err := a.open(true)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			w, err := out.writer(a)
+			if err != nil {
+				return err
+			}
+			if err := w.header([]string{"table", "kind", "key", "axis", "attributes"}); err != nil {
+				return err
+			}
+			for _, t := range db.Tables() {
+				key := make([]string, len(t.Key))
+				for i, c := range t.Key {
+					key[i] = c.Name + " " + c.Type.String()
+				}
+				if err := w.row([]cell{valueCell(t.Name), valueCell(t.Kind.String()), valueCell(strings.Join(key, ", ")),
+					valueCell(t.Axis.String()), valueCell(strings.Join(db.AttrNames(t), ", "))}); err != nil {
+					return err
+				}
+			}
+			return w.close()
+		}),
+	}
+	out.register(cmd, false)
+	return cmd
+}
+
+func (a *app) describeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a table's definition and attributes",
+		Long: `Show a table's definition (kind, key columns and types, valid-time axis,
+tracked attributes, group index, granularity) and the attribute names its writes
+have used, in the order it first saw them.`,
+		Example: `  bitempo describe customers`,
+		Args:    argsRange(1, 1, "a table NAME"),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			db, t, err := a.openTable(args[0])
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			fmt.Fprintf(a.stdout, "table %s: %s\n", t.Name, describeTable(t))
+			if t.IgnoreNulls {
+				fmt.Fprintln(a.stdout, "absent attributes keep their previous value (--ignore-nulls)")
+			}
+			attrs := db.AttrNames(t)
+			if len(attrs) == 0 {
+				fmt.Fprintln(a.stdout, "attributes: none yet")
+			} else {
+				fmt.Fprintf(a.stdout, "attributes: %s\n", strings.Join(attrs, ", "))
+			}
+			return nil
+		}),
+	}
+}
+
+func (a *app) dropCmd() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "drop NAME",
+		Short: "Delete a table and its whole history",
+		Long: `Delete a table: every version, every past record, its transaction log, its
+events and indexes. This cannot be undone, and unlike a correction it leaves
+nothing to read as of an earlier transaction time. On a terminal drop asks you to
+type the table's name; otherwise (scripts) it refuses unless --yes is given.`,
+		Example: `  bitempo drop scratch
+  bitempo drop scratch --yes`,
+		Args: argsRange(1, 1, "a table NAME"),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			db, err := a.open(false)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			t, err := a.table(db, name)
+			if err != nil {
+				return err
+			}
+			if !yes {
+				if !a.stdinTTY {
+					return usagef("drop: dropping %s deletes its whole history; give --yes to confirm (stdin is not a terminal to ask)", name)
+				}
+				fmt.Fprintf(a.stderr, "Drop table %s (%s) from %s, deleting its whole history? Type its name to confirm: ", name, describeTable(t), a.db)
+				answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+				if strings.TrimSpace(answer) != name {
+					return fmt.Errorf("drop: not confirmed; %s is left as it was", name)
+				}
+			}
+			if err := db.DropTable(name); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "dropped table %s from %s\n", name, a.db)
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "drop without asking")
+	return cmd
+}

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestVacuumCommand: a table created with --retain-tx loses the records retired
+// longer ago; a read before the horizon fails, reads after it still work.
+func TestVacuumCommand(t *testing.T) {
+	dir := t.TempDir()
+	fails(t, dir, 2, "--retain-tx", "create", "customers", "--key", "customer_id", "--retain-tx", "soon", "--db", "db")
+	r := ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--retain-tx", "1ms", "--db", "db")
+	if !strings.Contains(r.stdout, "retaining retired records for 1ms") {
+		t.Fatalf("create says: %s", r.stdout)
+	}
+	write(t, dir, "customers.csv", customersCSV)
+	ok(t, dir, "load", "customers", "customers.csv", "--from", "valid_from", "--to", "valid_to", "--open-sentinel", "9999-12-31", "--db", "db")
+	t1 := firstTx(t, dir)
+	correct(t, dir)
+	time.Sleep(20 * time.Millisecond)
+	r = ok(t, dir, "vacuum", "--db", "db")
+	if !strings.Contains(r.stderr, "customers: horizon") || strings.Contains(r.stderr, "dropped 0 retired records") {
+		t.Fatalf("vacuum says: %s", r.stderr)
+	}
+	fails(t, dir, 1, "before the retention horizon", "get", "customers", "c1", "--valid", "2024-03-05", "--tx", t1, "--db", "db")
+	r = ok(t, dir, "get", "customers", "c1", "--valid", "2024-03-05", "--db", "db")
+	if !strings.Contains(r.stdout, "Bergen") {
+		t.Fatalf("latest read after the vacuum: %s", r.stdout)
+	}
+	ok(t, dir, "verify", "--db", "db")
+}
