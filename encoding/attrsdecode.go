@@ -216,13 +216,6 @@ func parseTime(b []byte) (any, []byte, error) {
 	return time.UnixMicro(sec*1e6 + nsec/1e3).UTC(), b, nil
 }
 
-// DecodeRecordSplit decodes the head of a value written by AppendRecord and
-// returns its attributes still encoded (a slice of b), for a caller that decodes
-// them itself with WalkAttrs; r.Attrs is nil. The attributes are not checked.
-func DecodeRecordSplit(b []byte) (r RecordValue, attrs []byte, err error) {
-	return recordHead(b)
-}
-
 // Kinds of an attribute value as WalkAttrs reports it.
 const (
 	KindNull uint8 = iota
@@ -359,4 +352,53 @@ func scanValue(b []byte, v *Value) ([]byte, error) {
 		return rest, nil
 	}
 	return nil, fmt.Errorf("value with msgpack code 0x%02x is not a scalar", b[0])
+}
+
+// headNumber reads a msgpack integer of any width and returns its two's
+// complement bits (signed widths sign-extended) and whether its code is a signed
+// one (fixint or intN) rather than uintN. Unlike msgpack's own decoders it refuses
+// nil, which no integer field of an attribute record may be.
+func headNumber(b []byte) (bits uint64, signed bool, rest []byte, err error) {
+	if len(b) == 0 {
+		return 0, false, nil, fmt.Errorf("truncated integer")
+	}
+	c := b[0]
+	if c <= 0x7f || c >= 0xe0 { // positive and negative fixint
+		return uint64(int64(int8(c))), true, b[1:], nil
+	}
+	var w int
+	switch c {
+	case 0xcc, 0xd0:
+		w = 1
+	case 0xcd, 0xd1:
+		w = 2
+	case 0xce, 0xd2:
+		w = 4
+	case 0xcf, 0xd3:
+		w = 8
+	default:
+		return 0, false, nil, fmt.Errorf("msgpack code 0x%02x where an integer belongs", c)
+	}
+	if len(b) < 1+w {
+		return 0, false, nil, fmt.Errorf("truncated integer")
+	}
+	p := b[1 : 1+w]
+	var v uint64
+	switch c {
+	case 0xcc:
+		v = uint64(p[0])
+	case 0xd0:
+		v = uint64(int64(int8(p[0])))
+	case 0xcd:
+		v = uint64(binary.BigEndian.Uint16(p))
+	case 0xd1:
+		v = uint64(int64(int16(binary.BigEndian.Uint16(p))))
+	case 0xce:
+		v = uint64(binary.BigEndian.Uint32(p))
+	case 0xd2:
+		v = uint64(int64(int32(binary.BigEndian.Uint32(p))))
+	case 0xcf, 0xd3:
+		v = binary.BigEndian.Uint64(p)
+	}
+	return v, c >= 0xd0, b[1+w:], nil
 }

@@ -20,7 +20,11 @@
 // values can be compared as bytes. Decoders check every length against the bytes
 // actually present and against fixed limits (MaxAttrs, MaxValueSize), so a corrupt
 // or hostile value returns ErrCorrupt instead of panicking or allocating beyond its
-// own size.
+// own size. A stored record (RecordValue) is written in a positional form
+// (AppendRecordPositional and its retired and shared variants): a varint head and
+// the attributes by per-table ordinal, not by name. The named msgpack record of
+// format 1 has no encoder or decoder here any more: a format-1 store is refused
+// when it is opened, never read.
 //
 // # Time values
 //

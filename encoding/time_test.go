@@ -62,13 +62,14 @@ func TestTimeValueRoundTrip(t *testing.T) {
 				t.Fatalf("Canonical(%v) = %v, %v; want %v", tt.in, c, err, tt.want)
 			}
 			r := RecordValue{ValidTo: 5, TxFrom: 1, TxTo: math.MaxInt64, SK: 9, Attrs: in}
-			renc, err := AppendRecord(nil, &r)
+			only := func(name string) (uint32, bool) { return 0, name == "t" }
+			renc, err := AppendRecordPositional(nil, &r, only)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rv, err := DecodeRecord(renc)
+			rv, err := DecodeRecordPositional(renc, 0, func(ord uint32) (string, bool) { return "t", ord == 0 })
 			if err != nil || rv.Attrs["t"] != tt.want {
-				t.Fatalf("DecodeRecord(AppendRecord) = %v, %v; want %v", rv.Attrs, err, tt.want)
+				t.Fatalf("DecodeRecordPositional(AppendRecordPositional) = %v, %v; want %v", rv.Attrs, err, tt.want)
 			}
 		})
 	}

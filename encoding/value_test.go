@@ -54,7 +54,7 @@ func mustAppendAttrs(t testing.TB, a Attrs) []byte {
 }
 
 // msgp builds raw msgpack input with the encoder's primitives, for inputs that
-// AppendAttrs and AppendRecord would never write.
+// AppendAttrs would never write.
 func msgp(t testing.TB, write func(enc *msgpack.Encoder) error) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -255,8 +255,9 @@ func TestAttrsUnsupportedType(t *testing.T) {
 		if !bytes.Equal(got, dst) {
 			t.Errorf("AppendAttrs with a %T returned %q, want dst unchanged", v, got)
 		}
-		if _, err := AppendRecord(nil, &RecordValue{Attrs: Attrs{"bad": v}}); !errors.Is(err, ErrUnsupportedType) {
-			t.Errorf("AppendRecord with a %T = %v, want ErrUnsupportedType", v, err)
+		ordinal := func(string) (uint32, bool) { return 0, true }
+		if _, err := AppendRecordPositional(nil, &RecordValue{ValidTo: math.MaxInt64, TxFrom: 1, TxTo: math.MaxInt64, Attrs: Attrs{"bad": v}}, ordinal); !errors.Is(err, ErrUnsupportedType) {
+			t.Errorf("AppendRecordPositional with a %T = %v, want ErrUnsupportedType", v, err)
 		}
 		if _, err := Canonical(v); !errors.Is(err, ErrUnsupportedType) {
 			t.Errorf("Canonical(%T) = %v, want ErrUnsupportedType", v, err)
@@ -429,8 +430,6 @@ func TestValueTooLarge(t *testing.T) {
 	}
 	_, err := DecodeAttrs(oversized([]byte{0x81, 0xa1, 's', 0xdb}))
 	checkCorrupt(t, "DecodeAttrs", err)
-	_, err = DecodeRecord(oversized([]byte{0x97, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x81, 0xa1, 's', 0xdb}))
-	checkCorrupt(t, "DecodeRecord", err)
 }
 
 func TestAttrsTruncated(t *testing.T) {
@@ -501,25 +500,14 @@ func TestDecodeAllocationBounded(t *testing.T) {
 		"str16 beyond input":    {0x81, 0xa1, 'a', 0xda, 0xff, 0xff, 'x'},
 		"bin32 1 MiB+1 claimed": append([]byte{0x81, 0xa1, 'a', 0xc6, 0x00, 0x10, 0x00, 0x01}, make([]byte, 100)...),
 	}
-	recordHeader := []byte{0x97, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00} // fields before attrs
-	type input struct {
-		b      []byte
-		record bool
-	}
-	inputs := map[string]input{
-		"record/array32 2^32-1": {[]byte{0xdd, 0xff, 0xff, 0xff, 0xff}, true},
-	}
+	type input struct{ b []byte }
+	inputs := map[string]input{}
 	for name, b := range hostileAttrs {
-		inputs["attrs/"+name] = input{b, false}
-		inputs["record/"+name] = input{append(bytes.Clone(recordHeader), b...), true}
+		inputs["attrs/"+name] = input{b}
 	}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
 			perCall, err := bytesAllocated(func() error {
-				if in.record {
-					_, err := DecodeRecord(in.b)
-					return err
-				}
 				_, err := DecodeAttrs(in.b)
 				return err
 			})

@@ -73,23 +73,3 @@ func TestWalkAttrsMalformed(t *testing.T) {
 		}
 	}
 }
-
-// TestDecodeRecordSplit checks that the split head and attributes are what
-// DecodeRecord decodes.
-func TestDecodeRecordSplit(t *testing.T) {
-	r := RecordValue{ValidTo: 9, TxFrom: 3, TxTo: math.MaxInt64, SK: 4, Flags: FlagInferred, Attrs: Attrs{"a": "x"}}
-	enc, err := AppendRecord(nil, &r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, attrs, err := DecodeRecordSplit(enc)
-	if err != nil || head.ValidTo != 9 || head.TxFrom != 3 || head.TxTo != math.MaxInt64 || head.SK != 4 || head.Flags != FlagInferred || head.Attrs != nil {
-		t.Fatalf("DecodeRecordSplit = %+v, %v", head, err)
-	}
-	if a, err := DecodeAttrs(attrs); err != nil || a["a"] != "x" || len(a) != 1 {
-		t.Fatalf("split attributes decode to %v, %v", a, err)
-	}
-	if _, _, err := DecodeRecordSplit(enc[:3]); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("truncated record: %v", err)
-	}
-}
