@@ -418,26 +418,7 @@ func TestDamagedWAL(t *testing.T) {
 			if saved := filepath.Join(r.SavedTo, filepath.Base(victim)); !bytes.Equal(before[victim], mustRead(t, saved)) {
 				t.Fatalf("the original log was not saved whole in %s", saved)
 			}
-			rep, err := store.Verify(db)
-			if err != nil || !rep.OK() {
-				t.Fatal(rep, err)
-			}
-			// The recovered store takes writes and reopens cleanly.
-			if _, err := txn.Update(db, func(tx *txn.Tx) error {
-				return tx.Put("t", store.Key{"after"}, store.Attrs{"n": 1}, 0, 10)
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			db, err = store.Open(dir, store.Options{Logger: quiet, MustExist: true})
-			if err != nil {
-				t.Fatalf("reopen after recovery: %v", err)
-			}
-			if db.Recovery() != nil || keysPresent(t, db, n) != kept {
-				t.Fatal("reopen after recovery changed the store")
-			}
+			checkRecoveredStore(t, db, dir, n, kept)
 		})
 	}
 
@@ -481,4 +462,31 @@ func largest(t *testing.T, files []string) string {
 		}
 	}
 	return best
+}
+
+// checkRecoveredStore checks a store that Open recovered (db, in dir, holding kept
+// of the keys k0..k<n-1>): it verifies clean, takes a write, and reopens without
+// a recovery and with the same keys. It closes db.
+func checkRecoveredStore(t *testing.T, db *store.DB, dir string, n, kept int) {
+	t.Helper()
+	rep, err := store.Verify(db)
+	if err != nil || !rep.OK() {
+		t.Fatal(rep, err)
+	}
+	if _, err := txn.Update(db, func(tx *txn.Tx) error {
+		return tx.Put("t", store.Key{"after"}, store.Attrs{"n": 1}, 0, 10)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = store.Open(dir, store.Options{Logger: quiet, MustExist: true})
+	if err != nil {
+		t.Fatalf("reopen after recovery: %v", err)
+	}
+	defer db.Close()
+	if db.Recovery() != nil || keysPresent(t, db, n) != kept {
+		t.Fatal("reopen after recovery changed the store")
+	}
 }

@@ -104,26 +104,7 @@ func TestMissingWAL(t *testing.T) {
 			if got := keysPresent(t, db, n+more); got != c.kept {
 				t.Fatalf("recovered store holds %d keys, want %d", got, c.kept)
 			}
-			rep, err := store.Verify(db)
-			if err != nil || !rep.OK() {
-				t.Fatal(rep, err)
-			}
-			if _, err := txn.Update(db, func(tx *txn.Tx) error {
-				return tx.Put("t", store.Key{"after"}, store.Attrs{"n": 1}, 0, 10)
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
-			db, err = store.Open(dir, store.Options{Logger: quiet, MustExist: true})
-			if err != nil {
-				t.Fatalf("reopen after recovery: %v", err)
-			}
-			defer db.Close()
-			if db.Recovery() != nil || keysPresent(t, db, n+more) != c.kept {
-				t.Fatal("reopen after recovery changed the store")
-			}
+			checkRecoveredStore(t, db, dir, n+more, c.kept)
 		})
 	}
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 	"slices"
@@ -45,10 +46,10 @@ func (s *Snapshot) Records(t *Table) iter.Seq2[Version, error] {
 				break
 			}
 			slices.SortFunc(recs, func(a, b Version) int {
-				if c := cmpInt(a.ValidFrom, b.ValidFrom); c != 0 {
+				if c := cmp.Compare(a.ValidFrom, b.ValidFrom); c != 0 {
 					return c
 				}
-				return cmpInt(a.TxFrom, b.TxFrom)
+				return cmp.Compare(a.TxFrom, b.TxFrom)
 			})
 			for _, v := range recs {
 				if !yield(v, nil) {

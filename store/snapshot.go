@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -365,7 +366,7 @@ func (s *Snapshot) KeyVersions(t *Table, tuple []byte, tx int64) ([]Version, err
 		}
 		return true
 	})
-	slices.SortFunc(out, func(a, b Version) int { return cmpInt(a.ValidFrom, b.ValidFrom) })
+	slices.SortFunc(out, func(a, b Version) int { return cmp.Compare(a.ValidFrom, b.ValidFrom) })
 	return out, err
 }
 
@@ -384,10 +385,10 @@ func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Version) int {
-		if c := cmpInt(a.TxFrom, b.TxFrom); c != 0 {
+		if c := cmp.Compare(a.TxFrom, b.TxFrom); c != 0 {
 			return c
 		}
-		return cmpInt(a.ValidFrom, b.ValidFrom)
+		return cmp.Compare(a.ValidFrom, b.ValidFrom)
 	})
 	return out, nil
 }
@@ -418,14 +419,4 @@ func (s *Snapshot) keyRecords(t *Table, tuple []byte, keys recordKeys, fn func(V
 		}
 	}
 	return it.Error()
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -255,7 +256,7 @@ func verifyKey(s *Snapshot, t *Table, recs []Version, rep *Report) {
 // alive.
 func overlapping(recs []Version, also func(a, b *Version) bool) (Version, Version, bool) {
 	sorted := slices.Clone(recs)
-	slices.SortFunc(sorted, func(a, b Version) int { return cmpInt(a.TxFrom, b.TxFrom) })
+	slices.SortFunc(sorted, func(a, b Version) int { return cmp.Compare(a.TxFrom, b.TxFrom) })
 	var alive []*Version
 	for i := range sorted {
 		r := &sorted[i]

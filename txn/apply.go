@@ -2,6 +2,7 @@ package txn
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -245,23 +246,13 @@ func groupEvents(t *store.Table, events []Event) ([]*keyEvents, error) {
 func compareFresh(a, b cdcEvent) int {
 	switch {
 	case a.at != b.at:
-		return cmpInt64(a.at, b.at)
+		return cmp.Compare(a.at, b.at)
 	case a.seq != b.seq:
-		return cmpInt64(a.seq, b.seq)
+		return cmp.Compare(a.seq, b.seq)
 	case a.op != b.op:
-		return cmpInt64(-int64(a.op), -int64(b.op))
+		return cmp.Compare(-int64(a.op), -int64(b.op))
 	}
 	return bytes.Compare(a.enc, b.enc)
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // validateEvent checks one event and returns it in derivation form; *tuple is
@@ -480,7 +471,7 @@ func (tx *Tx) applyKey(p *keyPlan, res *ApplyResult) error {
 	if p.st.open {
 		cut = p.st.from
 	}
-	k, _ := slices.BinarySearchFunc(ks.cur, cut, func(v store.Version, cut int64) int { return cmpInt64(v.ValidFrom, cut) })
+	k, _ := slices.BinarySearchFunc(ks.cur, cut, func(v store.Version, cut int64) int { return cmp.Compare(v.ValidFrom, cut) })
 	placed, counts := placeRuns(t, ks, ks.cur[k:], runs, func() uint64 { return tx.w.AllocSK(t) })
 	ks.cur = append(slices.Clip(ks.cur[:k]), placed...)
 	res.Inserted += counts.inserted

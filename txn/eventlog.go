@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -155,9 +156,9 @@ func (l *keyLog) read(s *store.Snapshot, t *store.Table, tuple []byte, lo, hi in
 	if added {
 		slices.SortFunc(out, func(a, b cdcEvent) int {
 			if a.at != b.at {
-				return cmpInt64(a.at, b.at)
+				return cmp.Compare(a.at, b.at)
 			}
-			return cmpInt64(a.seq, b.seq)
+			return cmp.Compare(a.seq, b.seq)
 		})
 	}
 	return out, nil

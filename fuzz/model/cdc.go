@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"strings"
 
@@ -70,10 +71,10 @@ func (t *ChangesTable) Derive(events []Event) []Version {
 		if c := strings.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		if c := cmpInt(a.at, b.at); c != 0 {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
-		return cmpInt(a.seq, b.seq)
+		return cmp.Compare(a.seq, b.seq)
 	})
 
 	type granuleState struct {

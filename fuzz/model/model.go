@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -168,9 +169,9 @@ func (m *Model) Records(tableName, key string) ([]Record, error) {
 	}
 	slices.SortFunc(out, func(a, b Record) int {
 		if a.TxFrom != b.TxFrom {
-			return cmpInt(a.TxFrom, b.TxFrom)
+			return cmp.Compare(a.TxFrom, b.TxFrom)
 		}
-		return cmpInt(a.ValidFrom, b.ValidFrom)
+		return cmp.Compare(a.ValidFrom, b.ValidFrom)
 	})
 	return out, nil
 }
@@ -241,7 +242,7 @@ func aliveAt(records []Record, key string, tx int64) []Record {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b Record) int { return cmpInt(a.ValidFrom, b.ValidFrom) })
+	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.ValidFrom, b.ValidFrom) })
 	return out
 }
 
@@ -331,14 +332,4 @@ func (m *Model) History(tableName, key string, a, b, tx int64) ([]Record, error)
 		}
 	}
 	return out, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -70,7 +71,7 @@ func (tx *Txn) timeline(tableName, key string) (*table, []Record, error) {
 }
 
 func (tx *Txn) store(tableName, key string, line []Record) {
-	slices.SortFunc(line, func(a, b Record) int { return cmpInt(a.ValidFrom, b.ValidFrom) })
+	slices.SortFunc(line, func(a, b Record) int { return cmp.Compare(a.ValidFrom, b.ValidFrom) })
 	tx.lines[tableName][key] = line
 }
 

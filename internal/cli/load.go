@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -386,7 +387,7 @@ func (a *app) checkOverlaps(file string, t *store.Table, rows []loadRow) error {
 // keyOverlaps appends to report the overlapping pairs among the rows idx of
 // one key.
 func keyOverlaps(report []string, file string, t *store.Table, rows []loadRow, idx []int) []string {
-	slices.SortStableFunc(idx, func(x, y int) int { return cmpInt64(rows[x].from, rows[y].from) })
+	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(rows[x].from, rows[y].from) })
 	reach := -1 // the row reaching furthest so far
 	for _, i := range idx {
 		if reach >= 0 && rows[i].from < rows[reach].to {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -79,7 +80,7 @@ func (r *loadRun) putVersion(tx *txn.Tx, row *loadRow, c *versionCounts) error {
 // rewrites the interval up to the next change (see load --help).
 func (r *loadRun) commitUpserts() error {
 	rows := r.rows
-	slices.SortStableFunc(rows, func(x, y loadRow) int { return cmpInt64(x.at, y.at) })
+	slices.SortStableFunc(rows, func(x, y loadRow) int { return cmp.Compare(x.at, y.at) })
 	type slot struct {
 		tuple string
 		at    int64

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -78,7 +79,7 @@ func renderTimeline(w io.Writer, title string, records []store.Version, o timeli
 				state = append(state, r)
 			}
 		}
-		slices.SortFunc(state, func(x, y store.Version) int { return cmpInt64(x.ValidFrom, y.ValidFrom) })
+		slices.SortFunc(state, func(x, y store.Version) int { return cmp.Compare(x.ValidFrom, y.ValidFrom) })
 		fmt.Fprintf(&b, "tx %s  +%d -%d\n", formatInstant(tx), asserted, retired)
 		if len(state) == 0 {
 			fmt.Fprintf(&b, "%*s(no versions)\n", labelWidth+1, "")
@@ -240,14 +241,4 @@ func truncate(s string, n int) string {
 		return string(r[:max(n, 0)])
 	}
 	return string(r[:n-1]) + "…"
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

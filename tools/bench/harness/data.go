@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -239,9 +240,9 @@ func (c *corrections) records(k int) []record {
 	}
 	slices.SortFunc(out, func(a, b record) int {
 		if a.from != b.from {
-			return cmpInt(a.from, b.from)
+			return cmp.Compare(a.from, b.from)
 		}
-		return cmpInt(a.txFrom, b.txFrom)
+		return cmp.Compare(a.txFrom, b.txFrom)
 	})
 	return out
 }

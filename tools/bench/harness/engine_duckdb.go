@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -151,7 +152,7 @@ func (e *duckdbEngine) ingestBatch(part []change) error {
 		return err
 	}
 	for _, tl := range byKey {
-		slices.SortFunc(tl.orig, func(a, b version) int { return cmpInt(a.from, b.from) })
+		slices.SortFunc(tl.orig, func(a, b version) int { return cmp.Compare(a.from, b.from) })
 		tl.cur = slices.Clone(tl.orig)
 	}
 	for _, c := range part {

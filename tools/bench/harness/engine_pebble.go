@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -310,7 +311,7 @@ func (e *pebbleEngine) mergeFacts(ps []sortedProbe, out []answer) error {
 		if c := strings.Compare(a.key, b.key); c != 0 {
 			return c
 		}
-		return cmpInt(b.valid, a.valid)
+		return cmp.Compare(b.valid, a.valid)
 	})
 	it, err := e.db.NewIter(nil)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -152,7 +153,7 @@ func readWindow(ctx context.Context, window *sql.Stmt, key string, at int64) ([]
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b version) int { return cmpInt(a.from, b.from) })
+	slices.SortFunc(out, func(a, b version) int { return cmp.Compare(a.from, b.from) })
 	return out, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -163,9 +164,9 @@ func derive(evs []cdcEvent) []version {
 // compareEvents orders events by (at, seq).
 func compareEvents(a, b cdcEvent) int {
 	if a.at != b.at {
-		return cmpInt(a.at, b.at)
+		return cmp.Compare(a.at, b.at)
 	}
-	return cmpInt(a.seq, b.seq)
+	return cmp.Compare(a.seq, b.seq)
 }
 
 // dedupeEvents sorts evs by (at, seq) and keeps one event per (at, seq): a
@@ -183,16 +184,6 @@ func dedupeEvents(evs []cdcEvent) []cdcEvent {
 		out = append(out, e)
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // checksum is an order-independent digest of a workload's answers: the number
