@@ -92,7 +92,13 @@ func inputFormat(flag, path string) (string, error) {
 
 // readInput reads a whole CSV or JSONL file ("-" is stdin).
 func readInput(path, format string, stdin io.Reader) (*input, error) {
-	in := &input{name: path}
+	return readInputAs(path, path, format, stdin)
+}
+
+// readInputAs is readInput naming the file name in messages (a spooled
+// stdin's copy is "stdin").
+func readInputAs(path, name, format string, stdin io.Reader) (*input, error) {
+	in := &input{name: name}
 	var err error
 	if path == "-" {
 		in.name = "stdin"

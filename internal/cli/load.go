@@ -193,14 +193,25 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 			_ = os.RemoveAll(d)
 		}
 	}
+	removeLeftoverSpools(db)
 	mode, err := chooseMode(t, lf)
 	if err != nil {
 		return err
 	}
+	name := path
+	if path == "-" {
+		// Stdin cannot be read twice: a copy on disk can, and streams.
+		spool, err := a.spoolStdin(ctx, db, t.Name)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(spool)
+		path, name = spool, "stdin"
+	}
 	if stream, err := streamable(path, format, mode, lf); err != nil {
 		return err
 	} else if stream {
-		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, format)
+		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, name, format)
 		if err != nil {
 			return err
 		}
@@ -208,7 +219,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 			return a.loadDone(ctx, db, t, sum, lf)
 		}
 	}
-	in, err := a.readInterruptible(ctx, t.Name, path, format)
+	in, err := a.readInterruptible(ctx, t.Name, path, name, format)
 	if err != nil {
 		return err
 	}
@@ -297,7 +308,7 @@ func (a *app) loadDone(ctx context.Context, db *store.DB, t *store.Table, sum *l
 // readInterruptible reads the input file. A read of stdin does not return
 // when a signal arrives (a terminal, or a pipe whose writer ignores SIGINT), so
 // a signal during the read ends the process here; nothing has been written yet.
-func (a *app) readInterruptible(ctx context.Context, table, path, format string) (*input, error) {
+func (a *app) readInterruptible(ctx context.Context, table, path, name, format string) (*input, error) {
 	const reading, read, exiting = 0, 1, 2
 	var phase atomic.Int32
 	done := make(chan struct{})
@@ -316,7 +327,7 @@ func (a *app) readInterruptible(ctx context.Context, table, path, format string)
 		case <-done:
 		}
 	}()
-	in, err := readInput(path, format, a.stdin)
+	in, err := readInputAs(path, name, format, a.stdin)
 	if !phase.CompareAndSwap(reading, read) {
 		select {} // the goroutine is exiting the process
 	}

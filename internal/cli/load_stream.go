@@ -125,7 +125,7 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 // more lines than --spill-rows (a row takes at least one line, so fewer lines
 // means the in-memory path, without reading the file twice).
 func streamable(path, format string, mode loadMode, lf *loadFlags) (bool, error) {
-	if path == "-" || format == "parquet" || mode == modeEvents || lf.batchSize != 0 {
+	if format == "parquet" || lf.batchSize != 0 {
 		return false, nil
 	}
 	f, err := os.Open(path)
@@ -190,8 +190,8 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 // file turned out to hold no more than --spill-rows rows, and the caller
 // loads it in memory instead.
 func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mode loadMode, lf *loadFlags,
-	types map[string]attrType, path, format string) (sum *loadSummary, small bool, err error) {
-	in := &input{name: path, isJSON: format == "jsonl"}
+	types map[string]attrType, path, name, format string) (sum *loadSummary, small bool, err error) {
+	in := &input{name: name, isJSON: format == "jsonl"}
 	nothing := func() error {
 		return &interruptedError{fmt.Sprintf("load %s: interrupted; nothing loaded, the store is as it was before", t.Name)}
 	}
@@ -287,7 +287,18 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	for _, i := range plan.attrCols {
 		run.attrNames = append(run.attrNames, in.cols[i])
 	}
-	if err := run.commitMerged(rs, good, in); err != nil {
+	if mode == modeEvents {
+		batchID := lf.batchID
+		if batchID == "" {
+			if batchID, err = fileBatchID(path); err != nil {
+				return nil, false, fmt.Errorf("load %s: %w; nothing loaded", t.Name, err)
+			}
+		}
+		err = run.commitMergedEvents(rs, good, in, batchID)
+	} else {
+		err = run.commitMerged(rs, good, in)
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	return sum, false, nil

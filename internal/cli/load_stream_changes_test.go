@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cdcFile writes n CDC rows over keys in random order: upserts and deletes
+// ("d"), sequence numbers, repeated rows (duplicates, later in the file), two
+// rows at one (at, seq) with different values (conflicts) and, when nulls,
+// empty cells.
+func cdcFile(t *testing.T, dir, name string, n, keys int, lo, hi int, seed uint64, nulls bool) string {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 5))
+	var rows []string
+	for range n {
+		op := ""
+		if r.IntN(6) == 0 {
+			op = "d"
+		}
+		score := fmt.Sprint(r.IntN(4))
+		if nulls && r.IntN(5) == 0 {
+			score = ""
+		}
+		row := fmt.Sprintf("k%d,%d,%d,%s,%s,%s", r.IntN(keys), lo+r.IntN(hi-lo), r.IntN(3), op,
+			[]string{"gold", "silver", "bronze"}[r.IntN(3)], score)
+		rows = append(rows, row)
+		if r.IntN(8) == 0 {
+			rows = append(rows, row)
+		}
+	}
+	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	return write(t, dir, name, "id,at,seq,op,tier,score\n"+strings.Join(rows, "\n")+"\n")
+}
+
+// TestLoadChangesStreamedSameAsInMemory loads CDC files into changes tables
+// in memory and streamed (key by key through sorted runs, the transaction
+// spilling and committed by ingestion): shuffled rows with duplicates,
+// conflicts and deletes, then a file of late and later events, then the first
+// file again (a replay), then a file whose last row fails inside Apply. Both
+// stores must say the same (but for transaction times) and hold the same
+// bytes: versions, surrogate keys, event log and batch ids.
+func TestLoadChangesStreamedSameAsInMemory(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		create []string
+	}{
+		{"plain", nil},
+		{"granularity and partial updates", []string{"--granularity", "10", "--ignore-nulls"}},
+		{"group-by", []string{"--group-by", "tier", "--track-except", "score"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cdcFile(t, dir, "a.csv", 3000, 300, 0, 1000, 1, true)
+			cdcFile(t, dir, "b.csv", 2000, 400, 500, 2000, 2, true)
+			// A valid time of +inf passes the file's checks and fails inside
+			// Apply, at a key in the middle.
+			r := rand.New(rand.NewPCG(3, 3))
+			var bad strings.Builder
+			for i := range 500 {
+				at := fmt.Sprint(r.IntN(3000))
+				if i == 300 {
+					at = fmt.Sprint(int64(math.MaxInt64))
+				}
+				fmt.Fprintf(&bad, `{"id":"k%d","at":%s,"seq":%d,"op":"%s","tier":"gold","score":%d}`+"\n",
+					r.IntN(100), at, r.IntN(3), []string{"", "", "d"}[r.IntN(3)], r.IntN(4))
+			}
+			write(t, dir, "bad.jsonl", bad.String())
+			create := append([]string{"create", "t", "--key", "id", "--axis", "int", "--kind", "changes"}, c.create...)
+			for _, db := range []string{"mem", "str"} {
+				ok(t, dir, append(create, "--db", db)...)
+			}
+			for _, file := range []string{"a.csv", "b.csv", "a.csv", "bad.jsonl"} {
+				load := []string{"load", "t", file, "--at", "at", "--seq", "seq", "--op-col", "op", "--delete-value", "d"}
+				m := bt(t, dir, "", append(load, "--db", "mem")...)
+				s := bt(t, dir, "", append(append(load, "--db", "str"), streamed...)...)
+				if m.code != s.code || txTime.ReplaceAllString(m.stderr, "TX") != txTime.ReplaceAllString(s.stderr, "TX") {
+					t.Fatalf("%s: in memory exit %d:\n%s\nstreamed exit %d:\n%s", file, m.code, m.stderr, s.code, s.stderr)
+				}
+				if (file == "bad.jsonl") != (m.code != 0) {
+					t.Fatalf("%s: exit %d: %s", file, m.code, m.stderr)
+				}
+				x, _ := dumpState(t, dir, "mem")
+				y, _ := dumpState(t, dir, "str")
+				if x != y {
+					t.Fatalf("%s: the stores differ at %s", file, firstDiff(x, y))
+				}
+				ok(t, dir, "verify", "--db", "str")
+				if left, _ := filepath.Glob(filepath.Join(dir, "str", "bitempo-spill-*")); len(left) > 0 {
+					t.Fatalf("the streamed load left its run files: %v", left)
+				}
+				t.Logf("%s: %s", file, strings.TrimSpace(s.stderr))
+			}
+			if r := ok(t, dir, "scan", "t", "--format", "csv", "--db", "str"); len(csvLines(r.stdout)) < 100 {
+				t.Fatalf("too few versions: the test is too weak:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+// firstDiff shows the first line where two dumps differ.
+func firstDiff(x, y string) string {
+	a, b := strings.Split(x, "\n"), strings.Split(y, "\n")
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("line %d:\n%s\n%s", i+1, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("%d lines against %d", len(a), len(b))
+}
+
+// TestLoadStdinSpooled loads stdin, which is copied to a spool file next to
+// the store and then loaded as a file: streamed (--spill-rows 0) it gives what
+// a load of the same file gives, into a periods table and into a changes table
+// (whose default batch id is the content's hash, so the file load afterwards
+// is a replay), names stdin in messages, and leaves no spool behind.
+func TestLoadStdinSpooled(t *testing.T) {
+	dir := t.TempDir()
+	data := changesFileText(3000, 400, 9)
+	write(t, dir, "c.csv", data)
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "file")
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "pipe")
+	ok(t, dir, "load", "t", "c.csv", "--at", "at", "--db", "file")
+	r := bt(t, dir, data, append([]string{"load", "t", "-", "--at", "at", "--db", "pipe"}, streamed...)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "stdin") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, valid := range []string{"0", "2500", "4999"} {
+		a := ok(t, dir, "scan", "t", "--valid", valid, "--format", "csv", "--db", "file").stdout
+		b := ok(t, dir, "scan", "t", "--valid", valid, "--format", "csv", "--db", "pipe").stdout
+		if withoutSK(a) != withoutSK(b) {
+			t.Fatalf("valid %s: stdin and file loads differ", valid)
+		}
+	}
+	ok(t, dir, "verify", "--db", "pipe")
+
+	cdc := cdcFile(t, dir, "e.csv", 2000, 200, 0, 1000, 4, true)
+	events, err := os.ReadFile(cdc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "create", "e", "--key", "id", "--axis", "int", "--kind", "changes", "--db", "pipe")
+	load := []string{"load", "e", "-", "--at", "at", "--seq", "seq", "--op-col", "op", "--delete-value", "d", "--db", "pipe"}
+	if r := bt(t, dir, string(events), append(load, streamed...)...); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	r = ok(t, dir, "load", "e", "e.csv", "--at", "at", "--seq", "seq", "--op-col", "op", "--delete-value", "d", "--db", "pipe")
+	if !strings.Contains(r.stderr, "1 batches already applied") {
+		t.Fatalf("the file after its stdin load was not a replay: %s", r.stderr)
+	}
+	// A bad row is reported as a line of stdin.
+	r = bt(t, dir, "id,at,tier\na,1,gold\nb,x,silver\n", append([]string{"load", "t", "-", "--at", "at", "--db", "pipe"}, streamed...)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "stdin line 3") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".bitempo-stdin-*")); len(left) > 0 {
+		t.Fatalf("stdin spools left behind: %v", left)
+	}
+}
+
+// changesFileText is changesFile's content.
+func changesFileText(n, keys int, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	b.WriteString("id,at,tier,score\n")
+	for range n {
+		fmt.Fprintf(&b, "k%d,%d,%s,%d\n", r.IntN(keys), r.IntN(5000), []string{"gold", "silver", "bronze"}[r.IntN(3)], r.IntN(100))
+	}
+	return b.String()
+}
