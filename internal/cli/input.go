@@ -34,6 +34,8 @@ type input struct {
 	// parquet describes the columns of a Parquet file (whose values are read
 	// as JSON values, see parquet.go); nil for CSV and JSONL.
 	parquet []pqReadColumn
+	// isParquet: a streamed load reads the file as Parquet (load_stream.go).
+	isParquet bool
 	// stats sums up each column's values for type inference when the file is
 	// streamed rather than held (load_stream.go); nil when rows holds the file.
 	stats []colStats

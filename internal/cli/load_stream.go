@@ -125,8 +125,14 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 // more lines than --spill-rows (a row takes at least one line, so fewer lines
 // means the in-memory path, without reading the file twice).
 func streamable(path, format string, mode loadMode, lf *loadFlags) (bool, error) {
-	if format == "parquet" || lf.batchSize != 0 {
+	if lf.batchSize != 0 {
 		return false, nil
+	}
+	if format == "parquet" {
+		// The footer says how many rows; a file it cannot open goes to the
+		// in-memory path, which reports why.
+		n, err := parquetRowCount(path)
+		return err == nil && n > int64(lf.spillRows), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -162,7 +168,6 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 		return fmt.Errorf("read %s: %w", in.name, err)
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
 	rows := 0
 	each := func(r inputRow) error {
 		if rows++; rows%streamCheckRows == 0 && ctx.Err() != nil {
@@ -171,6 +176,14 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 		return emit(r)
 	}
 	in.bad = nil
+	if in.isParquet {
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", in.name, err)
+		}
+		return in.scanParquet(f, st.Size(), each)
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
 	if in.isJSON { // keeps the columns of an earlier pass: rows get them all
 		return in.scanJSONL(br, each)
 	}
@@ -191,7 +204,7 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 // loads it in memory instead.
 func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mode loadMode, lf *loadFlags,
 	types map[string]attrType, path, name, format string) (sum *loadSummary, small bool, err error) {
-	in := &input{name: name, isJSON: format == "jsonl"}
+	in := &input{name: name, isJSON: format != "csv", isParquet: format == "parquet"}
 	nothing := func() error {
 		return &interruptedError{fmt.Sprintf("load %s: interrupted; nothing loaded, the store is as it was before", t.Name)}
 	}
@@ -222,6 +235,9 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	}
 	for len(in.stats) < len(in.cols) {
 		in.stats = append(in.stats, colStats{})
+	}
+	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
+		return nil, false, err
 	}
 	plan, err := makePlan(in, t, mode, lf, types)
 	if err != nil && len(in.bad) > 0 {

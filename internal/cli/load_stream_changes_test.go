@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // cdcFile writes n CDC rows over keys in random order: upserts and deletes
@@ -172,4 +174,87 @@ func changesFileText(n, keys int, seed uint64) string {
 		fmt.Fprintf(&b, "k%d,%d,%s,%d\n", r.IntN(keys), r.IntN(5000), []string{"gold", "silver", "bronze"}[r.IntN(3)], r.IntN(100))
 	}
 	return b.String()
+}
+
+// writeParquetGroups writes rows to a Parquet file in row groups of
+// groupRows rows, as another writer might.
+func writeParquetGroups(t *testing.T, dir, name string, cols []pqColumn, groupRows int, rows [][]any) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	schema, err := parquetSchema(cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[any](f, schema, parquet.MaxRowsPerRowGroup(int64(groupRows)))
+	for _, vals := range rows {
+		row := make(parquet.Row, len(cols))
+		for i, c := range cols {
+			v, err := pqValue(c, vals[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			row[i] = v.Level(0, map[bool]int{true: 0, false: 1}[v.IsNull()], i)
+		}
+		if _, err := w.WriteRows([]parquet.Row{row}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestLoadParquetStreamed loads a Parquet file of several row groups (with
+// nulls, doubles, booleans, timestamps) in memory and streamed, row group by
+// row group in two passes: into a periods table the loads say the same and
+// hold the same versions (twinLoad); into a changes table the stores hold the
+// same bytes. A file whose key column is a DOUBLE is refused the same way.
+func TestLoadParquetStreamed(t *testing.T) {
+	dir := t.TempDir()
+	cols := []pqColumn{{"id", pqString}, {"at", pqInt64}, {"seq", pqInt64}, {"op", pqString},
+		{"tier", pqString}, {"score", pqDouble}, {"vip", pqBool}, {"seen", pqTimestamp}}
+	r := rand.New(rand.NewPCG(6, 6))
+	var rows [][]any
+	for range 3000 {
+		var tier any = []string{"gold", "silver", "bronze"}[r.IntN(3)]
+		if r.IntN(7) == 0 {
+			tier = nil
+		}
+		op := []string{"", "", "", "", "d"}[r.IntN(5)]
+		rows = append(rows, []any{fmt.Sprintf("k%d", r.IntN(300)), int64(r.IntN(5000)), int64(r.IntN(3)), op, tier,
+			float64(r.IntN(1000)) / 8, r.IntN(2) == 0, int64(1_700_000_000_000_000 + r.Int64N(1e12))})
+	}
+	writeParquetGroups(t, dir, "c.parquet", cols, 250, rows)
+	twinLoad(t, dir, []string{"create", "t", "--key", "id", "--axis", "int"},
+		"load", "t", "c.parquet", "--at", "at", "--delete-col", "op", "--delete-value", "d", "--ignore", "seq")
+
+	for _, db := range []string{"cmem", "cstr"} {
+		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--kind", "changes", "--db", db)
+	}
+	load := []string{"load", "t", "c.parquet", "--at", "at", "--seq", "seq", "--op-col", "op", "--delete-value", "d"}
+	m := ok(t, dir, append(load, "--db", "cmem")...)
+	s := ok(t, dir, append(append(load, "--db", "cstr"), streamed...)...)
+	if txTime.ReplaceAllString(m.stderr, "TX") != txTime.ReplaceAllString(s.stderr, "TX") {
+		t.Fatalf("in memory:\n%s\nstreamed:\n%s", m.stderr, s.stderr)
+	}
+	x, _ := dumpState(t, dir, "cmem")
+	y, _ := dumpState(t, dir, "cstr")
+	if x != y {
+		t.Fatalf("the stores differ at %s", firstDiff(x, y))
+	}
+	ok(t, dir, "verify", "--db", "cstr")
+
+	writeParquetGroups(t, dir, "badkey.parquet", []pqColumn{{"id", pqDouble}, {"at", pqInt64}}, 100,
+		[][]any{{1.5, int64(1)}, {2.5, int64(2)}})
+	a := bt(t, dir, "", "load", "t", "badkey.parquet", "--at", "at", "--db", "cmem")
+	b := bt(t, dir, "", append([]string{"load", "t", "badkey.parquet", "--at", "at", "--db", "cstr"}, streamed...)...)
+	if a.code == 0 || a.code != b.code || a.stderr != b.stderr {
+		t.Fatalf("a DOUBLE key: in memory exit %d %q, streamed exit %d %q", a.code, a.stderr, b.code, b.stderr)
+	}
 }

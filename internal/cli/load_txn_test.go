@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,26 +93,32 @@ func TestLoadFailingLastRowLeavesStoreUnchanged(t *testing.T) {
 // spilling loads are streamed (load_stream.go), whose runs are removed.
 func TestLoadInterrupt(t *testing.T) {
 	for _, c := range []struct {
-		name           string
-		extra          []string
-		changes, stdin bool
-	}{{"in memory", nil, false, false}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}, false, false},
-		{"streamed, many runs", streamed, false, false},
-		{"changes table, in memory", nil, true, false},
-		{"changes table, streamed", streamed, true, false},
-		{"stdin, streamed", streamed, false, true},
-		{"stdin, changes table, streamed", streamed, true, true},
+		name                    string
+		extra                   []string
+		changes, stdin, parquet bool
+	}{{"in memory", nil, false, false, false}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}, false, false, false},
+		{"streamed, many runs", streamed, false, false, false},
+		{"changes table, in memory", nil, true, false, false},
+		{"changes table, streamed", streamed, true, false, false},
+		{"stdin, streamed", streamed, false, true, false},
+		{"stdin, changes table, streamed", streamed, true, true, false},
+		{"parquet, streamed", streamed, false, false, true},
+		{"parquet, changes table, streamed", streamed, true, false, true},
 	} {
-		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra, c.changes, c.stdin) })
+		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra, c.changes, c.stdin, c.parquet) })
 	}
 }
 
-func testLoadInterrupt(t *testing.T, extra []string, changes, stdin bool) {
+func testLoadInterrupt(t *testing.T, extra []string, changes, stdin, pq bool) {
 	dir := t.TempDir()
-	changesFile(t, dir, "c.csv", 12_000, 2_000, 2)
+	text := changesFile(t, dir, "c.csv", 12_000, 2_000, 2)
 	file := "c.csv"
-	if stdin {
+	switch {
+	case stdin:
 		file = "-"
+	case pq:
+		file = "c.parquet"
+		csvToParquet(t, text, filepath.Join(dir, file))
 	}
 	load := append([]string{"load", "t", file, "--at", "at"}, extra...)
 	create := []string{"create", "t", "--key", "id", "--axis", "int"}
@@ -204,6 +211,25 @@ func testLoadInterrupt(t *testing.T, extra []string, changes, stdin bool) {
 		}
 	}
 	t.Logf("outcomes over %d trials (load takes %v): %v", trials, took, seen)
+}
+
+// csvToParquet writes changesFile's rows (id,at,tier,score) as a Parquet
+// file of several row groups.
+func csvToParquet(t *testing.T, csvPath, pqPath string) {
+	t.Helper()
+	data, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]any
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		f := strings.Split(line, ",")
+		at, _ := strconv.ParseInt(f[1], 10, 64)
+		score, _ := strconv.ParseInt(f[3], 10, 64)
+		rows = append(rows, []any{f[0], at, f[2], score})
+	}
+	writeParquetGroups(t, filepath.Dir(pqPath), filepath.Base(pqPath),
+		[]pqColumn{{"id", pqString}, {"at", pqInt64}, {"tier", pqString}, {"score", pqInt64}}, 1000, rows)
 }
 
 // TestLoadSpillSameVersions forces the spilling path (rows grouped by key,
