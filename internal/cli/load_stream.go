@@ -22,8 +22,10 @@ import (
 	"github.com/bitempo/bitempo/txn"
 )
 
-// This file is the bounded load: a periods-table load of a CSV or JSONL file
-// of more than --spill-rows rows, in one transaction, never holding the file.
+// This file is the bounded load: a load of more than --spill-rows rows in one
+// transaction, never holding the file (CSV, JSONL or Parquet, read by row
+// group; stdin is copied to a file first, load_spool.go). A changes table's
+// rows are applied as one CDC batch key by key (load_stream_changes.go).
 //
 //   - Pass 1 streams the file once and sums up each column (colStats): the
 //     types inferred from these sums are those the in-memory path infers from
@@ -41,8 +43,7 @@ import (
 // Memory is the budget for the rows of a run, one row per run while merging,
 // the rows of one key, and the Writer's own spill budget. The rejected
 // alternative, reading the file once and keeping its text in memory for a
-// second parse, needs the file's size in memory. Stdin (which cannot be read
-// twice) and Parquet files keep the in-memory path.
+// second parse, needs the file's size in memory.
 
 // streamCheckRows is how many rows a pass reads between two looks at the
 // interrupt signal.
@@ -121,9 +122,10 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 }
 
 // streamable reports whether a load reads its file in two passes instead of
-// holding it: a one-transaction periods-table load of a CSV or JSONL file with
-// more lines than --spill-rows (a row takes at least one line, so fewer lines
-// means the in-memory path, without reading the file twice).
+// holding it: a one-transaction load of a CSV or JSONL file with more lines
+// than --spill-rows (a row takes at least one line, so fewer lines means the
+// in-memory path, without reading the file twice), or of a Parquet file whose
+// footer counts more rows.
 func streamable(path, format string, mode loadMode, lf *loadFlags) (bool, error) {
 	if lf.batchSize != 0 {
 		return false, nil
