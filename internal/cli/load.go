@@ -227,7 +227,14 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 			return a.loadDone(ctx, db, t, sum, lf)
 		}
 	}
-	in, err := a.readInterruptible(ctx, t.Name, path, name, format)
+	var in *input
+	if name != path {
+		// The spooled copy of stdin: a file read returns promptly, and the
+		// signal is looked at after it, so the deferred removal of the copy runs.
+		in, err = readInputAs(path, name, format, a.stdin)
+	} else {
+		in, err = a.readInterruptible(ctx, t.Name, path, name, format)
+	}
 	if err != nil {
 		return err
 	}
