@@ -92,8 +92,9 @@ exactly as it was and says so; a kill or a crash cannot leave part of it either.
 Memory: a load of up to --spill-rows rows (default 500,000) is held in memory,
 file and transaction: about 1 KB per row parsed and 1.6 KB more per row of
 transaction into a periods table (into a changes table about 4 KB per row in
-all: 4.2 GB for 1M rows). A larger load is bounded instead, whatever the
-format and the table's kind, and reads its input twice: pass 1 infers the
+all: 4.2 GB for 1M rows). A larger load in one transaction (no --batch-size)
+is bounded instead, whatever the format and the table's kind, and reads its
+input twice: pass 1 infers the
 column types (the same types as in memory), pass 2 checks and converts every
 row (the same errors, lines and columns, the same --skip-bad) into runs sorted
 by key on disk, one run per --spill-bytes (64 MB) of rows, in a
