@@ -5,9 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -162,6 +164,36 @@ func TestLoadStdinSpooled(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".bitempo-stdin-*")); len(left) > 0 {
 		t.Fatalf("stdin spools left behind: %v", left)
+	}
+
+	// A load killed while it copies stdin leaves its spool; the next load of
+	// the store removes it.
+	cmd := exec.Command(binary, "load", "t", "-", "--at", "at", "--db", "pipe")
+	cmd.Dir = dir
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Write([]byte("id,at,tier\na,1,gold\n")); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); len(left) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		left, _ = filepath.Glob(filepath.Join(dir, ".bitempo-stdin-*"))
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	in.Close()
+	if len(left) == 0 {
+		t.Fatal("no spool appeared next to the store while stdin was copied")
+	}
+	ok(t, dir, "load", "t", "c.csv", "--at", "at", "--db", "pipe")
+	if left, _ := filepath.Glob(filepath.Join(dir, ".bitempo-stdin-*")); len(left) > 0 {
+		t.Fatalf("the next load left the killed load's spool: %v", left)
 	}
 }
 
