@@ -23,7 +23,10 @@
 // which with SpillTo moves them to sorted files on disk and commits them by
 // atomic ingestion. The result is the same as without Flush, except that
 // surrogate keys are numbered in flush order; a flushed key cannot be written
-// again in the transaction (ErrKeyFlushed).
+// again in the transaction (ErrKeyFlushed). A CDC batch of that size goes
+// through KeyBatch (ApplyByKey): its events sorted by key are applied one key
+// at a time, with the result, bytes and errors of Apply; a batch that meets a
+// bad event after writing some keys makes the transaction fail to commit.
 //
 // # Semantics decided here (docs/semantics.md leaves them open)
 //

@@ -74,6 +74,9 @@ func (tx *Tx) EraseFor(table string, key store.Key, reason string) error {
 	if tx.cdc != nil && tx.cdc.keys[string(id)] != nil {
 		return conflict
 	}
+	if _, ok := tx.flushed[string(id)]; ok { // written and handed to the Writer
+		return conflict
+	}
 	if _, err := tx.w.Erase(t, id[4:], reason); err != nil {
 		return err
 	}

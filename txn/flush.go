@@ -12,8 +12,11 @@ var (
 	// store.Writer. Its timeline would be read from the snapshot, without this
 	// transaction's changes, so the write is refused.
 	ErrKeyFlushed = errors.New("bitempo: key already flushed in this transaction")
-	// ErrFlushEvents: Flush in a transaction that applied CDC events, whose
-	// per-table event state is not released key by key.
+	// ErrFlushEvents was returned by Flush in a transaction that had applied
+	// CDC events.
+	//
+	// Deprecated: Flush now releases the event-log state of the keys it
+	// flushes too (KeyBatch), and no longer returns it.
 	ErrFlushEvents = errors.New("bitempo: a transaction that applied CDC events cannot flush")
 )
 
@@ -21,14 +24,13 @@ var (
 // forgets their timelines, so a transaction over many keys holds only the keys
 // touched since the last Flush; with spilling on (SpillTo), the writes then go
 // to disk as they pass the budget. A flushed key must not be touched again in
-// the transaction (ErrKeyFlushed): callers group their writes by key. The
-// committed result is the same as without Flush.
+// the transaction (ErrKeyFlushed): callers group their writes by key. Keys of
+// changes tables (Apply, KeyBatch) are flushed too: their event-log overlay is
+// released with their timelines. The committed result is the same as without
+// Flush.
 func (tx *Tx) Flush() error {
 	if tx.done {
 		return ErrFinished
-	}
-	if tx.cdc != nil {
-		return ErrFlushEvents
 	}
 	if tx.flushed == nil {
 		tx.flushed = map[string]struct{}{}
@@ -50,6 +52,11 @@ func (tx *Tx) Flush() error {
 	}
 	for k := range tx.keys {
 		tx.flushed[k] = struct{}{}
+		if tx.cdc != nil {
+			// Apply wrote the key's events to the Writer already; the overlay
+			// only served reads of the key, which can no longer come.
+			delete(tx.cdc.keys, k)
+		}
 	}
 	clear(tx.keys)
 	tx.order = tx.order[:0]

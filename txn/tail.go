@@ -31,6 +31,9 @@ func (tx *Tx) stateTail(t *store.Table, key store.Key, from int64) (*keyState, e
 	if err := tx.checkErased(t, key); err != nil {
 		return nil, err
 	}
+	if err := tx.checkNotFlushed(string(tx.buf), t); err != nil {
+		return nil, err
+	}
 	if ks, ok := tx.keys[string(tx.buf)]; ok {
 		if ks.partial && countBefore(ks.cur, from) < tailBefore {
 			return ks, tx.completeState(ks)

@@ -28,6 +28,9 @@ type Tx struct {
 	// erased holds the keys (table id | tuple) this transaction erased.
 	erased    map[string]bool
 	erasedAny bool
+	// failed: a KeyBatch met a bad event after writing part of its batch
+	// (apply_keys.go); the transaction cannot commit.
+	failed error
 }
 
 // keyState is one touched key: its versions as loaded and as rewritten so far,
@@ -73,6 +76,10 @@ func Update(db *store.DB, fn func(tx *Tx) error) (c Commit, err error) {
 	if err := w.Run(func() error { return fn(tx) }); err != nil {
 		w.Abort()
 		return Commit{}, err
+	}
+	if tx.failed != nil {
+		w.Abort()
+		return Commit{}, tx.failed
 	}
 	c, err = tx.commit()
 	if err == nil && tx.erasedAny {

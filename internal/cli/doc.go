@@ -40,13 +40,15 @@
 //     row in one transaction: one transaction time, all or nothing. SIGINT and
 //     SIGTERM roll it back (exit 130, saying the store is as it was); a kill or
 //     crash cannot leave part of it either. A load of more than --spill-rows rows
-//     into a periods table sorts its rows by key, applies them key by key
-//     (txn.Tx.Flush) and spills the transaction's writes to disk past 64 MB,
-//     committing them by one atomic sstable ingestion; versions are those of the
-//     in-memory path, surrogate keys are numbered in key order. From a CSV or
-//     JSONL file such a load never holds the file: it reads it twice (types,
-//     then checked rows into sorted runs on disk) and merges the runs into the
-//     transaction (load_stream.go), so its memory does not grow with the rows. --batch-size N is
+//     never holds its input: it reads it twice (types, then checked rows into
+//     runs sorted by key on disk; Parquet by row group; stdin is first copied
+//     to a file next to the store), merges the runs and applies them key by
+//     key (txn.Tx.Flush; a changes table's rows as one CDC batch through
+//     txn.KeyBatch, with the result of one Apply), spilling the transaction's
+//     writes to disk past 64 MB and committing them by one atomic sstable
+//     ingestion (load_stream.go); versions are those of the in-memory path,
+//     surrogate keys of a periods table are numbered in key order, and memory
+//     does not grow with the rows. --batch-size N is
 //     the opt-in batched mode: an interruption or failure stops between batches,
 //     names the rows that committed and says how to continue; reloading is safe
 //     (versions already stored, upserts already in effect and CDC batch ids

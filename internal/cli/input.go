@@ -34,6 +34,8 @@ type input struct {
 	// parquet describes the columns of a Parquet file (whose values are read
 	// as JSON values, see parquet.go); nil for CSV and JSONL.
 	parquet []pqReadColumn
+	// isParquet: a streamed load reads the file as Parquet (load_stream.go).
+	isParquet bool
 	// stats sums up each column's values for type inference when the file is
 	// streamed rather than held (load_stream.go); nil when rows holds the file.
 	stats []colStats
@@ -92,7 +94,13 @@ func inputFormat(flag, path string) (string, error) {
 
 // readInput reads a whole CSV or JSONL file ("-" is stdin).
 func readInput(path, format string, stdin io.Reader) (*input, error) {
-	in := &input{name: path}
+	return readInputAs(path, path, format, stdin)
+}
+
+// readInputAs is readInput naming the file name in messages (a spooled
+// stdin's copy is "stdin").
+func readInputAs(path, name, format string, stdin io.Reader) (*input, error) {
+	in := &input{name: name}
 	var err error
 	if path == "-" {
 		in.name = "stdin"

@@ -92,23 +92,32 @@ exactly as it was and says so; a kill or a crash cannot leave part of it either.
 
 Memory: a load of up to --spill-rows rows (default 500,000) is held in memory,
 file and transaction: about 1 KB per row parsed and 1.6 KB more per row of
-transaction. A larger load into a periods table from a CSV or JSONL file is
-bounded instead, and reads the file twice: pass 1 infers the column types (the
-same types as in memory), pass 2 checks and converts every row (the same errors,
-lines and columns, the same --skip-bad) into runs sorted by key on disk, one run
-per --spill-bytes (64 MB) of rows, in a bitempo-spill-load-* directory of the
-store. Only then does the transaction start: the runs are merged and applied key
-by key, and its writes spill to sorted files past --spill-bytes too; the commit
-adds them in one atomic step (an ingested sstable). Memory is then about
-2 x --spill-bytes, the rows of one key and about 100 bytes per distinct key, and
-grows only slowly with the rows: measured 0.62 GB peak for 1M change rows over
-100,000 keys (1.41 GB when the file was held in memory) and 0.75 GB for 3M rows.
-The run files take about 50 bytes per row on disk and are removed when the load
-ends, fails or is interrupted. Versions are the same as in
-memory; surrogate keys (sk) are numbered in key order rather than file order,
-and overlapping versions are listed in key order. Stdin and Parquet files are
-still read whole into memory (about 1 KB per row) before the same key-by-key
-transaction, and a changes table's load is always held in memory.
+transaction into a periods table (into a changes table about 4 KB per row in
+all: 4.2 GB for 1M rows). A larger load in one transaction (no --batch-size)
+is bounded instead, whatever the format and the table's kind, and reads its
+input twice: pass 1 infers the
+column types (the same types as in memory), pass 2 checks and converts every
+row (the same errors, lines and columns, the same --skip-bad) into runs sorted
+by key on disk, one run per --spill-bytes (64 MB) of rows, in a
+bitempo-spill-load-* directory of the store. Only then does the transaction
+start: the runs are merged and applied key by key (into a changes table as one
+CDC batch, with the versions, batch id, counts and errors of one Apply of the
+whole file), and its writes spill to sorted files past --spill-bytes too; the
+commit adds them in one atomic step (an ingested sstable). Memory is then about
+2 x --spill-bytes, the rows of one key and about 100 bytes per distinct key,
+and grows only slowly with the rows: measured 0.62 GB peak for 1M change rows
+into a periods table (0.83 GB for 10M) and 0.58 GB for 1M CDC rows into a
+changes table. The run files take about 50 bytes per row on disk and are
+removed when the load ends, fails or is interrupted. Versions are the same as
+in memory; into a periods table surrogate keys (sk) are numbered in key order
+rather than file order, and overlapping versions are listed in key order.
+A Parquet file is read row group by row group (one row group's pages in
+memory). Stdin (FILE -) is first copied to a file on disk, as large as the
+input: in the store directory's parent, named .bitempo-stdin-* (in the
+system's temporary directory if that one cannot be written); the copy is
+loaded as a file would be (and its content hash is the default batch id) and
+is removed when the load ends, fails or is interrupted, or after a kill by the
+next load of the store.
 
 --batch-size N instead commits N rows per transaction. The load is then no
 longer atomic: an interruption or failure stops between batches and names the
@@ -194,14 +203,25 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 			_ = os.RemoveAll(d)
 		}
 	}
+	removeLeftoverSpools(db)
 	mode, err := chooseMode(t, lf)
 	if err != nil {
 		return err
 	}
+	name := path
+	if path == "-" {
+		// Stdin cannot be read twice: a copy on disk can, and streams.
+		spool, err := a.spoolStdin(ctx, db, t.Name)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(spool)
+		path, name = spool, "stdin"
+	}
 	if stream, err := streamable(path, format, mode, lf); err != nil {
 		return err
 	} else if stream {
-		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, format)
+		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, name, format)
 		if err != nil {
 			return err
 		}
@@ -209,7 +229,14 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 			return a.loadDone(ctx, db, t, sum, lf)
 		}
 	}
-	in, err := a.readInterruptible(ctx, t.Name, path, format)
+	var in *input
+	if name != path {
+		// The spooled copy of stdin: a file read returns promptly, and the
+		// signal is looked at after it, so the deferred removal of the copy runs.
+		in, err = readInputAs(path, name, format, a.stdin)
+	} else {
+		in, err = a.readInterruptible(ctx, t.Name, path, name, format)
+	}
 	if err != nil {
 		return err
 	}
@@ -298,7 +325,7 @@ func (a *app) loadDone(ctx context.Context, db *store.DB, t *store.Table, sum *l
 // readInterruptible reads the input file. A read of stdin does not return
 // when a signal arrives (a terminal, or a pipe whose writer ignores SIGINT), so
 // a signal during the read ends the process here; nothing has been written yet.
-func (a *app) readInterruptible(ctx context.Context, table, path, format string) (*input, error) {
+func (a *app) readInterruptible(ctx context.Context, table, path, name, format string) (*input, error) {
 	const reading, read, exiting = 0, 1, 2
 	var phase atomic.Int32
 	done := make(chan struct{})
@@ -317,7 +344,7 @@ func (a *app) readInterruptible(ctx context.Context, table, path, format string)
 		case <-done:
 		}
 	}()
-	in, err := readInput(path, format, a.stdin)
+	in, err := readInputAs(path, name, format, a.stdin)
 	if !phase.CompareAndSwap(reading, read) {
 		select {} // the goroutine is exiting the process
 	}

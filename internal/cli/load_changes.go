@@ -42,25 +42,29 @@ func (r *loadRun) commitEvents(batchID string) error {
 			err = fmt.Errorf("%s line %d: %w", r.sum.file, r.rows[b.lo+ee.Index].line, ee.Err)
 		}
 		return err
-	}, func(_ txn.Commit, b batch) {
-		sum := r.sum
-		if res.Replayed {
-			sum.replayed++
-			sum.unchanged += b.hi - b.lo
-			return
-		}
-		sum.txs = append(sum.txs, res.Tx)
-		sum.inserted += res.Inserted + res.Split
-		sum.closed += res.Closed + res.Removed
-		sum.unchanged += res.Duplicates
-		sum.conflicts += res.Conflicts
-		sum.duplicates += res.Duplicates
-		sum.merged += res.Merged
-		sum.overwritten += res.Updated
-		sum.split += res.Split
-		sum.tombstones += res.Tombstones
-		sum.collapsed += res.Collapsed
-	})
+	}, func(_ txn.Commit, b batch) { r.addApplied(res, b.hi-b.lo) })
 	r.sum.events = true
 	return err
+}
+
+// addApplied adds what one Apply of rows rows did to the summary.
+func (r *loadRun) addApplied(res txn.ApplyResult, rows int) {
+	sum := r.sum
+	sum.events = true
+	if res.Replayed {
+		sum.replayed++
+		sum.unchanged += rows
+		return
+	}
+	sum.txs = append(sum.txs, res.Tx)
+	sum.inserted += res.Inserted + res.Split
+	sum.closed += res.Closed + res.Removed
+	sum.unchanged += res.Duplicates
+	sum.conflicts += res.Conflicts
+	sum.duplicates += res.Duplicates
+	sum.merged += res.Merged
+	sum.overwritten += res.Updated
+	sum.split += res.Split
+	sum.tombstones += res.Tombstones
+	sum.collapsed += res.Collapsed
 }

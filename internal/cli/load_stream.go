@@ -22,8 +22,10 @@ import (
 	"github.com/bitempo/bitempo/txn"
 )
 
-// This file is the bounded load: a periods-table load of a CSV or JSONL file
-// of more than --spill-rows rows, in one transaction, never holding the file.
+// This file is the bounded load: a load of more than --spill-rows rows in one
+// transaction, never holding the file (CSV, JSONL or Parquet, read by row
+// group; stdin is copied to a file first, load_spool.go). A changes table's
+// rows are applied as one CDC batch key by key (load_stream_changes.go).
 //
 //   - Pass 1 streams the file once and sums up each column (colStats): the
 //     types inferred from these sums are those the in-memory path infers from
@@ -41,8 +43,7 @@ import (
 // Memory is the budget for the rows of a run, one row per run while merging,
 // the rows of one key, and the Writer's own spill budget. The rejected
 // alternative, reading the file once and keeping its text in memory for a
-// second parse, needs the file's size in memory. Stdin (which cannot be read
-// twice) and Parquet files keep the in-memory path.
+// second parse, needs the file's size in memory.
 
 // streamCheckRows is how many rows a pass reads between two looks at the
 // interrupt signal.
@@ -121,12 +122,19 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 }
 
 // streamable reports whether a load reads its file in two passes instead of
-// holding it: a one-transaction periods-table load of a CSV or JSONL file with
-// more lines than --spill-rows (a row takes at least one line, so fewer lines
-// means the in-memory path, without reading the file twice).
+// holding it: a one-transaction load of a CSV or JSONL file with more lines
+// than --spill-rows (a row takes at least one line, so fewer lines means the
+// in-memory path, without reading the file twice), or of a Parquet file whose
+// footer counts more rows.
 func streamable(path, format string, mode loadMode, lf *loadFlags) (bool, error) {
-	if path == "-" || format == "parquet" || mode == modeEvents || lf.batchSize != 0 {
+	if lf.batchSize != 0 {
 		return false, nil
+	}
+	if format == "parquet" {
+		// The footer says how many rows; a file it cannot open goes to the
+		// in-memory path, which reports why.
+		n, err := parquetRowCount(path)
+		return err == nil && n > int64(lf.spillRows), nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -162,7 +170,6 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 		return fmt.Errorf("read %s: %w", in.name, err)
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
 	rows := 0
 	each := func(r inputRow) error {
 		if rows++; rows%streamCheckRows == 0 && ctx.Err() != nil {
@@ -171,6 +178,14 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 		return emit(r)
 	}
 	in.bad = nil
+	if in.isParquet {
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", in.name, err)
+		}
+		return in.scanParquet(f, st.Size(), each)
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
 	if in.isJSON { // keeps the columns of an earlier pass: rows get them all
 		return in.scanJSONL(br, each)
 	}
@@ -190,8 +205,8 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 // file turned out to hold no more than --spill-rows rows, and the caller
 // loads it in memory instead.
 func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mode loadMode, lf *loadFlags,
-	types map[string]attrType, path, format string) (sum *loadSummary, small bool, err error) {
-	in := &input{name: path, isJSON: format == "jsonl"}
+	types map[string]attrType, path, name, format string) (sum *loadSummary, small bool, err error) {
+	in := &input{name: name, isJSON: format != "csv", isParquet: format == "parquet"}
 	nothing := func() error {
 		return &interruptedError{fmt.Sprintf("load %s: interrupted; nothing loaded, the store is as it was before", t.Name)}
 	}
@@ -222,6 +237,9 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	}
 	for len(in.stats) < len(in.cols) {
 		in.stats = append(in.stats, colStats{})
+	}
+	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
+		return nil, false, err
 	}
 	plan, err := makePlan(in, t, mode, lf, types)
 	if err != nil && len(in.bad) > 0 {
@@ -287,7 +305,18 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	for _, i := range plan.attrCols {
 		run.attrNames = append(run.attrNames, in.cols[i])
 	}
-	if err := run.commitMerged(rs, good, in); err != nil {
+	if mode == modeEvents {
+		batchID := lf.batchID
+		if batchID == "" {
+			if batchID, err = fileBatchID(path); err != nil {
+				return nil, false, fmt.Errorf("load %s: %w; nothing loaded", t.Name, err)
+			}
+		}
+		err = run.commitMergedEvents(rs, good, in, batchID)
+	} else {
+		err = run.commitMerged(rs, good, in)
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	return sum, false, nil

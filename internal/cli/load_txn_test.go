@@ -3,10 +3,12 @@ package cli
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,22 +93,61 @@ func TestLoadFailingLastRowLeavesStoreUnchanged(t *testing.T) {
 // spilling loads are streamed (load_stream.go), whose runs are removed.
 func TestLoadInterrupt(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		extra []string
-	}{{"in memory", nil}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}},
-		{"streamed, many runs", streamed}} {
-		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra) })
+		name                    string
+		extra                   []string
+		changes, stdin, parquet bool
+	}{{"in memory", nil, false, false, false}, {"spilling", []string{"--spill-rows", "0", "--spill-bytes", "50000"}, false, false, false},
+		{"streamed, many runs", streamed, false, false, false},
+		{"changes table, in memory", nil, true, false, false},
+		{"changes table, streamed", streamed, true, false, false},
+		{"stdin, streamed", streamed, false, true, false},
+		{"stdin, changes table, streamed", streamed, true, true, false},
+		{"parquet, streamed", streamed, false, false, true},
+		{"parquet, changes table, streamed", streamed, true, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra, c.changes, c.stdin, c.parquet) })
 	}
 }
 
-func testLoadInterrupt(t *testing.T, extra []string) {
+func testLoadInterrupt(t *testing.T, extra []string, changes, stdin, pq bool) {
 	dir := t.TempDir()
-	changesFile(t, dir, "c.csv", 12_000, 2_000, 2)
-	load := append([]string{"load", "t", "c.csv", "--at", "at"}, extra...)
-	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "ref")
+	text := changesFile(t, dir, "c.csv", 12_000, 2_000, 2)
+	file := "c.csv"
+	switch {
+	case stdin:
+		file = "-"
+	case pq:
+		file = "c.parquet"
+		csvToParquet(t, text, filepath.Join(dir, file))
+	}
+	load := append([]string{"load", "t", file, "--at", "at"}, extra...)
+	create := []string{"create", "t", "--key", "id", "--axis", "int"}
+	if changes {
+		create = append(create, "--kind", "changes")
+	}
+	run := func(db string) *exec.Cmd {
+		cmd := exec.Command(binary, append(load, "--db", db)...)
+		cmd.Dir = dir
+		if stdin {
+			f, err := os.Open(filepath.Join(dir, "c.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			cmd.Stdin = f
+		}
+		return cmd
+	}
+	spools := func() []string {
+		left, _ := filepath.Glob(filepath.Join(dir, ".bitempo-stdin-*"))
+		return left
+	}
+	ok(t, dir, append(create, "--db", "ref")...)
 	before, _ := dumpState(t, dir, "ref")
 	start := time.Now()
-	ok(t, dir, append(load, "--db", "ref")...)
+	if out, err := run("ref").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
 	took := time.Since(start)
 	after, _ := dumpState(t, dir, "ref")
 	trials := 6
@@ -118,9 +159,8 @@ func testLoadInterrupt(t *testing.T, extra []string) {
 	for i := range trials {
 		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGKILL}[i%2]
 		db := fmt.Sprintf("db%d", i)
-		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
-		cmd := exec.Command(binary, append(load, "--db", db)...)
-		cmd.Dir = dir
+		ok(t, dir, append(create, "--db", db)...)
+		cmd := run(db)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -159,8 +199,37 @@ func testLoadInterrupt(t *testing.T, extra []string) {
 		if entries, _ := filepath.Glob(filepath.Join(dir, db, "bitempo-spill-*")); len(entries) > 0 && sig == syscall.SIGINT {
 			t.Fatalf("an interrupted load left its spill files: %v", entries)
 		}
+		if left := spools(); len(left) > 0 && sig == syscall.SIGINT {
+			t.Fatalf("an interrupted load left its stdin spool: %v", left)
+		}
+		if left := spools(); len(left) > 0 {
+			// A killed load's spool goes with the next load of the store.
+			bt(t, dir, "id,at,tier,score\n", "load", "t", "-", "--at", "at", "--db", db)
+			if left := spools(); len(left) > 0 {
+				t.Fatalf("the next load left the killed load's stdin spool: %v", left)
+			}
+		}
 	}
 	t.Logf("outcomes over %d trials (load takes %v): %v", trials, took, seen)
+}
+
+// csvToParquet writes changesFile's rows (id,at,tier,score) as a Parquet
+// file of several row groups.
+func csvToParquet(t *testing.T, csvPath, pqPath string) {
+	t.Helper()
+	data, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]any
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n")[1:] {
+		f := strings.Split(line, ",")
+		at, _ := strconv.ParseInt(f[1], 10, 64)
+		score, _ := strconv.ParseInt(f[3], 10, 64)
+		rows = append(rows, []any{f[0], at, f[2], score})
+	}
+	writeParquetGroups(t, filepath.Dir(pqPath), filepath.Base(pqPath),
+		[]pqColumn{{"id", pqString}, {"at", pqInt64}, {"tier", pqString}, {"score", pqInt64}}, 1000, rows)
 }
 
 // TestLoadSpillSameVersions forces the spilling path (rows grouped by key,

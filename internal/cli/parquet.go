@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -401,19 +402,36 @@ type pqReadColumn struct {
 // those of a JSONL file (see the file comment).
 func readParquetInput(name string, data []byte) (*input, error) {
 	in := &input{name: name, data: data, isJSON: true}
-	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", errParquet, name, err)
-	}
-	cols, err := parquetColumns(name, f.Schema())
+	err := in.scanParquet(bytes.NewReader(data), int64(len(data)), func(r inputRow) error {
+		in.rows = append(in.rows, r)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	return in, nil
+}
+
+// scanParquet reads a Parquet file row group by row group, setting the
+// input's columns and handing each row to emit (numbered from 1, as lines
+// are). Only the pages of the row group being read are in memory, so a load
+// can read a file larger than memory twice (load_stream.go).
+func (in *input) scanParquet(r io.ReaderAt, size int64, emit func(inputRow) error) error {
+	name := in.name
+	f, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", errParquet, name, err)
+	}
+	cols, err := parquetColumns(name, f.Schema())
+	if err != nil {
+		return err
+	}
+	in.cols = in.cols[:0]
 	for _, c := range cols {
 		in.cols = append(in.cols, c.name)
 	}
 	if err := in.checkHeader(); err != nil {
-		return nil, err
+		return err
 	}
 	in.parquet = cols
 	rowNum := 0
@@ -433,25 +451,46 @@ func readParquetInput(name string, data []byte) (*input, error) {
 					x, cerr := cols[i].conv(v)
 					if cerr != nil {
 						_ = rows.Close()
-						return nil, fmt.Errorf("%w: %s row group %d of %d, column %q, row %d: %v", errParquet, name, g+1, len(f.RowGroups()), cols[i].name, rowNum, cerr)
+						return fmt.Errorf("%w: %s row group %d of %d, column %q, row %d: %v", errParquet, name, g+1, len(f.RowGroups()), cols[i].name, rowNum, cerr)
 					}
 					vals[i] = x
 				}
-				in.rows = append(in.rows, inputRow{line: rowNum, vals: vals})
+				if err := emit(inputRow{line: rowNum, vals: vals}); err != nil {
+					_ = rows.Close()
+					return err
+				}
 			}
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
 				_ = rows.Close()
-				return nil, fmt.Errorf("%w: %s row group %d of %d%s: %v", errParquet, name, g+1, len(f.RowGroups()), failingColumn(rg, cols), err)
+				return fmt.Errorf("%w: %s row group %d of %d%s: %v", errParquet, name, g+1, len(f.RowGroups()), failingColumn(rg, cols), err)
 			}
 		}
 		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("%w: %s row group %d of %d: %v", errParquet, name, g+1, len(f.RowGroups()), err)
+			return fmt.Errorf("%w: %s row group %d of %d: %v", errParquet, name, g+1, len(f.RowGroups()), err)
 		}
 	}
-	return in, nil
+	return nil
+}
+
+// parquetRowCount is the number of rows a Parquet file's footer states.
+func parquetRowCount(path string) (int64, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return 0, err
+	}
+	f, err := parquet.OpenFile(fh, st.Size())
+	if err != nil {
+		return 0, err
+	}
+	return f.NumRows(), nil
 }
 
 // failingColumn finds the column of a row group whose pages do not read, for
