@@ -120,7 +120,7 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 	if err != nil {
 		return Features{}, err
 	}
-	p, err := newPlan(t, aggs)
+	p, err := newPlan(s, t, aggs)
 	if err != nil {
 		return Features{}, err
 	}
@@ -130,7 +130,7 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 	}
 	tx := resolveTx(s, at.Tx)
 	var ms []member
-	for rec, err := range s.GroupRecords(t, gk, tx, tx) {
+	for rec, err := range s.GroupRecords(p.t, gk, tx, tx) {
 		if err != nil {
 			return Features{}, err
 		}
@@ -164,12 +164,12 @@ func AggregateTable(r store.Reader, table string, at AsOf, aggs []Agg) (Features
 	if err != nil {
 		return Features{}, err
 	}
-	p, err := newPlan(t, aggs)
+	p, err := newPlan(s, t, aggs)
 	if err != nil {
 		return Features{}, err
 	}
 	var ms []member
-	for v, err := range s.ScanAt(t, store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
+	for v, err := range s.ScanAt(p.t, store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
 		if err != nil {
 			return Features{}, err
 		}
@@ -210,7 +210,10 @@ type filter struct {
 	feats  []int
 }
 
-func newPlan(t *store.Table, aggs []Agg) (*plan, error) {
+// newPlan validates aggs over table t. The plan's table is t projected
+// (store.Snapshot.Project) to the attributes its features read, so reads
+// through p.t decode nothing else.
+func newPlan(s *store.Snapshot, t *store.Table, aggs []Agg) (*plan, error) {
 	names, err := FeatureNames(aggs)
 	if err != nil {
 		return nil, err
@@ -242,6 +245,13 @@ func newPlan(t *store.Table, aggs []Agg) (*plan, error) {
 			p.feats = append(p.feats, feature{name: names[len(p.feats)], op: a.Op, input: input, filter: fi})
 		}
 	}
+	read := []string{} // not nil: no attribute read decodes none
+	for i, name := range p.attrs {
+		if p.keyCol[i] < 0 {
+			read = append(read, name)
+		}
+	}
+	p.t = s.Project(t, read)
 	return p, nil
 }
 

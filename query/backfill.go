@@ -137,7 +137,7 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPlan(t, aggs)
+	p, err := newPlan(s, t, aggs)
 	if err != nil {
 		return nil, err
 	}

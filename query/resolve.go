@@ -56,6 +56,11 @@ type ResolveOptions struct {
 	// (Resolution.RawAttrs, read with store.RawAttrs.Walk) instead of as a map: what a
 	// caller that decodes them into its own types (package typed) needs.
 	RawAttrs bool
+	// Project, with Attrs, names the attributes to decode (as
+	// SnapshotOptions.Project): each Resolution's Attrs (or the attributes
+	// RawAttrs walks) holds only those of them the version has, and the others
+	// are stepped over in the stored record. Empty decodes every attribute.
+	Project []string
 }
 
 // Resolution is the answer for one fact.
@@ -102,6 +107,9 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 	if err != nil {
 		return nil, err
 	}
+	if opts.Attrs {
+		t = project(s, t, opts.Project)
+	}
 	if opts.Attrs && opts.RawAttrs {
 		t = t.WithRawAttrs()
 	}
@@ -129,7 +137,7 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 			}
 		}
 	case MissInferred:
-		if err := inferMembers(s, t, facts, out, opts.Attrs); err != nil {
+		if err := inferMembers(s, t, facts, out, opts.Attrs, opts.Project); err != nil {
 			return nil, err
 		}
 	default:
@@ -142,7 +150,7 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 // member for each key unknown at the newest commit, from the earliest valid time
 // its facts need, and resolves those facts to it. A key that another writer
 // created since the snapshot was read is resolved against its new versions.
-func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolution, attrs bool) error {
+func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolution, attrs bool, project []string) error {
 	type member struct {
 		key   store.Key
 		from  int64
@@ -193,7 +201,7 @@ func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolut
 				if reason == store.Found {
 					out[i].SK, out[i].Inferred = v.SK, v.Inferred
 					if attrs {
-						out[i].Attrs = v.Attrs
+						out[i].Attrs = projectAttrs(v.Attrs, project)
 					}
 				}
 			}
@@ -208,4 +216,19 @@ func inferredAttrs(attrs bool) store.Attrs {
 		return store.Attrs{}
 	}
 	return nil
+}
+
+// projectAttrs returns the attributes of a named in project (all of a when
+// project is empty), for versions read by a path that decodes whole records.
+func projectAttrs(a store.Attrs, project []string) store.Attrs {
+	if len(project) == 0 {
+		return a
+	}
+	out := store.Attrs{}
+	for _, name := range project {
+		if v, ok := a[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
 }
