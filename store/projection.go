@@ -42,3 +42,18 @@ func (s *Snapshot) decodeProjected(t *Table, value []byte, keyTxFrom int64) (enc
 	}
 	return rv, nil
 }
+
+// RawAttrs returns the record's attributes in their stored form, walked as
+// projected by the table the records were read through (Snapshot.Project), and
+// true; or false when the record shares its successor's attributes, which Attrs
+// then reads. A value that is not a record is ErrCorrupt.
+func (r *GroupRecord) RawAttrs() (RawAttrs, bool, error) {
+	if encoding.SharesAttrs(r.Value) {
+		return RawAttrs{}, false, nil
+	}
+	b, err := encoding.PositionalAttrs(r.Value)
+	if err != nil {
+		return RawAttrs{}, false, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
+	}
+	return RawAttrs{b: b, name: r.names.name, proj: r.t.proj}, true, nil
+}
