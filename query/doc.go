@@ -45,8 +45,12 @@
 //     again, or reads the version as known at its own load time.
 //   - Resolve keeps the input order and reports the first miss in input order
 //     under MissError, so its errors do not depend on how the batch was split.
-//     Facts with their own, older transaction time cost one as-of lookup each;
-//     facts at the newest commit are merged.
+//     Facts at the newest commit are merged against the current index; facts
+//     at an older transaction time (a point-in-time training set: every fact
+//     at Tx = T0) are merged too, with one forward pass over the current index
+//     and one over history that reads each probed key's versions alive at T0
+//     once (store/lookuppast.go). Rejected: one as-of lookup per old fact (the
+//     path before), a few fresh seeks per fact whatever its neighbours.
 //   - Projections: SnapshotWith (SnapshotOptions.Project), History and
 //     HistoryRange (HistoryOptions.Project) and Resolve (ResolveOptions.Project,
 //     with Attrs) take a list of attribute names and decode only those; every

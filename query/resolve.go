@@ -100,8 +100,10 @@ func (r Resolution) Found() bool { return r.Reason == store.Found }
 // key and descending valid time, and merges it with one forward pass of one
 // iterator over the current-state index, stepping through the versions of the
 // keys it needs and seeking only past long stretches it does not. Facts with an
-// older transaction time cost one as-of lookup each. Resolve reads one
-// consistent snapshot; with MissInferred it then commits one transaction.
+// older transaction time are merged the same way, over the current index and
+// history: each key's versions alive at that time are read once for all its
+// facts. Resolve reads one consistent snapshot; with MissInferred it then
+// commits one transaction.
 func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([]Resolution, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {
