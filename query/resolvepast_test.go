@@ -1,6 +1,8 @@
 package query_test
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -131,6 +133,39 @@ func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 				check(fmt.Sprint("one past tx ", t0), drawFacts(2000, func() int64 { return t0 }), nil)
 				check(fmt.Sprint("projected at ", t0), drawFacts(300, func() int64 { return t0 }), []string{"name", "zz"})
 			}
+			// store.Snapshot.LookupSorted, under Resolve, returns whole versions:
+			// their periods must be VersionAt's too.
+			lookups := func(facts []query.Fact) {
+				probes := make([]store.Probe, len(facts))
+				for i, f := range facts {
+					tuple, err := tb.AppendKey(nil, f.Key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					probes[i] = store.Probe{Tuple: tuple, Valid: f.At, Tx: f.Tx}
+				}
+				slices.SortFunc(probes, func(a, b store.Probe) int {
+					if c := bytes.Compare(a.Tuple, b.Tuple); c != 0 {
+						return c
+					}
+					return cmp.Compare(b.Valid, a.Valid)
+				})
+				if err := s.LookupSorted(tb, probes, true, func(i int, v *store.Version, reason store.MissReason) {
+					p := probes[i]
+					want, wreason, err := s.VersionAt(tb, p.Tuple, p.Valid, p.Tx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want.Key = nil
+					if reason != wreason || (reason == store.Found && fmtRecord(*v) != fmtRecord(want)) {
+						t.Fatalf("LookupSorted probe %+v: %v %s, VersionAt %v %s", p, reason, fmtRecord(*v), wreason, fmtRecord(want))
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lookups(drawFacts(3000, func() int64 { return txs[len(txs)/2] }))
+			lookups(drawFacts(3000, func() int64 { return txs[rng.IntN(len(txs)-1)] - rng.Int64N(2) }))
 			mixed := func() int64 {
 				if rng.IntN(3) == 0 {
 					return query.Latest

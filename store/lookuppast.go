@@ -40,7 +40,8 @@ type pastMerge struct {
 	tx      int64   // the transaction time it holds it at
 	checked []int64 // transaction times whose horizon was checked
 	recs    []pastRec
-	vals    []byte // the values of recs
+	later   []pastRec // current records of the key asserted after tx
+	vals    []byte    // the values of recs and later
 	curPfx  []byte
 	hisPfx  []byte
 	group   []byte
@@ -123,12 +124,42 @@ func (m *pastMerge) version(r *pastRec) (Version, MissReason, error) {
 			Inferred: h.Flags&encoding.FlagInferred != 0, tuple: bytes.Clone(m.tuple),
 		}, Found, nil
 	}
-	v, err := m.s.decodeVersion(m.t, m.tuple, r.from, r.keyTx, m.vals[r.off:r.off+r.n])
+	value := m.vals[r.off : r.off+r.n]
+	if encoding.SharesAttrs(value) {
+		if v, ok, err := m.fromSuccessor(r); ok || err != nil {
+			return v, Found, err
+		}
+	}
+	v, err := m.s.decodeVersion(m.t, m.tuple, r.from, r.keyTx, value)
 	if err != nil {
 		return Version{}, 0, err
 	}
 	v.Key = nil // as LookupSorted documents: the caller knows the key
 	return v, Found, nil
+}
+
+// fromSuccessor builds the answer for a record that shares its attributes
+// when its successor (the record of the same key, valid_from and surrogate key
+// asserted when it was retired) is a current record the timeline read: the
+// record's own periods and flags with the successor's attributes, without the
+// point reads Snapshot.sharedAttrs would make. ok is false when the successor
+// is elsewhere (in history: a chain of shared records).
+func (m *pastMerge) fromSuccessor(r *pastRec) (Version, bool, error) {
+	for i := range m.later {
+		succ := &m.later[i]
+		if succ.from != r.from || succ.head.TxFrom != r.head.TxTo || succ.head.SK != r.head.SK {
+			continue
+		}
+		v, err := m.s.decodeVersion(m.t, m.tuple, succ.from, 0, m.vals[succ.off:succ.off+succ.n])
+		if err != nil {
+			return Version{}, false, err
+		}
+		h := &r.head
+		v.Key, v.ValidTo, v.TxFrom, v.TxTo, v.SK = nil, h.ValidTo, h.TxFrom, h.TxTo, h.SK
+		v.Inferred = h.Flags&encoding.FlagInferred != 0
+		return v, true, nil
+	}
+	return Version{}, false, nil
 }
 
 // build reads the timeline of tuple at tx: its records alive at tx, by
@@ -142,7 +173,7 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 	}
 	again := m.built && bytes.Equal(m.tuple, tuple) // the same key at another tx: read it again
 	m.built, m.tx, m.tuple = false, tx, append(m.tuple[:0], tuple...)
-	m.recs, m.vals = m.recs[:0], m.vals[:0]
+	m.recs, m.later, m.vals = m.recs[:0], m.later[:0], m.vals[:0]
 	if err := m.readCurrent(tuple, tx, again); err != nil {
 		return err
 	}
@@ -195,6 +226,11 @@ func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
 		}
 		if head.TxFrom <= tx {
 			m.keep(from, 0, head, it.Value())
+		} else if m.attrs {
+			// A record alive at tx that shares its attributes usually shares
+			// them with this one (its successor, asserted when it was retired).
+			m.later = append(m.later, pastRec{from: from, head: head, off: len(m.vals), n: len(it.Value())})
+			m.vals = append(m.vals, it.Value()...)
 		}
 	}
 	return it.Error()

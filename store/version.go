@@ -85,7 +85,7 @@ func (r RawAttrs) Clone() RawAttrs { return RawAttrs{b: bytes.Clone(r.b), name: 
 // RawAttrs returns the version's attributes in their stored form when it was
 // read through a table returned by WithRawAttrs, whose reads leave Attrs nil;
 // otherwise the zero RawAttrs. A retired record whose attributes are stored
-// with its successor comes back decoded, in Attrs, even through such a table.
+// with its successor may come back decoded, in Attrs, even through such a table.
 func (v *Version) RawAttrs() RawAttrs { return v.raw }
 
 // WithRawAttrs returns a copy of t for reads that decode attributes themselves:
