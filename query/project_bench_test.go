@@ -25,9 +25,10 @@ import (
 //     of 200k facts.
 //   - BenchmarkResolvePastTx: 50k keys loaded by four rounds of SCD2 upserts
 //     (200k versions, 150k of them retired), 200k facts resolved at the newest
-//     commit (at=latest), at the commit after round two with the merged path
-//     (at=past/merged), and the same facts one VersionAt each in sorted order on
-//     one snapshot (at=past/per-fact: what Resolve did for them before).
+//     commit (at=latest/path=merged), at the last commit of round two with the
+//     merged path (at=past/path=merged), and the same facts one VersionAt each
+//     in sorted order on one snapshot (at=past/path=per-fact: what Resolve did
+//     for them before).
 //   - BenchmarkBackfillIntPath: 20k contracts x 5 versions with int64 amounts in
 //     2k groups, 200k left rows, the harness's features, on the integer path
 //     (path=int) and the generic one (path=generic).
@@ -262,7 +263,7 @@ func BenchmarkResolvePastTx(b *testing.B) {
 	})
 	for _, attrs := range []bool{false, true} {
 		suffix := fmt.Sprintf("/attrs=%v", attrs)
-		b.Run("at=latest"+suffix, func(b *testing.B) {
+		b.Run("at=latest/path=merged"+suffix, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := query.Resolve(s, "dim", latest, query.ResolveOptions{Miss: query.MissNull, Attrs: attrs}); err != nil {
 					b.Fatal(err)
@@ -270,7 +271,7 @@ func BenchmarkResolvePastTx(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pastFacts), "ns/fact")
 		})
-		b.Run("at=past/merged"+suffix, func(b *testing.B) {
+		b.Run("at=past/path=merged"+suffix, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := query.Resolve(s, "dim", past, query.ResolveOptions{Miss: query.MissNull, Attrs: attrs}); err != nil {
 					b.Fatal(err)
@@ -278,7 +279,7 @@ func BenchmarkResolvePastTx(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pastFacts), "ns/fact")
 		})
-		b.Run("at=past/per-fact"+suffix, func(b *testing.B) {
+		b.Run("at=past/path=per-fact"+suffix, func(b *testing.B) {
 			for b.Loop() {
 				for _, p := range probes {
 					v, _, err := s.VersionAt(tb, p.tuple, p.at, t0)
