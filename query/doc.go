@@ -50,7 +50,8 @@
 //     at Tx = T0) are merged too, with one forward pass over the current index
 //     and one over history that reads each probed key's versions alive at T0
 //     once (store/lookuppast.go). Rejected: one as-of lookup per old fact (the
-//     path before), a few fresh seeks per fact whatever its neighbours.
+//     path before), a few fresh seeks per fact whatever its neighbours: 3.7-4.9x
+//     slower than the merge on 200k facts (BENCHMARKS.md).
 //   - Projections: SnapshotWith (SnapshotOptions.Project), History and
 //     HistoryRange (HistoryOptions.Project) and Resolve (ResolveOptions.Project,
 //     with Attrs) take a list of attribute names and decode only those; every
