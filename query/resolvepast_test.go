@@ -173,6 +173,9 @@ func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 				return txs[rng.IntN(len(txs))] - rng.Int64N(2)
 			}
 			check("mixed transaction times", drawFacts(5000, mixed), nil)
+			// Enough facts for Resolve's parallel path (forks of the snapshot
+			// sharing the projected table) on a machine with two or more cores.
+			check("parallel and projected", drawFacts(40_000, mixed), []string{"v", "w"})
 		})
 	}
 }
