@@ -60,6 +60,7 @@ func FuzzRecordPositional(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := encoding.DecodeRecordPositional(data, positionalKeyTx, positionalName)
 		head, herr := encoding.DecodeRecordHeadPositional(data, positionalKeyTx)
+		checkProjections(t, data, r, err)
 		if err != nil {
 			if !errors.Is(err, encoding.ErrCorrupt) {
 				t.Fatalf("DecodeRecordPositional(%x): error %v does not wrap ErrCorrupt", data, err)
@@ -102,4 +103,47 @@ func FuzzRecordPositional(f *testing.F) {
 			}
 		}
 	})
+}
+
+// positionalProjections are the projections FuzzRecordPositional decodes every
+// input with: one name, the last, names some of which have no ordinal yet, and
+// names the projection learns only by name (ordinals beyond its Keep).
+var positionalProjections = []*encoding.Projection{
+	encoding.NewProjection([]string{"tier"}, positionalNames),
+	encoding.NewProjection([]string{"x"}, positionalNames),
+	encoding.NewProjection([]string{"city", "absent"}, positionalNames),
+	encoding.NewProjection([]string{"note", "x"}, positionalNames[:1]),
+}
+
+// checkProjections decodes data with every projection: an error wraps
+// ErrCorrupt, and when the whole decode succeeded (r, err) the projection does
+// too, holding exactly r's attributes restricted to its names.
+func checkProjections(t *testing.T, data []byte, r encoding.RecordValue, err error) {
+	for _, p := range positionalProjections {
+		pr, perr := encoding.DecodeRecordProjected(data, positionalKeyTx, positionalName, p)
+		if perr != nil && !errors.Is(perr, encoding.ErrCorrupt) {
+			t.Fatalf("DecodeRecordProjected(%x, %q): error %v does not wrap ErrCorrupt", data, p.Names, perr)
+		}
+		if err != nil {
+			continue
+		}
+		if perr != nil {
+			t.Fatalf("%x: the record decodes, the projection %q fails: %v", data, p.Names, perr)
+		}
+		if r.Attrs == nil {
+			if pr.Attrs != nil {
+				t.Fatalf("%x: a record that shares its attributes projected some: %v", data, pr.Attrs)
+			}
+			continue
+		}
+		want := encoding.Attrs{}
+		for _, n := range p.Names {
+			if v, ok := r.Attrs[n]; ok {
+				want[n] = v
+			}
+		}
+		if !pr.Attrs.Equal(want) || pr.SK != r.SK || pr.ValidTo != r.ValidTo || pr.TxTo != r.TxTo {
+			t.Fatalf("%x: projection %q decodes %+v, want attributes %v of %+v", data, p.Names, pr, want, r)
+		}
+	}
 }

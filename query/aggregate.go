@@ -120,7 +120,7 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 	if err != nil {
 		return Features{}, err
 	}
-	p, err := newPlan(t, aggs)
+	p, err := newPlan(s, t, aggs)
 	if err != nil {
 		return Features{}, err
 	}
@@ -130,7 +130,7 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 	}
 	tx := resolveTx(s, at.Tx)
 	var ms []member
-	for rec, err := range s.GroupRecords(t, gk, tx, tx) {
+	for rec, err := range s.GroupRecords(p.t, gk, tx, tx) {
 		if err != nil {
 			return Features{}, err
 		}
@@ -164,12 +164,12 @@ func AggregateTable(r store.Reader, table string, at AsOf, aggs []Agg) (Features
 	if err != nil {
 		return Features{}, err
 	}
-	p, err := newPlan(t, aggs)
+	p, err := newPlan(s, t, aggs)
 	if err != nil {
 		return Features{}, err
 	}
 	var ms []member
-	for v, err := range s.ScanAt(t, store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
+	for v, err := range s.ScanAt(p.t, store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
 		if err != nil {
 			return Features{}, err
 		}
@@ -210,7 +210,10 @@ type filter struct {
 	feats  []int
 }
 
-func newPlan(t *store.Table, aggs []Agg) (*plan, error) {
+// newPlan validates aggs over table t. The plan's table is t projected
+// (store.Snapshot.Project) to the attributes its features read, so reads
+// through p.t decode nothing else.
+func newPlan(s *store.Snapshot, t *store.Table, aggs []Agg) (*plan, error) {
 	names, err := FeatureNames(aggs)
 	if err != nil {
 		return nil, err
@@ -242,6 +245,13 @@ func newPlan(t *store.Table, aggs []Agg) (*plan, error) {
 			p.feats = append(p.feats, feature{name: names[len(p.feats)], op: a.Op, input: input, filter: fi})
 		}
 	}
+	read := []string{} // not nil: no attribute read decodes none
+	for i, name := range p.attrs {
+		if p.keyCol[i] < 0 {
+			read = append(read, name)
+		}
+	}
+	p.t = s.Project(t, read)
 	return p, nil
 }
 
@@ -280,6 +290,9 @@ type member struct {
 	from, to     int64
 	txFrom, txTo int64
 	vals         []any // per plan.attrs
+	// ints holds, per plan.attrs, the int64 of a column whose vals entry is
+	// intHeld (the backfill's integer path, aggint.go).
+	ints []int64
 }
 
 // newMember builds a member from a version's tuple, period and attributes; key is
@@ -377,7 +390,7 @@ func ValueTypeName(v any) string {
 
 // point evaluates the plan at ts over ms, the versions active at ts.
 func (p *plan) point(ms []member, ts int64) (Features, error) {
-	accs := p.newAccums(ms)
+	accs := p.newAccums(ms, nil)
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		state := make([]uint8, len(ms))
@@ -432,12 +445,16 @@ type accum struct {
 	floats   int64     // float values in the set
 	heap     []int32   // min, max, latest, earliest: members, best on top
 	distinct map[distinctKey]int32
+	ints     bool // the input column holds int64s (aggint.go)
 }
 
-func (p *plan) newAccums(ms []member) []accum {
+// newAccums returns the running state of every feature over ms. intCols, when
+// not nil, says which input columns hold int64s (aggint.go).
+func (p *plan) newAccums(ms []member, intCols []bool) []accum {
 	accs := make([]accum, len(p.feats))
 	for k := range accs {
-		accs[k] = accum{p: p, feat: &p.feats[k], ms: ms}
+		f := &p.feats[k]
+		accs[k] = accum{p: p, feat: f, ms: ms, ints: intCols != nil && f.input >= 0 && intOp(f.op) && intCols[f.input]}
 		if p.feats[k].op == AggCountDistinct {
 			accs[k].distinct = map[distinctKey]int32{}
 		}
@@ -449,6 +466,10 @@ func (a *accum) value(id int32) any { return a.ms[id].vals[a.feat.input] }
 
 // add puts member id into the set.
 func (a *accum) add(id int32) error {
+	if a.ints {
+		a.addInt(id)
+		return nil
+	}
 	switch a.feat.op {
 	case AggCount, AggExists:
 		a.n++
@@ -476,6 +497,10 @@ func (a *accum) add(id int32) error {
 // remove takes member id, added before, out of the set. Heaps drop it lazily:
 // its state is no longer inSet.
 func (a *accum) remove(id int32) {
+	if a.ints {
+		a.removeInt(id)
+		return
+	}
 	switch a.feat.op {
 	case AggCount, AggExists, AggLatest, AggEarliest:
 		a.n--
@@ -562,6 +587,9 @@ func (a *accum) result() (val, error) {
 	if !ok {
 		return val{}, nil
 	}
+	if a.ints {
+		return intVal(a.ms[top].ints[a.feat.input]), nil
+	}
 	return valueOf(a.value(top)), nil
 }
 
@@ -631,6 +659,9 @@ func (v val) any() any {
 // for MAX, the newest version for LATEST, the oldest for EARLIEST.
 
 func (a *accum) better(i, j int32) bool {
+	if a.ints {
+		return a.betterInt(i, j)
+	}
 	mi, mj := &a.ms[i], &a.ms[j]
 	switch a.feat.op {
 	case AggMin:

@@ -111,6 +111,9 @@ type backfill struct {
 	// edges and membership states.
 	memBuf       []member
 	valBuf       []any
+	intBuf       []int64
+	boxed        []bool // per plan.attrs: some feature needs the values boxed
+	intCols      []bool // per plan.attrs: the loaded group's column holds int64s; nil: none does
 	tupleBuf     []byte
 	starts, ends [][]edge
 	states       [][]uint8
@@ -137,11 +140,11 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPlan(t, aggs)
+	p, err := newPlan(s, t, aggs)
 	if err != nil {
 		return nil, err
 	}
-	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats),
+	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(),
 		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters))}
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
@@ -274,6 +277,7 @@ func (b *backfill) group(g int) error {
 		var ms []member
 		switch {
 		case b.opts.TableWide:
+			b.intCols = nil // loadTable boxes every value
 			var err error
 			if ms, err = b.loadTable(tx, b.rows[run[0]].TS, b.rows[run[len(run)-1]].TS); err != nil {
 				return err
@@ -301,7 +305,7 @@ func (b *backfill) group(g int) error {
 // whose valid period meets [minTS, maxTS]. The members live in buffers reused
 // by the next group.
 func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
-	ms, vals, tuples := b.memBuf[:0], b.valBuf[:0], b.tupleBuf[:0]
+	ms, vals, ints, tuples := b.memBuf[:0], b.valBuf[:0], b.intBuf[:0], b.tupleBuf[:0]
 	na := len(b.p.attrs)
 	for rec, err := range b.s.GroupRecords(b.p.t, group, minTx, maxTx) {
 		if err != nil {
@@ -310,23 +314,35 @@ func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]
 		if rec.ValidFrom > maxTS || rec.ValidTo <= minTS {
 			continue
 		}
-		attrs, err := rec.Attrs()
-		if err != nil {
-			return nil, err
-		}
 		// A buffer that grows moves on to a new array; members already built keep
 		// pointing at the old one, which nothing writes any more.
 		t0, v0 := len(tuples), len(vals)
 		tuples = append(tuples, rec.Tuple...)
 		vals = slices.Grow(vals, na)[:v0+na]
+		ints = slices.Grow(ints, na)[:v0+na]
 		m := member{tuple: tuples[t0:len(tuples):len(tuples)], from: rec.ValidFrom, to: rec.ValidTo,
-			txFrom: rec.TxFrom, txTo: rec.TxTo, vals: vals[v0 : v0+na : v0+na]}
-		if err := b.p.fill(&m, attrs, nil); err != nil {
+			txFrom: rec.TxFrom, txTo: rec.TxTo, vals: vals[v0 : v0+na : v0+na], ints: ints[v0 : v0+na : v0+na]}
+		clear(m.vals)
+		raw, ok, err := rec.RawAttrs()
+		if err == nil && ok {
+			err = b.p.fillRaw(&m, raw)
+		} else if err == nil { // shares its successor's attributes: decoded as a map
+			var attrs store.Attrs
+			if attrs, err = rec.Attrs(); err == nil {
+				err = b.p.fill(&m, attrs, nil)
+				b.p.holdInts(&m)
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
 		ms = append(ms, m)
 	}
-	b.memBuf, b.valBuf, b.tupleBuf = ms, vals, tuples
+	b.memBuf, b.valBuf, b.intBuf, b.tupleBuf = ms, vals, ints, tuples
+	if b.intCols == nil {
+		b.intCols = make([]bool, na)
+	}
+	b.p.settleInts(ms, b.boxed, b.intCols)
 	return ms, nil
 }
 
@@ -355,7 +371,7 @@ func (b *backfill) loadTable(tx, minTS, maxTS int64) ([]member, error) {
 // time) over ms, the versions alive at that time.
 func (b *backfill) sweep(ms []member, run []int32) error {
 	p := b.p
-	accs := p.newAccums(ms)
+	accs := p.newAccums(ms, b.intCols)
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		starts, ends := b.starts[fi][:0], b.ends[fi][:0]

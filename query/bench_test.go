@@ -45,6 +45,7 @@ type benchEnv struct {
 // tests and benchmarks of the package are done.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	removeBenchDirs()
 	if bench != nil {
 		_ = bench.db.Close()
 		_ = bench.raw.Close()

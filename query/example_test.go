@@ -375,3 +375,56 @@ func ExampleResolve() {
 	// 2, 0 (before the first version), 1, 4 (inferred)
 	// MissError fails on the first miss: true
 }
+
+// A projection decodes only the attributes it names: here only each
+// customer's region, every other attribute stepped over in the stored record.
+// A name no version holds ("segment") is simply absent.
+func ExampleSnapshotWith() {
+	db := openCustomers()
+	defer db.Close()
+	at := query.AsOf{Valid: day("2023-01-01")}
+	for v, err := range query.SnapshotWith(db, "customers", at, query.KeyRange{},
+		query.SnapshotOptions{Project: []string{"region", "segment"}}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(v.Key, v.Attrs)
+	}
+	// Output:
+	// 101 map[region:West]
+	// 102 map[region:North]
+}
+
+// Resolve with Attrs and a projection returns each fact's version with only
+// the projected attributes.
+func ExampleResolveOptions_project() {
+	db := openCustomers()
+	defer db.Close()
+	facts := []query.Fact{{Key: store.Key{101}, At: day("2021-06-01")}, {Key: store.Key{101}, At: day("2023-06-01")}}
+	res, err := query.Resolve(db, "customers", facts, query.ResolveOptions{Attrs: true, Project: []string{"region"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Println(r.Index, r.SK, r.Attrs)
+	}
+	// Output:
+	// 0 1 map[region:East]
+	// 1 2 map[region:West]
+}
+
+// HistoryOptions.Project reads a key's history with only some attributes.
+func ExampleHistoryOptions_project() {
+	db := openCustomers()
+	defer db.Close()
+	for v, err := range query.History(db, "customers", store.Key{101}, store.NegInfinity, store.Infinity,
+		query.HistoryOptions{Project: []string{"region"}}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(date(v.ValidFrom), date(v.ValidTo), v.Attrs)
+	}
+	// Output:
+	// 2020-01-01 2022-03-01 map[region:East]
+	// 2022-03-01 +inf map[region:West]
+}

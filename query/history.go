@@ -19,6 +19,10 @@ type HistoryOptions struct {
 	// Cursor resumes after the version it names: the Next of a HistoryPage made
 	// with the same arguments.
 	Cursor string
+	// Project, when not empty, names the attributes to decode (as
+	// SnapshotOptions.Project): each version's Attrs holds only those of them
+	// it has. Empty decodes every attribute.
+	Project []string
 }
 
 // History yields the versions of key that overlap the valid period [from, to),
@@ -107,6 +111,7 @@ func startHistory(r store.Reader, table string, spanOf func(*store.Table) (store
 	if err != nil {
 		return nil, err
 	}
+	t = project(s, t, opts.Project)
 	h := &historyRead{s: s, t: t, release: release, from: from, to: to, clipped: opts.Clip}
 	// A time after the newest commit reads the same as the newest commit; pin that,
 	// so that a cursor never sees commits made after its first page.

@@ -88,3 +88,12 @@ func rows[T any](seq func(func(T, error) bool), yield func(T, error) bool) bool 
 	}
 	return true
 }
+
+// project returns t projected to names (store.Snapshot.Project) when names is
+// not empty, else t: in the query options an empty list decodes everything.
+func project(s *store.Snapshot, t *store.Table, names []string) *store.Table {
+	if len(names) == 0 {
+		return t
+	}
+	return s.Project(t, names)
+}

@@ -256,11 +256,19 @@ func lines[T any](seq func(func(T, error) bool), render func(T) string) (string,
 
 func runSnapshot(db *store.DB, d *datadriven.TestData) (string, error) {
 	at := query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: timeArg(d, "tx", query.Latest)}
-	return lines(query.Snapshot(db, arg(d, "table"), at, keyRange(db, d)), fmtVersion)
+	return lines(query.SnapshotWith(db, arg(d, "table"), at, keyRange(db, d), query.SnapshotOptions{Project: projectArg(d)}), fmtVersion)
+}
+
+// projectArg reads project=a,b: the attributes a read decodes (nil: all).
+func projectArg(d *datadriven.TestData) []string {
+	if v := arg(d, "project"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
 }
 
 func historyOpts(d *datadriven.TestData) query.HistoryOptions {
-	opts := query.HistoryOptions{Tx: timeArg(d, "tx", query.Latest), Clip: d.HasArg("clip")}
+	opts := query.HistoryOptions{Tx: timeArg(d, "tx", query.Latest), Clip: d.HasArg("clip"), Project: projectArg(d)}
 	if v := arg(d, "limit"); v != "" {
 		opts.Limit, _ = strconv.Atoi(v)
 	}
@@ -398,7 +406,7 @@ func runResolve(db *store.DB, d *datadriven.TestData) (string, error) {
 		}
 		facts = append(facts, fact)
 	}
-	opts := query.ResolveOptions{Attrs: d.HasArg("attrs")}
+	opts := query.ResolveOptions{Attrs: d.HasArg("attrs"), Project: projectArg(d)}
 	switch arg(d, "miss") {
 	case "", "error":
 		opts.Miss = query.MissError

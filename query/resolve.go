@@ -56,6 +56,11 @@ type ResolveOptions struct {
 	// (Resolution.RawAttrs, read with store.RawAttrs.Walk) instead of as a map: what a
 	// caller that decodes them into its own types (package typed) needs.
 	RawAttrs bool
+	// Project, with Attrs, names the attributes to decode (as
+	// SnapshotOptions.Project): each Resolution's Attrs (or the attributes
+	// RawAttrs walks) holds only those of them the version has, and the others
+	// are stepped over in the stored record. Empty decodes every attribute.
+	Project []string
 }
 
 // Resolution is the answer for one fact.
@@ -95,12 +100,17 @@ func (r Resolution) Found() bool { return r.Reason == store.Found }
 // key and descending valid time, and merges it with one forward pass of one
 // iterator over the current-state index, stepping through the versions of the
 // keys it needs and seeking only past long stretches it does not. Facts with an
-// older transaction time cost one as-of lookup each. Resolve reads one
-// consistent snapshot; with MissInferred it then commits one transaction.
+// older transaction time are merged the same way, over the current index and
+// history: each key's versions alive at that time are read once for all its
+// facts. Resolve reads one consistent snapshot; with MissInferred it then
+// commits one transaction.
 func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([]Resolution, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Attrs {
+		t = project(s, t, opts.Project)
 	}
 	if opts.Attrs && opts.RawAttrs {
 		t = t.WithRawAttrs()
@@ -129,7 +139,7 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 			}
 		}
 	case MissInferred:
-		if err := inferMembers(s, t, facts, out, opts.Attrs); err != nil {
+		if err := inferMembers(s, t, facts, out, opts.Attrs, opts.Project); err != nil {
 			return nil, err
 		}
 	default:
@@ -142,7 +152,7 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 // member for each key unknown at the newest commit, from the earliest valid time
 // its facts need, and resolves those facts to it. A key that another writer
 // created since the snapshot was read is resolved against its new versions.
-func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolution, attrs bool) error {
+func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolution, attrs bool, project []string) error {
 	type member struct {
 		key   store.Key
 		from  int64
@@ -193,7 +203,7 @@ func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolut
 				if reason == store.Found {
 					out[i].SK, out[i].Inferred = v.SK, v.Inferred
 					if attrs {
-						out[i].Attrs = v.Attrs
+						out[i].Attrs = projectAttrs(v.Attrs, project)
 					}
 				}
 			}
@@ -208,4 +218,19 @@ func inferredAttrs(attrs bool) store.Attrs {
 		return store.Attrs{}
 	}
 	return nil
+}
+
+// projectAttrs returns the attributes of a named in project (all of a when
+// project is empty), for versions read by a path that decodes whole records.
+func projectAttrs(a store.Attrs, project []string) store.Attrs {
+	if len(project) == 0 {
+		return a
+	}
+	out := store.Attrs{}
+	for _, name := range project {
+		if v, ok := a[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
 }

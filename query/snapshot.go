@@ -14,6 +14,21 @@ import (
 // so commits during the loop do not change what it returns, and it releases its
 // iterators when the loop ends, early or not.
 func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange) iter.Seq2[store.Version, error] {
+	return SnapshotWith(r, table, at, keys, SnapshotOptions{})
+}
+
+// SnapshotOptions tune SnapshotWith.
+type SnapshotOptions struct {
+	// Project, when not empty, names the attributes to decode: each version's
+	// Attrs holds only those of them it has, and the others are stepped over in
+	// the stored record without being decoded. A name no version holds (or the
+	// table never stored) is simply absent. Empty decodes every attribute.
+	Project []string
+}
+
+// SnapshotWith is Snapshot with options: with opts.Project, a projection that
+// decodes only the attributes it names.
+func SnapshotWith(r store.Reader, table string, at AsOf, keys KeyRange, opts SnapshotOptions) iter.Seq2[store.Version, error] {
 	return func(yield func(store.Version, error) bool) {
 		s, t, release, err := open(r, table)
 		if err != nil {
@@ -21,6 +36,7 @@ func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange) iter.Seq2[st
 			return
 		}
 		defer release()
+		t = project(s, t, opts.Project)
 		sp, err := keys.span(t)
 		if err != nil {
 			yield(store.Version{}, err)

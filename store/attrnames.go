@@ -140,6 +140,9 @@ func (s *Snapshot) attrNames(t *Table) *attrNames {
 // decodeRecord decodes a stored record value of table t, attributes included;
 // keyTxFrom is the tx_from of its key (history) or 0 (current index).
 func (s *Snapshot) decodeRecord(t *Table, value []byte, keyTxFrom int64) (encoding.RecordValue, error) {
+	if t.proj != nil {
+		return s.decodeProjected(t, value, keyTxFrom)
+	}
 	rv, err := encoding.DecodeRecordPositional(value, keyTxFrom, s.attrNames(t).name)
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)

@@ -213,7 +213,13 @@ func (r *GroupRecord) Attrs() (Attrs, error) {
 	if encoding.SharesAttrs(r.Value) {
 		return r.names.s.sharedAttrs(r.t, r.Tuple, r.ValidFrom, r.SK, r.TxTo)
 	}
-	rv, err := encoding.DecodeRecordPositional(r.Value, r.TxFrom, r.names.name)
+	decode := encoding.DecodeRecordPositional
+	if r.t.proj != nil {
+		decode = func(b []byte, keyTxFrom int64, name func(uint32) (string, bool)) (encoding.RecordValue, error) {
+			return encoding.DecodeRecordProjected(b, keyTxFrom, name, r.t.proj)
+		}
+	}
+	rv, err := decode(r.Value, r.TxFrom, r.names.name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
 	}

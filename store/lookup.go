@@ -25,8 +25,11 @@ type Probe struct {
 // fn once per probe in order with the probe's index, the version found and the
 // reason for a miss (v is then zero). Probes at or after LastTx are merged
 // against the current-state index in one forward pass of one iterator, which
-// steps through a key's versions or seeks ahead when the next probe is far; older
-// probes cost one VersionAt each. v is valid only during fn: its Key is nil (the
+// steps through a key's versions or seeks ahead when the next probe is far.
+// Older probes are merged too, with one forward pass of an iterator over the
+// current index and one over history (lookuppast.go): each probed key's
+// versions alive at the probe's transaction time are read once and answer
+// every probe of that key and time. v is valid only during fn: its Key is nil (the
 // caller knows the key) and its Attrs are decoded only when attrs is set. A batch
 // that is not sorted fails before any lookup.
 func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i int, v *Version, r MissReason)) (err error) {
@@ -34,6 +37,7 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 		return ErrClosed
 	}
 	var first, last = -1, -1
+	var firstPast, lastPast = -1, -1
 	for i := range probes {
 		if i > 0 {
 			c := bytes.Compare(probes[i-1].Tuple, probes[i].Tuple)
@@ -46,27 +50,43 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 				first = i
 			}
 			last = i
+		} else {
+			if firstPast < 0 {
+				firstPast = i
+			}
+			lastPast = i
 		}
 	}
-	if first < 0 {
-		return s.lookupPast(t, probes, 0, attrs, fn)
+	var past *pastMerge
+	if firstPast >= 0 {
+		if past, err = s.newPastMerge(t, probes[firstPast].Tuple, probes[lastPast].Tuple, attrs); err != nil {
+			return err
+		}
+		defer func() { err = firstError(err, past.close()) }()
 	}
-	pfx := currentKeys.tablePrefix(nil, t.ID)
-	lower := append(slices.Clip(pfx), probes[first].Tuple...)
-	it, err := s.newIter(lower, encoding.PrefixEnd(append(slices.Clip(pfx), probes[last].Tuple...)))
-	if err != nil {
-		return err
+	var m *merge
+	if first >= 0 {
+		pfx := currentKeys.tablePrefix(nil, t.ID)
+		lower := append(slices.Clip(pfx), probes[first].Tuple...)
+		it, err := s.newIter(lower, encoding.PrefixEnd(append(slices.Clip(pfx), probes[last].Tuple...)))
+		if err != nil {
+			return err
+		}
+		defer func() { err = firstError(err, it.Error(), it.Close()) }()
+		m = &merge{s: s, t: t, it: it, pfxLen: len(pfx), attrs: attrs, ok: it.First()}
 	}
-	defer func() { err = firstError(err, it.Close()) }()
-	m := &merge{s: s, t: t, it: it, pfxLen: len(pfx), attrs: attrs, ok: it.First()}
 	var v Version // one for the whole batch: fn sees it only during its call
 	var r MissReason
 	for i := range probes {
 		p := &probes[i]
 		if p.Tx < s.lastTx {
-			if err := s.lookupPast(t, probes[i:i+1], i, attrs, fn); err != nil {
+			if v, r, err = past.lookup(p); err != nil {
 				return err
 			}
+			if !attrs {
+				v.Attrs = nil
+			}
+			fn(i, &v, r)
 			continue
 		}
 		if m.keyPfx == nil || !bytes.Equal(m.keyPfx[m.pfxLen:], p.Tuple) {
@@ -78,21 +98,6 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 			return err
 		}
 		fn(i, &v, r)
-	}
-	return it.Error()
-}
-
-func (s *Snapshot) lookupPast(t *Table, probes []Probe, base int, attrs bool, fn func(i int, v *Version, r MissReason)) error {
-	for i := range probes {
-		v, r, err := s.VersionAt(t, probes[i].Tuple, probes[i].Valid, probes[i].Tx)
-		if err != nil {
-			return err
-		}
-		v.Key = nil // as documented: the caller knows the key
-		if !attrs {
-			v.Attrs = nil
-		}
-		fn(base+i, &v, r)
 	}
 	return nil
 }
@@ -177,7 +182,7 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 		if _, b, err = decodeHeadSplit(m.t, m.it.Value(), 0); err != nil {
 			return Version{}, 0, err
 		}
-		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).name}
+		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).name, proj: m.t.proj}
 	case m.attrs:
 		if head, err = m.s.decodeRecord(m.t, m.it.Value(), 0); err != nil {
 			return Version{}, 0, err

@@ -171,6 +171,8 @@ type Table struct {
 	except  map[string]bool
 	// rawAttrs: reads through this table leave attributes encoded (WithRawAttrs).
 	rawAttrs bool
+	// proj: reads through this table decode only these attributes (Project).
+	proj *encoding.Projection
 }
 
 // validate checks a definition before it is created.

@@ -42,6 +42,7 @@ type Version struct {
 type RawAttrs struct {
 	b    []byte
 	name func(ord uint32) (string, bool)
+	proj *encoding.Projection // walk only these attributes (Snapshot.Project)
 }
 
 // NewRawAttrs wraps attributes in positional form
@@ -63,7 +64,13 @@ func (r RawAttrs) Walk(fn func(name string, v *encoding.Value) error) error {
 	if r.IsZero() {
 		return nil
 	}
-	if err := encoding.WalkAttrsPositional(r.b, r.name, fn); err != nil {
+	walk := encoding.WalkAttrsPositional
+	if r.proj != nil {
+		walk = func(b []byte, name func(uint32) (string, bool), fn func(string, *encoding.Value) error) error {
+			return encoding.WalkAttrsProjected(b, name, r.proj, fn)
+		}
+	}
+	if err := walk(r.b, r.name, fn); err != nil {
 		if errors.Is(err, encoding.ErrCorrupt) {
 			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
@@ -73,12 +80,12 @@ func (r RawAttrs) Walk(fn func(name string, v *encoding.Value) error) error {
 }
 
 // Clone returns a copy of r that does not alias the bytes it was read from.
-func (r RawAttrs) Clone() RawAttrs { return RawAttrs{b: bytes.Clone(r.b), name: r.name} }
+func (r RawAttrs) Clone() RawAttrs { return RawAttrs{b: bytes.Clone(r.b), name: r.name, proj: r.proj} }
 
 // RawAttrs returns the version's attributes in their stored form when it was
 // read through a table returned by WithRawAttrs, whose reads leave Attrs nil;
 // otherwise the zero RawAttrs. A retired record whose attributes are stored
-// with its successor comes back decoded, in Attrs, even through such a table.
+// with its successor may come back decoded, in Attrs, even through such a table.
 func (v *Version) RawAttrs() RawAttrs { return v.raw }
 
 // WithRawAttrs returns a copy of t for reads that decode attributes themselves:
@@ -180,7 +187,7 @@ func (s *Snapshot) decodeVersionRaw(t *Table, tuple []byte, validFrom, keyTxFrom
 	}
 	return Version{
 		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
-		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, raw: RawAttrs{b: bytes.Clone(attrs), name: s.attrNames(t).name},
+		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, raw: RawAttrs{b: bytes.Clone(attrs), name: s.attrNames(t).name, proj: t.proj},
 		Inferred: rv.Flags&encoding.FlagInferred != 0,
 	}, nil
 }

@@ -48,13 +48,14 @@ func keyAudit(db *store.DB, t *store.Table, key store.Key) ([]store.Version, err
 }
 
 // scanAt calls fn with the version of every key starting with prefix in effect
-// at valid as known at tx (0: the latest commit), in key order.
-func scanAt(db *store.DB, t *store.Table, prefix store.Key, valid, tx int64, fn func(*store.Version) error) error {
+// at valid as known at tx (0: the latest commit), in key order, decoding only
+// the attributes in project (all when it is empty).
+func scanAt(db *store.DB, t *store.Table, prefix store.Key, valid, tx int64, project []string, fn func(*store.Version) error) error {
 	var keys query.KeyRange
 	if len(prefix) > 0 {
 		keys.Prefix = prefix
 	}
-	for v, err := range query.Snapshot(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys) {
+	for v, err := range query.SnapshotWith(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: project}) {
 		if err != nil {
 			return err
 		}
@@ -87,13 +88,14 @@ func changeFeed(db *store.DB, t *store.Table, since, until int64, fn func(tx int
 // lookupFacts resolves every fact at its valid time as known at tx (0: the
 // latest commit) with query.Resolve, which sorts the facts and merges them with
 // the store in one pass. Misses come back with their reason; the command applies
-// its --miss policy itself, so that it can name the fact's line.
-func lookupFacts(db *store.DB, t *store.Table, facts []fact, tx int64) ([]resolved, error) {
+// its --miss policy itself, so that it can name the fact's line. Only the
+// attributes in project are decoded (all when it is empty).
+func lookupFacts(db *store.DB, t *store.Table, facts []fact, tx int64, project []string) ([]resolved, error) {
 	in := make([]query.Fact, len(facts))
 	for i, f := range facts {
 		in[i] = query.Fact{Key: f.Key, At: f.Valid, Tx: tx}
 	}
-	res, err := query.Resolve(db, t.Name, in, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
+	res, err := query.Resolve(db, t.Name, in, query.ResolveOptions{Miss: query.MissNull, Attrs: true, Project: project})
 	if err != nil {
 		return nil, err
 	}

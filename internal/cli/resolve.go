@@ -17,12 +17,13 @@ type resolveFlags struct {
 	keys        []string
 	at, tx      string
 	miss        string
+	attrs       []string
 }
 
 func (a *app) resolveCmd() *cobra.Command {
 	var rf resolveFlags
 	cmd := &cobra.Command{
-		Use:   "resolve NAME --facts FILE --key COL[,COL...] --at COL",
+		Use:   "resolve NAME --facts FILE --key COL[,COL...] --at COL [--attrs A,B]",
 		Short: "Join facts to the version of a table in effect at each fact's time",
 		Long: `Resolve a file of facts (CSV, JSONL or Parquet; - is stdin) against a table:
 for each fact, find the version of key --key in effect at the fact's time --at, as known at --tx
@@ -31,7 +32,9 @@ version's sk and attributes appended. An appended column whose name collides wit
 a fact column is prefixed with the table name (NAME_city). What happens when a
 fact has no version (unknown key, before the first version, in a gap, after the
 last version) is --miss: error (fail, naming the fact and the reason), skip (leave
-the fact out) or null (keep it with empty sk and attributes).
+the fact out) or null (keep it with empty sk and attributes). --attrs appends
+only the named attributes, in that order, and decodes only those (a
+projection); a name the table never stored is an empty column.
 
 -o FILE writes the rows to FILE instead of stdout, as Parquet when it ends in
 .parquet: each column is typed from its values (INT64, DOUBLE, BOOLEAN, else
@@ -53,6 +56,7 @@ STRING).`,
 	f.StringVar(&rf.at, "at", "", "the fact column holding the valid time to resolve at (required)")
 	f.StringVar(&rf.tx, "tx", "latest", "transaction time: resolve as the store knew it then")
 	f.StringVar(&rf.miss, "miss", "error", "what a fact without a version does: error, skip or null")
+	f.StringSliceVar(&rf.attrs, "attrs", nil, "attributes to append and decode, in order (default: all)")
 	return cmd
 }
 
@@ -100,7 +104,7 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 	if err != nil {
 		return err
 	}
-	results, err := lookupFacts(db, t, facts, tx)
+	results, err := lookupFacts(db, t, facts, tx, rf.attrs)
 	if err != nil {
 		return err
 	}
@@ -116,7 +120,7 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 				t.Name, in.name, in.rows[i].line, f.Key, formatAxisValue(t.Axis, f.Valid), describeTx(tx), r.reason)
 		}
 	}
-	if err := writeResolved(w, db, t, in, results, rf.miss == "skip"); err != nil {
+	if err := writeResolved(w, db, t, in, results, rf.miss == "skip", rf.attrs); err != nil {
 		return err
 	}
 	if !a.quiet {
@@ -175,8 +179,11 @@ func parseFacts(in *input, t *store.Table, rf *resolveFlags) ([]fact, error) {
 
 // writeResolved writes the facts in input order with sk and the version's
 // attributes appended.
-func writeResolved(w rowWriter, db *store.DB, t *store.Table, in *input, results []resolved, skipMisses bool) error {
+func writeResolved(w rowWriter, db *store.DB, t *store.Table, in *input, results []resolved, skipMisses bool, project []string) error {
 	attrs := db.AttrNames(t)
+	if len(project) > 0 {
+		attrs = project
+	}
 	taken := map[string]bool{}
 	for _, c := range in.cols {
 		taken[c] = true

@@ -10,16 +10,21 @@ func (a *app) scanCmd() *cobra.Command {
 		out        outputFlags
 		valid, txs string
 		prefix     []string
+		attrs      []string
 	)
 	cmd := &cobra.Command{
-		Use:   "scan NAME [--valid T] [--tx T] [--prefix KEY...]",
+		Use:   "scan NAME [--valid T] [--tx T] [--prefix KEY...] [--attrs A,B]",
 		Short: "Print the version of every key in effect at a valid time, as known at a transaction time",
 		Long: `Print one row per key: the version in effect at --valid (default now) as known at
 --tx (default: the latest commit), in key order. Keys with no version then are
 left out. --prefix restricts the scan to keys starting with the given leading
-key values (repeat the flag, or separate values with commas).`,
+key values (repeat the flag, or separate values with commas). --attrs prints
+only the named attributes, in that order, and decodes only those (a projection:
+the others are skipped in each stored record); a name the table never stored
+is an empty column.`,
 		Example: `  bitempo scan customers --valid 2024-03-12
-  bitempo scan prices --prefix sku-1 --valid now --tx 2024-05-01T00:00:00Z --with-tx`,
+  bitempo scan prices --prefix sku-1 --valid now --tx 2024-05-01T00:00:00Z --with-tx
+  bitempo scan customers --attrs city,tier`,
 		Args: argsRange(1, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			db, t, err := a.openTable(args[0])
@@ -40,10 +45,13 @@ key values (repeat the flag, or separate values with commas).`,
 				return err
 			}
 			cols := newVersionColumns(db, t, out.withTx)
+			if len(attrs) > 0 {
+				cols.attrs = attrs
+			}
 			if err := w.header(cols.header()); err != nil {
 				return err
 			}
-			err = scanAt(db, t, pk, at.Valid, at.Tx, func(v *store.Version) error {
+			err = scanAt(db, t, pk, at.Valid, at.Tx, attrs, func(v *store.Version) error {
 				return w.row(cols.cells(v))
 			})
 			if err != nil {
@@ -56,5 +64,6 @@ key values (repeat the flag, or separate values with commas).`,
 	cmd.Flags().StringVar(&valid, "valid", "now", "valid time (the table's axis, or now)")
 	cmd.Flags().StringVar(&txs, "tx", "latest", "transaction time: RFC 3339, now or latest")
 	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values to restrict the scan to")
+	cmd.Flags().StringSliceVar(&attrs, "attrs", nil, "attributes to print and decode, in order (default: all)")
 	return cmd
 }

@@ -17,6 +17,7 @@ type bitempoEngine struct {
 	db      *store.DB
 	snap    *store.Snapshot // reads of workloads 3-6
 	roundTx []int64         // workload 4: the transaction time after each round
+	baseTx  []int64         // workload 9: the transaction time after each commit of the base table's ingest
 	facts   []query.Fact
 	rows    []query.LeftRow // workload 8
 	aggs    []query.Agg
@@ -60,6 +61,7 @@ func (e *bitempoEngine) ingest(changes []change, batch int) error {
 		if err != nil {
 			return err
 		}
+		e.baseTx = append(e.baseTx, e.db.LastTx())
 	}
 	return nil
 }
@@ -170,6 +172,35 @@ func (e *bitempoEngine) stageFacts(facts []probe) error {
 
 func (e *bitempoEngine) resolve(out []answer) error {
 	res, err := query.Resolve(e.snap, dimTable, e.facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
+	if err != nil {
+		return err
+	}
+	for i := range res {
+		if !res[i].Found() {
+			continue
+		}
+		a, err := toAttrs(res[i].Attrs)
+		if err != nil {
+			return err
+		}
+		out[res[i].Index] = answer{found: true, v: version{attrs: a}}
+	}
+	return nil
+}
+
+// resolveAfter resolves the staged facts as known after the first commits
+// commits of the base table's ingest: every fact at that one past transaction
+// time (workload 9).
+func (e *bitempoEngine) resolveAfter(commits int, out []answer) error {
+	if commits < 1 || commits > len(e.baseTx) {
+		return fmt.Errorf("no transaction time after %d of %d commits", commits, len(e.baseTx))
+	}
+	tx := e.baseTx[commits-1]
+	facts := make([]query.Fact, len(e.facts))
+	for i, f := range e.facts {
+		facts[i] = query.Fact{Key: f.Key, At: f.At, Tx: tx}
+	}
+	res, err := query.Resolve(e.snap, dimTable, facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
 	if err != nil {
 		return err
 	}

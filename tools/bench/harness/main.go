@@ -12,7 +12,9 @@
 // or from this directory with "go run .".
 //
 // Workloads: 1 scd2-ingest, 2 scd2-ingest-late, 3 lookup-latest, 4 lookup-old-tx,
-// 5 resolve, 6 snapshot, 7 cdc-apply, 8 aggregate-backfill. Each engine gets a
+// 5 resolve, 6 snapshot, 7 cdc-apply, 8 aggregate-backfill, 9 resolve-old-tx
+// (workload 5's facts at one past transaction time; bitempo only, checked
+// against the model). Each engine gets a
 // 64 MiB cache budget and durable (fsynced) commits. The exit status is 1 when an
 // engine fails a workload or the engines' checksums of a workload differ; see
 // BENCHMARKS.md at the repository root for what each engine does per workload.

@@ -1,0 +1,387 @@
+package query_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// The benchmarks of this file compare each new read path with the old one in
+// the same run, on stores built once per process in a temporary directory:
+//
+//   - BenchmarkProjection: a wide dimension (200k keys x 2 versions, eight
+//     attributes), read whole (decode=all) and projected to one attribute
+//     (decode=one): a snapshot scan, a history scan and Resolve with attributes
+//     of 200k facts.
+//   - BenchmarkResolvePastTx: 50k keys loaded by four rounds of SCD2 upserts
+//     (200k versions, 150k of them retired), 200k facts resolved at the newest
+//     commit (at=latest/path=merged), at the last commit of round two with the
+//     merged path (at=past/path=merged), and the same facts one VersionAt each
+//     in sorted order on one snapshot (at=past/path=per-fact: what Resolve did
+//     for them before).
+//   - BenchmarkBackfillIntPath: 20k contracts x 5 versions with int64 amounts in
+//     2k groups, 200k left rows, the harness's features, on the integer path
+//     (path=int) and the generic one (path=generic).
+//
+// Run with -cpu 1 so Resolve's merge runs on one goroutine like the per-fact
+// path, and compare with benchstat.
+
+func benchOnly(b *testing.B) {
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		b.Skip("benchmark stores are built only with -bench")
+	}
+}
+
+// benchStore opens a store in a fresh temporary directory, which TestMain
+// removes when the package's tests and benchmarks are done.
+func benchStore(b *testing.B) *store.DB {
+	dir, err := os.MkdirTemp("", "bitempo-bench-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDirs = append(benchDirs, dir)
+	db, err := store.Open(filepath.Join(dir, "db"), store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+var benchDirs []string
+
+// removeBenchDirs removes the directories of benchStore (from TestMain).
+func removeBenchDirs() {
+	for _, d := range benchDirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+var (
+	wideOnce sync.Once
+	wideDB   *store.DB
+	wideErr  error
+)
+
+const (
+	wideKeys     = 200_000
+	wideVersions = 2
+)
+
+func wideStore(b *testing.B) *store.DB {
+	benchOnly(b)
+	wideOnce.Do(func() {
+		db := benchStore(b)
+		tb, err := db.CreateTable(store.TableDef{Name: "wide", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}})
+		if err != nil {
+			wideErr = err
+			return
+		}
+		for lo := 0; lo < wideKeys && wideErr == nil; lo += 20_000 {
+			w, err := db.BeginWrite()
+			if err != nil {
+				wideErr = err
+				return
+			}
+			for i := lo; i < lo+20_000; i++ {
+				key := store.Key{int64(i)}
+				tuple, _ := tb.AppendKey(nil, key)
+				for v := range wideVersions {
+					to := int64(v+1) * 1000
+					if v == wideVersions-1 {
+						to = store.Infinity
+					}
+					attrs := store.Attrs{
+						"name": fmt.Sprintf("customer %d", i), "city": fmt.Sprintf("city-%d", (i+v)%97), "tier": int64(v),
+						"score": float64(i) / 7, "segment": "retail", "email": fmt.Sprintf("c%d@example.com", i),
+						"since": int64(1_600_000_000 + i), "active": i%3 != 0,
+					}
+					if err := w.Assert(tb, tb.NewVersion(key, tuple, int64(v)*1000, to, w.AllocSK(tb), attrs)); err != nil {
+						w.Abort()
+						wideErr = err
+						return
+					}
+				}
+			}
+			wideErr = w.Commit()
+		}
+		if wideErr == nil {
+			wideErr = db.Compact(context.Background())
+		}
+		wideDB = db
+	})
+	if wideErr != nil {
+		b.Fatal(wideErr)
+	}
+	return wideDB
+}
+
+func BenchmarkProjection(b *testing.B) {
+	db := wideStore(b)
+	rng := rand.New(rand.NewPCG(1, 2))
+	facts := make([]query.Fact, wideKeys)
+	for i := range facts {
+		facts[i] = query.Fact{Key: store.Key{rng.Int64N(wideKeys)}, At: rng.Int64N(3000)}
+	}
+	for _, proj := range []struct {
+		name  string
+		names []string
+	}{{"decode=all", nil}, {"decode=one", []string{"tier"}}} {
+		b.Run("snapshot/"+proj.name, func(b *testing.B) {
+			for b.Loop() {
+				n := 0
+				for _, err := range query.SnapshotWith(db, "wide", query.AsOf{Valid: 1500}, query.KeyRange{}, query.SnapshotOptions{Project: proj.names}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if n != wideKeys {
+					b.Fatalf("%d rows", n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*wideKeys), "ns/row")
+		})
+		b.Run("history/"+proj.name, func(b *testing.B) {
+			for b.Loop() {
+				n := 0
+				for _, err := range query.HistoryRange(db, "wide", query.KeyRange{}, store.NegInfinity, store.Infinity, query.HistoryOptions{Project: proj.names}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if n != wideKeys*wideVersions {
+					b.Fatalf("%d rows", n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*wideKeys*wideVersions), "ns/row")
+		})
+		b.Run("resolve-attrs/"+proj.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := query.Resolve(db, "wide", facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true, Project: proj.names}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(facts)), "ns/fact")
+		})
+	}
+}
+
+var (
+	pastOnce sync.Once
+	pastDB   *store.DB
+	pastT0   int64
+	pastErr  error
+)
+
+const (
+	pastKeys   = 50_000
+	pastRounds = 4
+	pastFacts  = 200_000
+)
+
+func pastStore(b *testing.B) (*store.DB, int64) {
+	benchOnly(b)
+	pastOnce.Do(func() {
+		db := benchStore(b)
+		if _, pastErr = db.CreateTable(store.TableDef{Name: "dim", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}}); pastErr != nil {
+			return
+		}
+		for round := range pastRounds {
+			for lo := 0; lo < pastKeys; lo += 10_000 {
+				c, err := txn.Update(db, func(tx *txn.Tx) error {
+					for k := lo; k < lo+10_000; k++ {
+						attrs := store.Attrs{"city": fmt.Sprintf("city-%d", (k+round)%97), "tier": int64(round)}
+						if _, err := tx.Upsert("dim", store.Key{int64(k)}, attrs, int64(round)*1000+int64(k%500)); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					pastErr = err
+					return
+				}
+				if round == 1 {
+					pastT0 = c.Tx // the last commit of round two
+				}
+			}
+		}
+		pastErr = db.Compact(context.Background())
+		pastDB = db
+	})
+	if pastErr != nil {
+		b.Fatal(pastErr)
+	}
+	return pastDB, pastT0
+}
+
+func BenchmarkResolvePastTx(b *testing.B) {
+	db, t0 := pastStore(b)
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tb, err := s.Table("dim")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	latest := make([]query.Fact, pastFacts)
+	past := make([]query.Fact, pastFacts)
+	for i := range latest {
+		latest[i] = query.Fact{Key: store.Key{rng.Int64N(pastKeys + pastKeys/100)}, At: rng.Int64N(pastRounds*1000+500) - 200}
+		past[i] = latest[i]
+		past[i].Tx = t0
+	}
+	// The per-fact path's probes, sorted as Resolve sorts them.
+	type probe struct {
+		tuple []byte
+		at    int64
+	}
+	probes := make([]probe, len(past))
+	for i, f := range past {
+		tuple, _ := tb.AppendKey(nil, f.Key)
+		probes[i] = probe{tuple, f.At}
+	}
+	slices.SortFunc(probes, func(a, b probe) int {
+		if c := slices.Compare(a.tuple, b.tuple); c != 0 {
+			return c
+		}
+		return -cmpInt64(a.at, b.at)
+	})
+	for _, attrs := range []bool{false, true} {
+		suffix := fmt.Sprintf("/attrs=%v", attrs)
+		b.Run("at=latest/path=merged"+suffix, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := query.Resolve(s, "dim", latest, query.ResolveOptions{Miss: query.MissNull, Attrs: attrs}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pastFacts), "ns/fact")
+		})
+		b.Run("at=past/path=merged"+suffix, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := query.Resolve(s, "dim", past, query.ResolveOptions{Miss: query.MissNull, Attrs: attrs}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pastFacts), "ns/fact")
+		})
+		b.Run("at=past/path=per-fact"+suffix, func(b *testing.B) {
+			for b.Loop() {
+				for _, p := range probes {
+					v, _, err := s.VersionAt(tb, p.tuple, p.at, t0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !attrs {
+						v.Attrs = nil
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pastFacts), "ns/fact")
+		})
+	}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+var (
+	intAggOnce sync.Once
+	intAggDB   *store.DB
+	intAggErr  error
+)
+
+const (
+	intAggContracts = 20_000
+	intAggVersions  = 5
+	intAggGroups    = 2_000
+	intAggRows      = 200_000
+)
+
+func BenchmarkBackfillIntPath(b *testing.B) {
+	benchOnly(b)
+	intAggOnce.Do(func() {
+		db := benchStore(b)
+		if _, intAggErr = db.CreateTable(store.TableDef{Name: "contracts", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, GroupBy: []string{"user_id"}}); intAggErr != nil {
+			return
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		for lo := 0; lo < intAggContracts && intAggErr == nil; lo += 2_000 {
+			_, intAggErr = txn.Update(db, func(tx *txn.Tx) error {
+				for c := lo; c < lo+2_000; c++ {
+					user := fmt.Sprintf("u%d", c%intAggGroups)
+					for v := range intAggVersions {
+						from := int64(v) * 10 * aggDay
+						attrs := store.Attrs{"user_id": user, "amount": rng.Int64N(10_000), "status": []string{"active", "paused", "closed"}[rng.IntN(3)]}
+						if err := tx.Put("contracts", store.Key{fmt.Sprintf("c%d", c)}, attrs, from, from+10*aggDay); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+		}
+		if intAggErr == nil {
+			intAggErr = db.Compact(context.Background())
+		}
+		intAggDB = db
+	})
+	if intAggErr != nil {
+		b.Fatal(intAggErr)
+	}
+	var aggs []query.Agg
+	for _, spec := range []string{"count", "sum(amount)", "sum(amount):30d", "max(amount)", "count_distinct(status)"} {
+		a, err := query.ParseAgg(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		aggs = append(aggs, a)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	rows := make([]query.LeftRow, intAggRows)
+	for i := range rows {
+		rows[i] = query.LeftRow{Group: store.Key{fmt.Sprintf("u%d", rng.IntN(intAggGroups))}, TS: rng.Int64N(60 * aggDay)}
+	}
+	s, err := intAggDB.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, path := range []struct {
+		name string
+		ints bool
+	}{{"path=int", true}, {"path=generic", false}} {
+		b.Run(path.name, func(b *testing.B) {
+			defer query.SetIntPath(path.ints)()
+			for b.Loop() {
+				for _, err := range query.Backfill(s, "contracts", rows, aggs, query.BackfillOptions{}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*intAggRows), "ns/row")
+		})
+	}
+}

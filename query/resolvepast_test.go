@@ -1,0 +1,181 @@
+package query_test
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// TestResolveAtPastTxMatchesVersionAt resolves batches whose facts share one
+// past transaction time (and batches mixing several, and the newest) with the
+// merged path, and checks every answer against the per-fact path,
+// Snapshot.VersionAt on the same snapshot: the reason, the surrogate key, the
+// flags and the attributes (whole and projected). The store has keys with
+// many corrections of one valid_from (history runs longer than a few steps),
+// SCD2 closes whose retired records share attributes, deletions and gaps.
+func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
+	for _, seed := range []uint64{1, 2, rand.Uint64()} {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 3))
+			clock := int64(1000)
+			db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock += 10; return clock }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.CreateTable(store.TableDef{Name: "d", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}}); err != nil {
+				t.Fatal(err)
+			}
+			const keys = 60
+			var txs []int64
+			for c := range 80 {
+				commit, err := txn.Update(db, func(tx *txn.Tx) error {
+					for range 1 + rng.IntN(8) {
+						k := store.Key{rng.Int64N(keys)}
+						if c%4 == 0 {
+							k = store.Key{int64(rng.IntN(3))} // a few keys corrected over and over
+						}
+						from := rng.Int64N(40)
+						a := store.Attrs{"v": rng.Int64N(5), "name": fmt.Sprint("n", rng.IntN(3)), "w": float64(rng.IntN(4))}
+						var err error
+						switch rng.IntN(6) {
+						case 0, 1:
+							_, err = tx.Upsert("d", k, a, from)
+						case 2:
+							err = tx.Put("d", k, a, from, from+1+rng.Int64N(10))
+						case 3:
+							err = tx.Put("d", k, a, 0, 20) // the same valid_from again: a correction
+						case 4:
+							err = tx.Delete("d", k, from, from+1+rng.Int64N(6))
+						case 5:
+							_, err = tx.DeleteAt("d", k, from)
+						}
+						if err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if commit.Tx != 0 {
+					txs = append(txs, commit.Tx)
+				}
+			}
+			if err := verify(db); err != nil {
+				t.Fatal(err)
+			}
+			s, err := db.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			tb, err := s.Table("d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			drawFacts := func(n int, tx func() int64) []query.Fact {
+				facts := make([]query.Fact, n)
+				for i := range facts {
+					at := rng.Int64N(50) - 3
+					switch rng.IntN(20) {
+					case 0:
+						at = store.Infinity
+					case 1:
+						at = store.NegInfinity
+					}
+					facts[i] = query.Fact{Key: store.Key{rng.Int64N(keys + 5)}, At: at, Tx: tx()}
+				}
+				return facts
+			}
+			check := func(name string, facts []query.Fact, project []string) {
+				got, err := query.Resolve(s, "d", facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true, Project: project})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range facts {
+					tuple, err := tb.AppendKey(nil, f.Key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tx := f.Tx
+					if tx == query.Latest {
+						tx = s.LastTx()
+					}
+					v, reason, err := s.VersionAt(tb, tuple, f.At, tx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := query.Resolution{Index: i, Reason: reason}
+					if reason == store.Found {
+						want.SK, want.Inferred, want.Attrs = v.SK, v.Inferred, v.Attrs
+						if project != nil {
+							want.Attrs = restrict(v.Attrs, project)
+						}
+					}
+					if a, b := fmtResolution(got[i]), fmtResolution(want); a != b {
+						t.Fatalf("%s: fact %d %+v: merged %s, per fact %s", name, i, f, a, b)
+					}
+				}
+			}
+			for k, t0 := range append(slices.Clone(txs[:len(txs)-1]), txs[0]-1, txs[len(txs)/2]+3) {
+				if k%3 != 0 && k < len(txs)-1 {
+					continue
+				}
+				check(fmt.Sprint("one past tx ", t0), drawFacts(2000, func() int64 { return t0 }), nil)
+				check(fmt.Sprint("projected at ", t0), drawFacts(300, func() int64 { return t0 }), []string{"name", "zz"})
+			}
+			// store.Snapshot.LookupSorted, under Resolve, returns whole versions:
+			// their periods must be VersionAt's too.
+			lookups := func(facts []query.Fact) {
+				probes := make([]store.Probe, len(facts))
+				for i, f := range facts {
+					tuple, err := tb.AppendKey(nil, f.Key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					probes[i] = store.Probe{Tuple: tuple, Valid: f.At, Tx: f.Tx}
+				}
+				slices.SortFunc(probes, func(a, b store.Probe) int {
+					if c := bytes.Compare(a.Tuple, b.Tuple); c != 0 {
+						return c
+					}
+					return cmp.Compare(b.Valid, a.Valid)
+				})
+				if err := s.LookupSorted(tb, probes, true, func(i int, v *store.Version, reason store.MissReason) {
+					p := probes[i]
+					want, wreason, err := s.VersionAt(tb, p.Tuple, p.Valid, p.Tx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want.Key = nil
+					if reason != wreason || (reason == store.Found && fmtRecord(*v) != fmtRecord(want)) {
+						t.Fatalf("LookupSorted probe %+v: %v %s, VersionAt %v %s", p, reason, fmtRecord(*v), wreason, fmtRecord(want))
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lookups(drawFacts(3000, func() int64 { return txs[len(txs)/2] }))
+			lookups(drawFacts(3000, func() int64 { return txs[rng.IntN(len(txs)-1)] - rng.Int64N(2) }))
+			mixed := func() int64 {
+				if rng.IntN(3) == 0 {
+					return query.Latest
+				}
+				return txs[rng.IntN(len(txs))] - rng.Int64N(2)
+			}
+			check("mixed transaction times", drawFacts(5000, mixed), nil)
+			// Enough facts for Resolve's parallel path (forks of the snapshot
+			// sharing the projected table) on a machine with two or more cores.
+			check("parallel and projected", drawFacts(40_000, mixed), []string{"v", "w"})
+		})
+	}
+}

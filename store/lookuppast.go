@@ -1,0 +1,295 @@
+package store
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// This file is LookupSorted's merge for probes at a transaction time older
+// than the newest commit (a point-in-time training set: every fact at one past
+// Tx). Like the merge at the newest commit, it moves two iterators, one over
+// the current index and one over history, forward through the probed keys in
+// order, instead of seeking afresh for every probe. For each probed key and
+// transaction time it reads the key's versions alive at that time once, in
+// descending valid_from order (the key's timeline as then known; record heads
+// only, the values kept to decode the answers), and answers every probe of the
+// key from it.
+//
+// A key's records alive at tx are its current records with tx_from <= tx and,
+// for each valid_from in its history, the newest record asserted at or before
+// tx if it was not yet retired at tx (at most one record per key and
+// valid_from is alive at any instant). History's records of one valid_from are
+// newest asserted first, so each valid_from costs a few steps, or one seek
+// when it has many records (corrections).
+
+// pastMerge is the state of the merge over probes at past transaction times.
+type pastMerge struct {
+	s     *Snapshot
+	t     *Table
+	attrs bool
+	cur   kvIter
+	hist  kvIter
+	curOK bool // the current-index iterator is positioned
+	hisOK bool // the history iterator is positioned
+
+	built   bool    // recs holds the timeline of tuple at tx
+	tuple   []byte  // the key whose timeline recs holds
+	tx      int64   // the transaction time it holds it at
+	checked []int64 // transaction times whose horizon was checked
+	recs    []pastRec
+	later   []pastRec // current records of the key asserted after tx
+	vals    []byte    // the values of recs and later
+	curPfx  []byte
+	hisPfx  []byte
+	group   []byte
+	seek    []byte
+}
+
+// pastRec is one record of a timeline: a version alive at the timeline's
+// transaction time.
+type pastRec struct {
+	from, keyTx int64 // valid_from; the tx_from its key holds (0: current index)
+	head        encoding.RecordValue
+	off, n      int // its value is vals[off : off+n]
+}
+
+// newPastMerge opens the merge's iterators over the records of the keys from
+// lowTuple to highTuple, inclusive.
+func (s *Snapshot) newPastMerge(t *Table, lowTuple, highTuple []byte, attrs bool) (*pastMerge, error) {
+	m := &pastMerge{s: s, t: t, attrs: attrs}
+	var err error
+	for _, r := range []struct {
+		keys recordKeys
+		it   *kvIter
+		ok   *bool
+	}{{currentKeys, &m.cur, &m.curOK}, {historyKeys, &m.hist, &m.hisOK}} {
+		pfx := r.keys.tablePrefix(nil, t.ID)
+		lower := append(slices.Clip(pfx), lowTuple...)
+		upper := encoding.PrefixEnd(append(slices.Clip(pfx), highTuple...))
+		if *r.it, err = s.newIter(lower, upper); err != nil {
+			m.close()
+			return nil, err
+		}
+		*r.ok = (*r.it).First()
+	}
+	return m, nil
+}
+
+func (m *pastMerge) close() error {
+	var err error
+	for _, it := range []kvIter{m.cur, m.hist} {
+		if it != nil {
+			err = firstError(err, it.Close())
+		}
+	}
+	return err
+}
+
+// lookup answers probe p (p.Tx older than LastTx) as Snapshot.VersionAt does.
+// The version is valid until the next call; its Key is nil.
+func (m *pastMerge) lookup(p *Probe) (Version, MissReason, error) {
+	if !m.built || m.tx != p.Tx || !bytes.Equal(m.tuple, p.Tuple) {
+		if err := m.build(p.Tuple, p.Tx); err != nil {
+			return Version{}, 0, err
+		}
+	}
+	// The first record (descending valid_from) that starts at or before p.Valid.
+	i := sort.Search(len(m.recs), func(i int) bool { return m.recs[i].from <= p.Valid })
+	found := i < len(m.recs)
+	if found && p.Valid < m.recs[i].head.ValidTo {
+		return m.version(&m.recs[i])
+	}
+	later := len(m.recs) > 0 && m.recs[0].from > p.Valid
+	switch {
+	case found && later:
+		return Version{}, InGap, nil
+	case found:
+		return Version{}, AfterLast, nil
+	case later:
+		return Version{}, BeforeFirst, nil
+	}
+	return Version{}, UnknownKey, nil
+}
+
+// version builds the answer from a timeline record, with its attributes when
+// the merge reads them.
+func (m *pastMerge) version(r *pastRec) (Version, MissReason, error) {
+	if !m.attrs {
+		h := &r.head
+		return Version{
+			ValidFrom: r.from, ValidTo: h.ValidTo, TxFrom: h.TxFrom, TxTo: h.TxTo, SK: h.SK,
+			Inferred: h.Flags&encoding.FlagInferred != 0, tuple: bytes.Clone(m.tuple),
+		}, Found, nil
+	}
+	value := m.vals[r.off : r.off+r.n]
+	if encoding.SharesAttrs(value) {
+		if v, ok, err := m.fromSuccessor(r); ok || err != nil {
+			return v, Found, err
+		}
+	}
+	v, err := m.s.decodeVersion(m.t, m.tuple, r.from, r.keyTx, value)
+	if err != nil {
+		return Version{}, 0, err
+	}
+	v.Key = nil // as LookupSorted documents: the caller knows the key
+	return v, Found, nil
+}
+
+// fromSuccessor builds the answer for a record that shares its attributes
+// when its successor (the record of the same key, valid_from and surrogate key
+// asserted when it was retired) is a current record the timeline read: the
+// record's own periods and flags with the successor's attributes, without the
+// point reads Snapshot.sharedAttrs would make. ok is false when the successor
+// is elsewhere (in history: a chain of shared records).
+func (m *pastMerge) fromSuccessor(r *pastRec) (Version, bool, error) {
+	for i := range m.later {
+		succ := &m.later[i]
+		if succ.from != r.from || succ.head.TxFrom != r.head.TxTo || succ.head.SK != r.head.SK {
+			continue
+		}
+		v, err := m.s.decodeVersion(m.t, m.tuple, succ.from, 0, m.vals[succ.off:succ.off+succ.n])
+		if err != nil {
+			return Version{}, false, err
+		}
+		h := &r.head
+		v.Key, v.ValidTo, v.TxFrom, v.TxTo, v.SK = nil, h.ValidTo, h.TxFrom, h.TxTo, h.SK
+		v.Inferred = h.Flags&encoding.FlagInferred != 0
+		return v, true, nil
+	}
+	return Version{}, false, nil
+}
+
+// build reads the timeline of tuple at tx: its records alive at tx, by
+// descending valid_from.
+func (m *pastMerge) build(tuple []byte, tx int64) error {
+	if !slices.Contains(m.checked, tx) {
+		if err := m.s.checkHorizon(m.t, tx); err != nil {
+			return err
+		}
+		m.checked = append(m.checked, tx)
+	}
+	again := m.built && bytes.Equal(m.tuple, tuple) // the same key at another tx: read it again
+	m.built, m.tx, m.tuple = false, tx, append(m.tuple[:0], tuple...)
+	m.recs, m.later, m.vals = m.recs[:0], m.later[:0], m.vals[:0]
+	if err := m.readCurrent(tuple, tx, again); err != nil {
+		return err
+	}
+	n := len(m.recs)
+	if err := m.readHistory(tuple, tx, again); err != nil {
+		return err
+	}
+	// Both runs are in descending valid_from order and no two alive records
+	// share a valid_from: merge them.
+	if n > 0 && n < len(m.recs) {
+		slices.SortStableFunc(m.recs, func(a, b pastRec) int { return cmpInt(b.from, a.from) })
+	}
+	m.built = true
+	return nil
+}
+
+// enter positions it on the first record at or after keyPfx: a few steps
+// forward, or a seek (always a seek when the key is read again).
+func (m *pastMerge) enter(it kvIter, ok bool, keyPfx []byte, again bool) bool {
+	if again {
+		return it.SeekGE(keyPfx)
+	}
+	for steps := 0; ok && bytes.Compare(it.Key(), keyPfx) < 0; steps++ {
+		if steps == nextsBeforeSeek {
+			return it.SeekGE(keyPfx)
+		}
+		ok = it.Next()
+	}
+	return ok
+}
+
+// keep appends a record of the timeline, copying its value.
+func (m *pastMerge) keep(from, keyTx int64, head encoding.RecordValue, value []byte) {
+	m.recs = append(m.recs, pastRec{from: from, keyTx: keyTx, head: head, off: len(m.vals), n: len(value)})
+	m.vals = append(m.vals, value...)
+}
+
+func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
+	m.curPfx = currentKeys.keyPrefix(m.curPfx[:0], m.t.ID, tuple)
+	it := m.cur
+	m.curOK = m.enter(it, m.curOK, m.curPfx, again)
+	for ; m.curOK && bytes.HasPrefix(it.Key(), m.curPfx); m.curOK = it.Next() {
+		from, err := currentKeys.validFrom(it.Key(), len(m.curPfx))
+		if err != nil {
+			return err
+		}
+		head, err := decodeHead(m.t, it.Value(), 0)
+		if err != nil {
+			return err
+		}
+		if head.TxFrom <= tx {
+			m.keep(from, 0, head, it.Value())
+		} else if m.attrs {
+			// A record alive at tx that shares its attributes usually shares
+			// them with this one (its successor, asserted when it was retired).
+			m.later = append(m.later, pastRec{from: from, head: head, off: len(m.vals), n: len(it.Value())})
+			m.vals = append(m.vals, it.Value()...)
+		}
+	}
+	return it.Error()
+}
+
+func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
+	m.hisPfx = historyKeys.keyPrefix(m.hisPfx[:0], m.t.ID, tuple)
+	it := m.hist
+	m.hisOK = m.enter(it, m.hisOK, m.hisPfx, again)
+	for m.hisOK && bytes.HasPrefix(it.Key(), m.hisPfx) {
+		from, err := historyKeys.validFrom(it.Key(), len(m.hisPfx))
+		if err != nil {
+			return err
+		}
+		m.group = historyKeys.appendValid(append(m.group[:0], m.hisPfx...), from)
+		// The newest record of this valid_from asserted at or before tx: a few
+		// steps, then one seek.
+		found := false
+		var keyTx int64
+		for steps := 0; m.hisOK && bytes.HasPrefix(it.Key(), m.group); steps++ {
+			if keyTx, err = historyKeys.txFrom(it.Key()); err != nil {
+				return err
+			}
+			if keyTx <= tx {
+				found = true
+				break
+			}
+			if steps < nextsBeforeSeek {
+				m.hisOK = it.Next()
+			} else {
+				m.seek = historyKeys.appendValid(append(m.seek[:0], m.group...), tx)
+				m.hisOK = it.SeekGE(m.seek)
+			}
+		}
+		if !found {
+			continue // the iterator has left the valid_from's records
+		}
+		head, err := decodeHead(m.t, it.Value(), keyTx)
+		if err != nil {
+			return err
+		}
+		if tx < head.TxTo {
+			m.keep(from, keyTx, head, it.Value())
+		}
+		// Past the older records of this valid_from: a few steps, then one seek.
+		for steps := 0; ; steps++ {
+			if m.hisOK = it.Next(); !m.hisOK || !bytes.HasPrefix(it.Key(), m.group) {
+				break
+			}
+			if steps == nextsBeforeSeek {
+				if from == NegInfinity {
+					m.hisOK = it.SeekGE(encoding.PrefixEnd(m.hisPfx))
+				} else {
+					m.seek = historyKeys.appendValid(append(m.seek[:0], m.hisPfx...), from-1)
+					m.hisOK = it.SeekGE(m.seek)
+				}
+				break
+			}
+		}
+	}
+	return it.Error()
+}
