@@ -1,6 +1,7 @@
 package query_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -259,7 +260,7 @@ func BenchmarkResolvePastTx(b *testing.B) {
 		if c := slices.Compare(a.tuple, b.tuple); c != 0 {
 			return c
 		}
-		return -cmpInt64(a.at, b.at)
+		return -cmp.Compare(a.at, b.at)
 	})
 	for _, attrs := range []bool{false, true} {
 		suffix := fmt.Sprintf("/attrs=%v", attrs)
@@ -294,16 +295,6 @@ func BenchmarkResolvePastTx(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pastFacts), "ns/fact")
 		})
 	}
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 var (

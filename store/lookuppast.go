@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 
@@ -184,7 +185,7 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 	// Both runs are in descending valid_from order and no two alive records
 	// share a valid_from: merge them.
 	if n > 0 && n < len(m.recs) {
-		slices.SortStableFunc(m.recs, func(a, b pastRec) int { return cmpInt(b.from, a.from) })
+		slices.SortStableFunc(m.recs, func(a, b pastRec) int { return cmp.Compare(b.from, a.from) })
 	}
 	m.built = true
 	return nil
