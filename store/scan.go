@@ -479,7 +479,7 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 		return Version{}, false, err
 	}
 	prefix := skIndex.prefix(nil, t.ID, sk)
-	if !it.SeekGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
+	if !it.SeekPrefixGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return Version{}, false, it.Error()
 	}
 	_, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix)-skLen:])
@@ -504,7 +504,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		return Version{}, err
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
-	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
+	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
 		head, err := decodeHead(t, cur.Value(), 0)
 		if err != nil {
 			return Version{}, err
@@ -518,7 +518,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		return Version{}, err
 	}
 	group := historyKeys.appendValid(historyKeys.keyPrefix(nil, t.ID, tuple), validFrom)
-	for ok := hist.SeekGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
+	for ok := hist.SeekPrefixGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
 		keyTx, err := historyKeys.txFrom(hist.Key())
 		if err != nil {
 			return Version{}, err
@@ -550,7 +550,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 		return Version{}, err
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
-	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
+	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
 		v, err := s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
 		if err != nil || v.TxFrom == txFrom {
 			return v, err
@@ -561,7 +561,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 		return Version{}, err
 	}
 	key = historyKeys.key(key[:0], t.ID, tuple, validFrom, txFrom)
-	if hist.SeekGE(key) && bytes.Equal(hist.Key(), key) {
+	if hist.SeekPrefixGE(key) && bytes.Equal(hist.Key(), key) {
 		return s.decodeVersion(t, tuple, validFrom, txFrom, hist.Value())
 	}
 	if err := firstError(cur.Error(), hist.Error()); err != nil {
