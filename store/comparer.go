@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/bitempo/bitempo/encoding"
 )
 
 // This file tells the engine where a stored key's version suffix starts, so
@@ -30,6 +32,7 @@ const comparerName = "bitempo.layout.v2"
 var layoutComparer = func() *pebble.Comparer {
 	c := *pebble.DefaultComparer
 	c.Split = splitKey
+	c.ImmediateSuccessor = immediateSuccessor
 	c.Name = comparerName
 	return &c
 }()
@@ -69,9 +72,9 @@ func applyLayoutOptions(o *pebble.Options) {
 // Pebble requires that the bytewise order of keys is the order of their
 // (prefix, suffix) pairs, and that a prefix splits as itself. Both hold for
 // every byte string because the split point is found reading from the front:
-// whether a key splits at i depends only on its first i bytes (and on bytes
-// following), so every key that starts with the same i bytes and is longer
-// splits at i too, and a key of exactly those i bytes is all prefix. (A split
+// whether a key splits at i depends only on its first i bytes and on whether
+// more follow, so every longer key that starts with the same i bytes splits at
+// i too, and a key of exactly those i bytes is all prefix. (A split
 // found from the end, at the fixed-width times, would agree only for keys of
 // the same table schema; a planted key of another shape would then make
 // Pebble's table writer fail its order check on flush.)
@@ -92,6 +95,23 @@ func splitKey(k []byte) int {
 		return len(k)
 	}
 	return 1 + tidLen + n
+}
+
+// immediateSuccessor appends the smallest prefix key greater than the prefix
+// key a (Pebble's NextPrefix seeks there). Every key that extends a prefix that
+// splitKey ends at a key's tuple component splits there too, so the smallest
+// greater prefix key is past all of them: a with its last byte incremented
+// (encoding.PrefixEnd), which ends the component early or breaks its escape,
+// and so splits as itself. (Pebble's default, a | 0x00, would be a key of
+// prefix a, sorting before a's versions: NextPrefix would stay on the key.)
+// For any other prefix key, a | 0x00 is one.
+func immediateSuccessor(dst, a []byte) []byte {
+	if len(a) > 1+tidLen && splitKey(append(a[:len(a):len(a)], 0)) == len(a) {
+		if end := encoding.PrefixEnd(a); end != nil {
+			return append(dst, end...)
+		}
+	}
+	return append(append(dst, a...), 0x00)
 }
 
 // Tags of key components and the escape bytes of string components, as

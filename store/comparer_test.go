@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -86,6 +88,19 @@ func TestLayoutComparer(t *testing.T) {
 			}
 		}
 	}
+	for _, p := range append(prefixes, skIndex.prefix(nil, 1, 1<<40-1), skIndex.prefix(nil, 1, 255), []byte{ksMeta, 'x'}) {
+		succ := layoutComparer.ImmediateSuccessor(nil, p)
+		if n := layoutComparer.Split(succ); n != len(succ) || bytes.Compare(p, succ) >= 0 {
+			t.Fatalf("successor %x of prefix %x: split %d, order %d", succ, p, n, bytes.Compare(p, succ))
+		}
+		if layoutComparer.Split(p) == len(p) && len(p) > 5 && splitKey(append(bytes.Clone(p), 0)) == len(p) {
+			for _, sfx := range suffixes {
+				if k := append(bytes.Clone(p), sfx...); bytes.Compare(k, succ) >= 0 {
+					t.Fatalf("successor %x of prefix %x sorts before its key %x", succ, p, k)
+				}
+			}
+		}
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte{0x00, 0x01, 0x10, 0x11, 0x12, 0x20, 0x21, 0x30, 0x31, 0xff, 'a'}
 	gen := func() []byte {
@@ -107,6 +122,95 @@ func TestLayoutComparer(t *testing.T) {
 		}
 		if splitKey(a[:an]) != an {
 			t.Fatalf("prefix %x of %x splits at %d", a[:an], a, splitKey(a[:an]))
+		}
+		// The successor of a's prefix is a prefix key after a.
+		if succ := immediateSuccessor(nil, a[:an]); splitKey(succ) != len(succ) || (an < len(a) && bytes.Compare(a, succ) >= 0) {
+			t.Fatalf("successor %x of the prefix of %x (split %d)", succ, a, an)
+		}
+	}
+}
+
+// A scan steps over a key's versions with Next and then NextPrefix: every key
+// of a table whose keys have many versions is read once, with the version in
+// effect.
+func TestScanNextPrefix(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, def := range []TableDef{
+		{Name: "s", Key: []KeyColumn{{Name: "id", Type: String}}},
+		{Name: "i", Key: []KeyColumn{{Name: "id", Type: Int64}}},
+		{Name: "c", Key: []KeyColumn{{Name: "a", Type: String}, {Name: "b", Type: Int64}}},
+	} {
+		tb, err := db.CreateTable(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyOf := func(i int) Key {
+			switch def.Name {
+			case "s":
+				return Key{fmt.Sprintf("k%d", i)}
+			case "i":
+				return Key{int64(i*255 - 500)} // 0xff bytes in the tuple's last byte
+			}
+			return Key{"same", int64(i)} // one engine prefix for every key
+		}
+		const keys, versions = 7, 12
+		// Half of every key's versions in table files, half in the memtable.
+		for half := range 2 {
+			w, err := db.BeginWrite()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range keys {
+				k := keyOf(i)
+				tuple, _ := tb.AppendKey(nil, k)
+				for v := half; v < versions; v += 2 {
+					if err := w.Assert(tb, tb.NewVersion(k, tuple, int64(v*10), int64(v*10+10), w.AllocSK(tb), Attrs{"v": int64(v)})); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if half == 0 {
+				if err := db.Compact(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		scan := func(where string) {
+			s, err := db.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for _, valid := range []int64{0, 55, 115} {
+				n := 0
+				for v, err := range s.ScanAt(tb, Span{}, valid, Infinity) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if v.ValidFrom > valid || valid >= v.ValidTo {
+						t.Fatalf("%s: version %+v is not in effect at %d", def.Name, v, valid)
+					}
+					n++
+				}
+				if n != keys {
+					t.Fatalf("%s at %d, %s: %d keys, want %d", def.Name, valid, where, n, keys)
+				}
+			}
+		}
+		scan("in the memtable and table files")
+		if err := db.Compact(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		scan("in table files")
+		if rep, err := Verify(db); err != nil || !rep.OK() {
+			t.Fatal(rep, err)
 		}
 	}
 }

@@ -95,7 +95,18 @@ func (y *yielder[T]) fail(err error) {
 }
 
 // skipKey moves it, positioned on a record of the key whose records start with
-// keyPfx, to the first record of the next key: a few Next calls, then one seek.
+// keyPfx, to the first record of the next key: a few Next calls, then, when
+// the engine can and the key's records are exactly one engine prefix (a table
+// with a one-column key, comparer.go), one NextPrefix, else one seek.
+//
+// NextPrefix is Pebble's step to the next prefix: it skips the rest of the
+// key's records inside the data block it is in (Pebble marks, per entry,
+// whether its prefix repeats the previous one) and seeks only the levels
+// whose block ends first, where a SeekGE starts over from every level's
+// index. CockroachDB's MVCC scanner does the same (a few Next calls, then a
+// seek or NextPrefix). A composite key's records span several keys of one
+// engine prefix (its first column), and NextPrefix would skip the others: it
+// seeks, as an engine without NextPrefix does.
 func skipKey(it kvIter, keyPfx []byte) bool {
 	for range nextsBeforeSeek {
 		if !it.Next() {
@@ -105,7 +116,23 @@ func skipKey(it kvIter, keyPfx []byte) bool {
 			return true
 		}
 	}
+	if np, ok := it.(nextPrefixer); ok && splitKey(it.Key()) == len(keyPfx) {
+		if np.NextPrefix() {
+			return true
+		}
+		if it.Error() == nil {
+			return false
+		}
+		// Pebble refuses NextPrefix under an upper bound inside a prefix
+		// (no bound the scans set is one): seek instead, which clears it.
+	}
 	return it.SeekGE(encoding.PrefixEnd(keyPfx))
+}
+
+// nextPrefixer is an engine iterator that can step to the first key of the
+// next engine prefix (Pebble's Iterator.NextPrefix); see skipKey.
+type nextPrefixer interface {
+	NextPrefix() bool
 }
 
 // keyCursor walks the distinct keys of one record keyspace of a table in order.
