@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -271,7 +272,7 @@ func (r recordKeys) decode(t *Table, b []byte) (tuple []byte, validFrom, txFrom 
 
 // skIndexKeys is the codec of the sk index (0x12):
 //
-//	0x12 | tid | sk (8 bytes BE) | desc(tx_from) -> tuple | asc(valid_from)
+//	0x12 | tid | sk (8 bytes BE) | desc(tx_from) -> tuple | varint(valid_from)
 type skIndexKeys struct{}
 
 var skIndex skIndexKeys
@@ -297,9 +298,10 @@ func (skIndexKeys) decodeKey(b []byte) (sk uint64, txFrom int64, err error) {
 	return sk, txFrom, nil
 }
 
-// value returns the entry's value: the record's tuple and valid_from.
+// value returns the entry's value: the record's tuple and its valid_from as a
+// signed varint (nothing orders values, so the time needs no fixed width).
 func (skIndexKeys) value(dst, tuple []byte, validFrom int64) []byte {
-	return encoding.AppendTimeAsc(append(dst, tuple...), validFrom)
+	return binary.AppendVarint(append(dst, tuple...), validFrom)
 }
 
 // decodeValue parses an entry's value.
@@ -308,10 +310,10 @@ func (skIndexKeys) decodeValue(t *Table, b []byte) (tuple []byte, validFrom int6
 	if err != nil {
 		return nil, 0, err
 	}
-	if len(rest) != timeLen {
+	validFrom, n := binary.Varint(rest)
+	if n <= 0 || n != len(rest) {
 		return nil, 0, fmt.Errorf("%w: sk index value %x", ErrCorrupt, b)
 	}
-	validFrom, _, _ = encoding.DecodeTimeAsc(rest)
 	return tuple, validFrom, nil
 }
 
