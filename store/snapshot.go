@@ -295,9 +295,14 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 	prefix := historyKeys.keyPrefix(nil, t.ID, tuple)
 	seek := historyKeys.appendValid(slices.Clip(prefix), valid)
 	for ok := it.SeekPrefixGE(seek); ok && bytes.HasPrefix(it.Key(), prefix); {
-		_, from, err := historyKeys.split(it.Key(), len(prefix)-len(tuple))
+		kp, from, err := historyKeys.split(it.Key(), len(prefix)-len(tuple))
 		if err != nil {
 			return Version{}, false, err
+		}
+		if !bytes.Equal(kp, prefix) {
+			// A key of another length under the key's prefix: its valid_from
+			// is not where the next seek assumes, which would find it again.
+			return Version{}, false, fmt.Errorf("%w: table %q: history key %x is not a record key of key %x", ErrCorrupt, t.Name, it.Key(), tuple)
 		}
 		if haveFloor && from <= floor {
 			break
