@@ -291,7 +291,7 @@ func (e *pebbleEngine) ingestSorted(dir string, next func() (kvWrite, bool, erro
 	if err != nil {
 		return err
 	}
-	sw := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: e.db.TableFormat()})
+	sw := sstable.NewWriter(objstorageprovider.NewFileWritable(f), e.opts.MakeWriterOptions(0, e.db.TableFormat())) // the store's comparer and filters
 	for {
 		x, ok, err := next()
 		if err != nil {

@@ -181,6 +181,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		EventListener:      h.listener(),
 		Cleaner:            noRecycleCleaner{}, // purge.go
 	}
+	applyLayoutOptions(popts) // comparer.go
 	popts.EnsureDefaults()
 	if opts.Tune != nil {
 		opts.Tune(popts)
@@ -190,6 +191,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	// then the layout version (a store of another format is refused untouched).
 	var recovery *Recovery
 	if !fresh {
+		if err := h.guard(func() error { return checkComparer(fsys, dir, popts, opts.MustExist) }); err != nil { // format.go
+			return nil, err
+		}
 		if recovery, err = checkBeforeOpen(fsys, dir, popts, opts); err != nil {
 			return nil, err
 		}

@@ -47,7 +47,7 @@
 //	0x10 current | tid | tuple | desc(valid_from)    -> record value
 //	    The current-state index: every record with tx_to = +∞. Versions of a key are
 //	    adjacent and newest first, so "the version of K in effect at V, as of now" is
-//	    one SeekGE(0x10|tid|K|desc(V)) whatever the key's correction history.
+//	    one SeekPrefixGE(0x10|tid|K|desc(V)) whatever the key's correction history.
 //	0x11 history | tid | tuple | desc(valid_from) | desc(tx_from) -> record value
 //	    Retired records (tx_to set). A record moves here, unchanged but for tx_to,
 //	    in the transaction that retires it; its value leaves out the tx_from its
@@ -60,7 +60,7 @@
 //	    index; for each distinct valid_from it needs one seek (at most one record
 //	    per (key, valid_from) is alive at any T), plus a point read per shared
 //	    record whose attributes it returns. See Writer.shareAttrs.
-//	0x12 sk index| tid | sk (8 bytes BE) | desc(tx_from) -> tuple | asc(valid_from)
+//	0x12 sk index| tid | sk (8 bytes BE) | desc(tx_from) -> tuple | varint(valid_from)
 //	    Where a surrogate key's records are, newest first: from tx_from on, the
 //	    records of sk are those of the key and valid_from in the value. A record
 //	    asserted with the sk, key and valid_from of a record its own transaction
@@ -113,6 +113,29 @@
 // transaction-log entry for the key; the closed version's attributes are
 // stored once. On 20,000 keys with 5 SCD2 changes each (two attributes) they
 // took 155 logical bytes per version (format 1: 321, with eight keys).
+//
+// # Key prefixes, filters and the comparer
+//
+// Keys are ordered bytewise, by a Pebble comparer of bitempo's own name
+// (comparer.go) whose Split says where a key's "engine prefix" ends: in the
+// current index, history and the event log (0x10, 0x11, 0x20) after ks | tid
+// | the tuple's first component, in the sk index (0x12) after ks | tid | sk;
+// every other key is all prefix. Every table file holds a bloom filter of
+// these prefixes (10 bits each, on every level), so a read of one key
+// (VersionAt, reads at a past transaction, KeyVersions before a write,
+// GetBySK, a key's events) seeks with SeekPrefixGE and skips every file that
+// does not hold the key, and a scan steps to the next key with NextPrefix.
+// The split is found from the key's front (a tuple does not say how many
+// components it has), which keeps Pebble's contract (bytewise order equals
+// (prefix, suffix) order; a prefix splits as itself) for every byte string,
+// planted keys included; so a composite key's filter holds its first column
+// only. layout.go decides the rule per keyspace.
+//
+// Format 2 has not been released. Development builds wrote format-2 stores
+// with Pebble's default comparer (no split, no filters) and the same format
+// marker; Open tells them apart by the comparer name in the MANIFEST and
+// refuses them with ErrFormat before Pebble opens them, like format 1
+// (format.go): move their data with export --all --history and import.
 //
 // # Invariants
 //
@@ -247,7 +270,10 @@
 // Reads and writes reach Pebble through a small boundary (kv.go): bounded ordered
 // iteration, point get, consistent snapshot and atomic batch commit. That is all an
 // ordered replicated store such as etcd offers, so the layout and transactions can
-// move there; Pebble-only tuning stays behind the boundary. Two optional
+// move there; Pebble-only tuning stays behind the boundary. SeekPrefixGE is
+// SeekGE confined to one engine prefix (an engine without filters can
+// implement it as SeekGE and stop at the prefix's end), and a scan uses
+// NextPrefix only where the iterator has it. Two optional
 // capabilities go beyond it: DropTable deletes key ranges in its commit, and a
 // Writer with spilling on (EnableSpill, bulk.go) commits a transaction larger
 // than memory by ingesting one sorted sstable, meta keys included, in one atomic

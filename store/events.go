@@ -230,7 +230,7 @@ func (s *Snapshot) KeyEvents(t *Table, tuple []byte, fromAt, fromSeq int64) iter
 		}
 		defer it.Close()
 		seek := eventKey.appendPos(slices.Clip(prefix), fromAt, fromSeq)
-		for ok := it.SeekGE(seek); ok; ok = it.Next() {
+		for ok := it.SeekPrefixGE(seek); ok; ok = it.Next() {
 			e, err := decodeEvent(t, it.Key()[len(prefix):], it.Value())
 			if !yield(e, err) || err != nil {
 				return

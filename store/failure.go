@@ -386,7 +386,7 @@ func badOptionsFile(fsys vfs.FS, dir string) string {
 	if err != nil {
 		return ""
 	}
-	if err := (&pebble.Options{}).Parse(string(b), nil); err != nil {
+	if err := (&pebble.Options{}).Parse(string(b), optionsParseHooks); err != nil {
 		return desc.OptionsFilename
 	}
 	return ""

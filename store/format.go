@@ -6,6 +6,8 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
 )
 
 // This file checks a store's layout version (meta "format") before anything is
@@ -16,7 +18,12 @@ import (
 //	1  the first layout: a full record value per record in the current index
 //	   and in history, one sk-index entry and one transaction-log entry per
 //	   record (about 360 logical bytes per SCD2 version).
-//	2  the compact layout of the package doc.
+//	2  the compact layout of the package doc, ordered by the comparer of
+//	   comparer.go. Format 2 has not been released; the development builds
+//	   that wrote it before the comparer existed (with Pebble's default
+//	   comparer, so without key prefixes or filters) wrote the same marker.
+//	   Their stores are refused by the comparer name Pebble records
+//	   (checkComparer), with the same way out as any other format.
 //
 // Decision: a store of another format is refused, not upgraded in place. An
 // in-place rewrite would have to rewrite every record of a store users trust
@@ -32,9 +39,20 @@ type FormatError struct {
 	Dir   string
 	Found uint64 // the store's format
 	Want  uint64 // the format this build reads and writes
+	// Comparer, when not empty, is the key order the store was written with,
+	// where it is not this build's: a development build of format 2 wrote
+	// Found = Want with Pebble's default comparer.
+	Comparer string
 }
 
 func (e *FormatError) Error() string {
+	if e.Comparer != "" {
+		return fmt.Sprintf("bitempo: %s has store format %d as written by a development build "+
+			"(keys ordered by Pebble's comparer %q, without the key prefixes this build's filters need; this build orders them with %q), "+
+			"this build reads only the released format %d; it was not changed. To move its data, export it with the bitempo version that wrote it "+
+			"(`bitempo export --all --history -o DIR`, which keeps every past record) and import it "+
+			"into a new store with this one (`bitempo import DIR --db NEW`)", e.Dir, e.Found, e.Comparer, comparerName, e.Want)
+	}
 	if e.Found > e.Want {
 		return fmt.Sprintf("bitempo: %s has store format %d, this build reads format %d: open it with a newer bitempo", e.Dir, e.Found, e.Want)
 	}
@@ -83,6 +101,88 @@ func checkFormat(dir string, popts *pebble.Options) error {
 	}
 	defer closer.Close()
 	return formatOK(dir, raw)
+}
+
+// checkComparer refuses, before Pebble opens it, an existing store whose
+// MANIFEST names another comparer than layoutComparer. Pebble would refuse it
+// too, but with an error that does not say what the store is. A store
+// written by Pebble's default comparer is opened read-only with that
+// comparer, which writes nothing, to read its format marker: format 1, or a
+// development build of format 2, is a *FormatError; no marker, or any other
+// comparer, is not a bitempo store. A MANIFEST this cannot read is left to
+// checkBeforeOpen and Pebble, which report it.
+func checkComparer(fsys vfs.FS, dir string, popts *pebble.Options, mustExist bool) error {
+	name, ok := manifestComparer(fsys, dir)
+	if !ok || name == comparerName {
+		return nil
+	}
+	if name != pebble.DefaultComparer.Name {
+		return fmt.Errorf("%w: %s: a Pebble database ordered by comparer %q, not bitempo's %q", ErrNotBitempo, dir, name, comparerName)
+	}
+	ro := popts.Clone()
+	ro.ReadOnly = true
+	ro.Comparer = pebble.DefaultComparer
+	pdb, err := pebble.Open(dir, ro)
+	if err != nil {
+		return fmt.Errorf("%w: %s: a store written with Pebble's default comparer (a format-1 store or a development build of format 2) that cannot be read: %v", ErrFormat, dir, err)
+	}
+	defer func() { _ = pdb.Close() }()
+	raw, closer, err := pdb.Get(metaFormat)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return notAStore(pdb, dir, popts.ReadOnly || mustExist)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: read the format marker: %v", ErrCorrupt, dir, err)
+	}
+	defer closer.Close()
+	if err := formatOK(dir, raw); err != nil {
+		return err
+	}
+	return &FormatError{Dir: dir, Found: formatVersion, Want: formatVersion, Comparer: name}
+}
+
+// notAStore refuses a Pebble database of the default comparer without a
+// format marker. An empty one is ErrNotExist to a read-only or MustExist open,
+// as load says of any empty Pebble database; a read-write open cannot make it
+// a store, since bitempo's keys need bitempo's comparer, so it is
+// ErrNotBitempo, as is one that holds keys.
+func notAStore(pdb *pebble.DB, dir string, mustExist bool) error {
+	it, err := pdb.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	empty := !it.First()
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	switch {
+	case empty && mustExist:
+		return fmt.Errorf("%w: %s is an empty Pebble database", ErrNotExist, dir)
+	case empty:
+		return fmt.Errorf("%w: %s is an empty Pebble database ordered by Pebble's default comparer, which a bitempo store cannot use; create the store in a new directory", ErrNotBitempo, dir)
+	}
+	return fmt.Errorf("%w: %s: a Pebble database without bitempo's format marker", ErrNotBitempo, dir)
+}
+
+// manifestComparer returns the comparer name recorded in the store's current
+// MANIFEST (the first field of its first version edit), or ok false when
+// there is no readable one.
+func manifestComparer(fsys vfs.FS, dir string) (name string, ok bool) {
+	current, err := atomicfs.ReadMarker(fsys, dir, "manifest")
+	if err != nil || current == "" {
+		return "", false
+	}
+	first := true
+	_, err = scanLog(fsys, fsys.PathJoin(dir, current), 0, func(edit []byte) {
+		if first {
+			first = false
+			name, ok = editComparer(edit)
+		}
+	})
+	if err != nil {
+		return "", false
+	}
+	return name, ok
 }
 
 // formatOK decodes a format marker and refuses any format but formatVersion.

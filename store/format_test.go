@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // copyFixture copies a checked-in store into a fresh directory and returns it
@@ -77,6 +79,68 @@ func TestOpenFormat1Refused(t *testing.T) {
 		}
 		if after := dirContents(t, dir); !maps.Equal(before, after) {
 			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
+		}
+	}
+}
+
+// A store written by a development build of format 2, with Pebble's default
+// comparer, is refused before Pebble opens it, read-write or read-only, with
+// a *FormatError that says what it is and how to move its data; its
+// directory is left exactly as it was.
+func TestOpenFormat2DevRefused(t *testing.T) {
+	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
+		dir, before := copyFixture(t, "format2dev")
+		db, err := Open(dir, opts)
+		if err == nil {
+			db.Close()
+			t.Fatalf("%+v: opened a store of the development format", opts)
+		}
+		if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
+			t.Fatalf("%+v: got %v, want ErrFormat (and not ErrNewerFormat)", opts, err)
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Found != formatVersion || fe.Want != formatVersion || fe.Dir != dir ||
+			fe.Comparer != "leveldb.BytewiseComparator" {
+			t.Fatalf("%+v: got %#v, want a *FormatError of the development format 2", opts, fe)
+		}
+		for _, want := range []string{"store format 2 as written by a development build", "leveldb.BytewiseComparator",
+			comparerName, "not changed", "bitempo export --all --history", "bitempo import"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+			}
+		}
+		if after := dirContents(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
+		}
+	}
+}
+
+// A Pebble database of another application (another comparer, or the
+// default one without bitempo's format marker) is not a bitempo store.
+func TestOpenForeignComparer(t *testing.T) {
+	for _, cmp := range []*pebble.Comparer{pebble.DefaultComparer, func() *pebble.Comparer {
+		c := *pebble.DefaultComparer
+		c.Name = "someone.else"
+		return &c
+	}()} {
+		dir := t.TempDir()
+		pdb, err := pebble.Open(dir, &pebble.Options{Comparer: cmp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pdb.Set([]byte("k"), []byte("v"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := pdb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err := Open(dir, Options{})
+		if err == nil {
+			db.Close()
+			t.Fatalf("%s: opened a foreign database", cmp.Name)
+		}
+		if !errors.Is(err, ErrNotBitempo) {
+			t.Fatalf("%s: got %v, want ErrNotBitempo", cmp.Name, err)
 		}
 	}
 }

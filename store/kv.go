@@ -20,6 +20,11 @@ type kvIter interface {
 	First() bool
 	Last() bool
 	SeekGE(key []byte) bool
+	// SeekPrefixGE is SeekGE confined to the keys whose prefix (comparer.go)
+	// is key's: later moves stop at the end of that prefix, Prev is not
+	// allowed, and the engine may skip every file whose filter says the
+	// prefix is absent. Reads of one key use it.
+	SeekPrefixGE(key []byte) bool
 	SeekLT(key []byte) bool
 	Next() bool
 	Prev() bool

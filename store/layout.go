@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -37,26 +38,64 @@ type keyspace struct {
 	// perTable: the keys continue with a 4-byte table id, so a table is one
 	// contiguous range of the keyspace.
 	perTable bool
+	// split: where the engine's key prefix ends (comparer.go), the part its
+	// bloom filters hold and a read of one key seeks with SeekPrefixGE.
+	split splitRule
+}
+
+// splitRule says where the prefix of a key of one keyspace ends: what a
+// bloom filter of key prefixes holds and what SeekPrefixGE stays within.
+type splitRule uint8
+
+const (
+	// splitNone: the whole key is the prefix (no per-key reads, or no
+	// versions: a filter of whole keys is what point gets want).
+	splitNone splitRule = iota
+	// splitFirstComponent: ks | tid | the tuple's first component; the rest
+	// (further components, then the version's times) is the suffix. For a
+	// table with a one-column key that is exactly "one key, every version".
+	// Decision: the first component, not the whole tuple. A tuple does not
+	// say how many components it has (the table's schema does), and the
+	// split must be found from the key's front for Pebble's contract to hold
+	// for every byte string (comparer.go); a composite key's filter then
+	// tells keys apart by their first column only, which is correct, only
+	// less selective. (Rejected: a tuple terminator byte, one more byte in
+	// every record key; and a split at the fixed-width times from the key's
+	// end, which a planted key of another shape breaks.)
+	splitFirstComponent
+	// splitSK: ks | tid | sk (8 bytes); the suffix is the entry's tx_from.
+	splitSK
+)
+
+// keyspaceSplit returns the split rule of keyspace ks.
+func keyspaceSplit(ks byte) splitRule {
+	switch ks { // the keyspace table below, unrolled: splitKey runs on every key
+	case ksCurrent, ksHistory, ksEvents:
+		return splitFirstComponent
+	case ksSKIndex:
+		return splitSK
+	}
+	return splitNone
 }
 
 // keyspaces is every keyspace of the store, in prefix order. Dumps, Verify,
 // stats and the fuzzers walk this table, so a new keyspace cannot be missed.
 var keyspaces = []keyspace{
-	{ksMeta, "meta", false},
-	{ksCatalog, "catalog", false},
-	{ksSK, "sk-counter", true},
-	{ksAttrs, "attr-names", true},
-	{ksCurrent, "current", true},
-	{ksHistory, "history", true},
-	{ksSKIndex, "sk-index", true},
-	{ksTxLog, "txlog", true},
-	{ksEvents, "events", true},
-	{ksBatches, "batches", true},
-	{ksCheckpoints, "checkpoints", true},
-	{ksGroups, "groups", true},
-	{ksErasedSK, "erased-sk", true},
-	{ksErasedKey, "erased-key", true},
-	{ksHorizon, "horizon", true},
+	{ksMeta, "meta", false, splitNone},
+	{ksCatalog, "catalog", false, splitNone},
+	{ksSK, "sk-counter", true, splitNone},
+	{ksAttrs, "attr-names", true, splitNone},
+	{ksCurrent, "current", true, splitFirstComponent},
+	{ksHistory, "history", true, splitFirstComponent},
+	{ksSKIndex, "sk-index", true, splitSK},
+	{ksTxLog, "txlog", true, splitNone}, // read by ranges of transaction time
+	{ksEvents, "events", true, splitFirstComponent},
+	{ksBatches, "batches", true, splitNone},
+	{ksCheckpoints, "checkpoints", true, splitNone},
+	{ksGroups, "groups", true, splitNone}, // read by ranges of one group
+	{ksErasedSK, "erased-sk", true, splitNone},
+	{ksErasedKey, "erased-key", true, splitNone},
+	{ksHorizon, "horizon", true, splitNone},
 }
 
 // Keyspaces returns the prefix byte of every keyspace of the store, in order,
@@ -233,7 +272,7 @@ func (r recordKeys) decode(t *Table, b []byte) (tuple []byte, validFrom, txFrom 
 
 // skIndexKeys is the codec of the sk index (0x12):
 //
-//	0x12 | tid | sk (8 bytes BE) | desc(tx_from) -> tuple | asc(valid_from)
+//	0x12 | tid | sk (8 bytes BE) | desc(tx_from) -> tuple | varint(valid_from)
 type skIndexKeys struct{}
 
 var skIndex skIndexKeys
@@ -259,9 +298,10 @@ func (skIndexKeys) decodeKey(b []byte) (sk uint64, txFrom int64, err error) {
 	return sk, txFrom, nil
 }
 
-// value returns the entry's value: the record's tuple and valid_from.
+// value returns the entry's value: the record's tuple and its valid_from as a
+// signed varint (nothing orders values, so the time needs no fixed width).
 func (skIndexKeys) value(dst, tuple []byte, validFrom int64) []byte {
-	return encoding.AppendTimeAsc(append(dst, tuple...), validFrom)
+	return binary.AppendVarint(append(dst, tuple...), validFrom)
 }
 
 // decodeValue parses an entry's value.
@@ -270,10 +310,10 @@ func (skIndexKeys) decodeValue(t *Table, b []byte) (tuple []byte, validFrom int6
 	if err != nil {
 		return nil, 0, err
 	}
-	if len(rest) != timeLen {
+	validFrom, n := binary.Varint(rest)
+	if n <= 0 || n != len(rest) {
 		return nil, 0, fmt.Errorf("%w: sk index value %x", ErrCorrupt, b)
 	}
-	validFrom, _, _ = encoding.DecodeTimeAsc(rest)
 	return tuple, validFrom, nil
 }
 

@@ -139,6 +139,21 @@ func minUnflushedLog(edit []byte) (num uint64, has, ok bool) {
 	return num, has, true
 }
 
+// editComparer returns the comparer name a version edit records, when the
+// edit starts with one (Pebble writes it first in the first edit of every
+// MANIFEST), or ok false.
+func editComparer(edit []byte) (name string, ok bool) {
+	r := &editReader{b: edit}
+	if r.uvarint() != veComparer || r.err {
+		return "", false
+	}
+	n := r.uvarint()
+	if r.err || n > uint64(len(r.b)) {
+		return "", false
+	}
+	return string(r.b[:n]), true
+}
+
 // newFile skips a new-file entry of the given tag.
 func (r *editReader) newFile(tag uint64) {
 	r.level()

@@ -95,8 +95,24 @@ func (y *yielder[T]) fail(err error) {
 }
 
 // skipKey moves it, positioned on a record of the key whose records start with
-// keyPfx, to the first record of the next key: a few Next calls, then one seek.
-func skipKey(it kvIter, keyPfx []byte) bool {
+// keyPfx, to the first record of the next key: a few Next calls, then, when
+// the engine can and the key's records are exactly one engine prefix (a table
+// with a one-column key, comparer.go), one NextPrefix, else one seek.
+//
+// NextPrefix is Pebble's step to the next prefix: it skips the rest of the
+// key's records inside the data block it is in (Pebble marks, per entry,
+// whether its prefix repeats the previous one) and seeks only the levels
+// whose block ends first, where a SeekGE starts over from every level's
+// index. CockroachDB's MVCC scanner does the same (a few Next calls, then a
+// seek or NextPrefix). A composite key's records span several keys of one
+// engine prefix (its first column), and NextPrefix would skip the others: it
+// seeks, as an engine without NextPrefix does.
+//
+// With seekNext set the caller expects to seek again inside the next key (a
+// snapshot at a valid time older than the keys' newest versions): it seeks,
+// since Pebble turns a seek that follows a seek to a smaller key into a few
+// steps, and a seek after NextPrefix starts over from every level.
+func skipKey(it kvIter, keyPfx []byte, seekNext bool) bool {
 	for range nextsBeforeSeek {
 		if !it.Next() {
 			return false
@@ -105,7 +121,27 @@ func skipKey(it kvIter, keyPfx []byte) bool {
 			return true
 		}
 	}
+	if np, ok := it.(nextPrefixer); ok && skipWithNextPrefix && !seekNext && splitKey(it.Key()) == len(keyPfx) {
+		if np.NextPrefix() {
+			return true
+		}
+		if it.Error() == nil {
+			return false
+		}
+		// Pebble refuses NextPrefix under an upper bound inside a prefix
+		// (no bound the scans set is one): seek instead, which clears it.
+	}
 	return it.SeekGE(encoding.PrefixEnd(keyPfx))
+}
+
+// skipWithNextPrefix is false only in BenchmarkScanSkip, which measures the
+// seek that NextPrefix replaced in the same run.
+var skipWithNextPrefix = true
+
+// nextPrefixer is an engine iterator that can step to the first key of the
+// next engine prefix (Pebble's Iterator.NextPrefix); see skipKey.
+type nextPrefixer interface {
+	NextPrefix() bool
 }
 
 // keyCursor walks the distinct keys of one record keyspace of a table in order.
@@ -141,7 +177,7 @@ func (c *keyCursor) load() error {
 func (c *keyCursor) tuple() []byte { return c.keyPfx[c.pfxLen:] }
 
 func (c *keyCursor) advance() error {
-	c.ok = skipKey(c.it, c.keyPfx)
+	c.ok = skipKey(c.it, c.keyPfx, false)
 	return c.load()
 }
 
@@ -234,13 +270,14 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 	defer func() { err = firstError(err, it.Close()) }()
 	pfxLen := len(lower) - len(span.Start)
 	var keyPfx, seek []byte
+	seeked := false // the last key needed a seek to its version in effect
 	for ok := it.First(); ok; {
 		kp, from, err := currentKeys.split(it.Key(), pfxLen)
 		if err != nil {
 			return err
 		}
 		keyPfx = append(keyPfx[:0], kp...)
-		if from > valid { // the newest version starts later: seek to the one in effect
+		if seeked = from > valid; seeked { // the newest version starts later: seek to the one in effect
 			seek = currentKeys.appendValid(append(seek[:0], keyPfx...), valid)
 			if ok = it.SeekGE(seek); !ok || !bytes.HasPrefix(it.Key(), keyPfx) {
 				continue // no version starts at or before valid; at the next key
@@ -262,7 +299,7 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 				return nil
 			}
 		}
-		ok = skipKey(it, keyPfx)
+		ok = skipKey(it, keyPfx, seeked)
 	}
 	return it.Error()
 }
@@ -479,7 +516,7 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 		return Version{}, false, err
 	}
 	prefix := skIndex.prefix(nil, t.ID, sk)
-	if !it.SeekGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
+	if !it.SeekPrefixGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return Version{}, false, it.Error()
 	}
 	_, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix)-skLen:])
@@ -504,7 +541,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		return Version{}, err
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
-	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
+	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
 		head, err := decodeHead(t, cur.Value(), 0)
 		if err != nil {
 			return Version{}, err
@@ -518,7 +555,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		return Version{}, err
 	}
 	group := historyKeys.appendValid(historyKeys.keyPrefix(nil, t.ID, tuple), validFrom)
-	for ok := hist.SeekGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
+	for ok := hist.SeekPrefixGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
 		keyTx, err := historyKeys.txFrom(hist.Key())
 		if err != nil {
 			return Version{}, err
@@ -550,7 +587,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 		return Version{}, err
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
-	if cur.SeekGE(key) && bytes.Equal(cur.Key(), key) {
+	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
 		v, err := s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
 		if err != nil || v.TxFrom == txFrom {
 			return v, err
@@ -561,7 +598,7 @@ func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Vers
 		return Version{}, err
 	}
 	key = historyKeys.key(key[:0], t.ID, tuple, validFrom, txFrom)
-	if hist.SeekGE(key) && bytes.Equal(hist.Key(), key) {
+	if hist.SeekPrefixGE(key) && bytes.Equal(hist.Key(), key) {
 		return s.decodeVersion(t, tuple, validFrom, txFrom, hist.Value())
 	}
 	if err := firstError(cur.Error(), hist.Error()); err != nil {

@@ -175,7 +175,7 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 	}
 	prefix := currentKeys.keyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = currentKeys.appendValid(prefix, valid)
-	if it.SeekGE(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
+	if it.SeekPrefixGE(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
 		from, err := currentKeys.validFrom(it.Key(), len(prefix))
 		if err != nil {
 			return Version{}, 0, err
@@ -188,8 +188,10 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 			return v, Found, nil
 		}
 		// A version starts at or before valid but has ended: a gap if a later one
-		// exists (it sorts just before this one), else after the last.
-		if it.Prev() && bytes.HasPrefix(it.Key(), prefix) {
+		// exists (it sorts just before this one), else after the last. (A
+		// prefix seek cannot step back: seek below the found key instead.)
+		s.buf = append(s.buf[:0], it.Key()...)
+		if it.SeekLT(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
 			return Version{}, InGap, nil
 		}
 		return Version{}, AfterLast, it.Error()
@@ -198,7 +200,7 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 		return Version{}, 0, err
 	}
 	// Nothing starts at or before valid: a later version means "before the first".
-	if it.SeekGE(prefix) && bytes.HasPrefix(it.Key(), prefix) {
+	if it.SeekPrefixGE(prefix) && bytes.HasPrefix(it.Key(), prefix) {
 		return Version{}, BeforeFirst, nil
 	}
 	return Version{}, UnknownKey, it.Error()
@@ -267,7 +269,7 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 	}
 	prefix := currentKeys.keyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = currentKeys.appendValid(prefix, valid)
-	for ok := it.SeekGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
 		from, err := currentKeys.validFrom(it.Key(), len(prefix))
 		if err != nil {
 			return Version{}, false, err
@@ -293,10 +295,15 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 	}
 	prefix := historyKeys.keyPrefix(nil, t.ID, tuple)
 	seek := historyKeys.appendValid(slices.Clip(prefix), valid)
-	for ok := it.SeekGE(seek); ok && bytes.HasPrefix(it.Key(), prefix); {
-		_, from, err := historyKeys.split(it.Key(), len(prefix)-len(tuple))
+	for ok := it.SeekPrefixGE(seek); ok && bytes.HasPrefix(it.Key(), prefix); {
+		kp, from, err := historyKeys.split(it.Key(), len(prefix)-len(tuple))
 		if err != nil {
 			return Version{}, false, err
+		}
+		if !bytes.Equal(kp, prefix) {
+			// A key of another length under the key's prefix: its valid_from
+			// is not where the next seek assumes, which would find it again.
+			return Version{}, false, fmt.Errorf("%w: table %q: history key %x is not a record key of key %x", ErrCorrupt, t.Name, it.Key(), tuple)
 		}
 		if haveFloor && from <= floor {
 			break
@@ -304,7 +311,7 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		// Every record of one valid_from, newest asserted first: one seek finds
 		// the newest asserted at or before tx.
 		group := historyKeys.appendValid(slices.Clip(prefix), from)
-		if it.SeekGE(historyKeys.key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
+		if it.SeekPrefixGE(historyKeys.key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
 			keyTx, err := historyKeys.txFrom(it.Key())
 			if err != nil {
 				return Version{}, false, err
@@ -320,7 +327,7 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		if from == NegInfinity {
 			break
 		}
-		ok = it.SeekGE(historyKeys.appendValid(slices.Clip(prefix), from-1))
+		ok = it.SeekPrefixGE(historyKeys.appendValid(slices.Clip(prefix), from-1))
 	}
 	return Version{}, false, it.Error()
 }
@@ -401,7 +408,7 @@ func (s *Snapshot) keyRecords(t *Table, tuple []byte, keys recordKeys, fn func(V
 	if err != nil {
 		return err
 	}
-	for ok := it.SeekGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+	for ok := it.SeekPrefixGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
 		_, from, err := keys.split(it.Key(), len(prefix)-len(tuple))
 		var keyTx int64
 		if err == nil {

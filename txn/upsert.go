@@ -3,6 +3,7 @@ package txn
 import (
 	"slices"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -50,7 +51,7 @@ func (tx *Tx) Upsert(table string, key store.Key, attrs store.Attrs, at int64) (
 	if err != nil {
 		return 0, err
 	}
-	ks, err := tx.state(t, key)
+	ks, err := tx.upsertState(t, key, at)
 	if err != nil {
 		return 0, err
 	}
@@ -102,6 +103,30 @@ func replaceInferred(ks *keyState, i int, found bool, at int64, attrs store.Attr
 	}
 	v.Attrs, v.Inferred = attrs, false
 	return Overwritten, true
+}
+
+// upsertState returns the key's state for an Upsert at valid time at: only
+// the tail of its timeline from at on, with the versions just before it
+// (stateTail), since an Upsert reads and changes nothing earlier than the
+// version in effect at at and the one ending where it starts (place). An
+// in-order SCD2 load upserts at a key's newest valid time, so each Upsert
+// reads and decodes two versions instead of the key's whole history: the
+// per-key read was 60% of such a load's CPU (BENCHMARKS.md), growing with
+// the key's versions. Any other use of the key in the transaction loads the
+// rest first (Tx.state). A key a Flush handed over is refused, as state
+// refuses it.
+func (tx *Tx) upsertState(t *store.Table, key store.Key, at int64) (*keyState, error) {
+	k, err := t.AppendKey(encoding.AppendUint32(tx.buf[:0], t.ID), key)
+	if err != nil {
+		return nil, err
+	}
+	tx.buf = k
+	if _, loaded := tx.keys[string(k)]; !loaded {
+		if err := tx.checkNotFlushed(string(k), t); err != nil {
+			return nil, err
+		}
+	}
+	return tx.stateTail(t, key, at)
 }
 
 // place puts the version [from, to) with attrs at index i of the key's timeline

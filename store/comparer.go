@@ -1,0 +1,160 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/bitempo/bitempo/encoding"
+)
+
+// This file tells the engine where a stored key's version suffix starts, so
+// that Pebble keeps a bloom filter of key prefixes in every table file and a
+// read of one key (SeekPrefixGE, Get) skips every file that does not hold it.
+//
+// Keys stay in bytewise order: the comparer is Pebble's default one with a
+// Split and its own name. Where a key splits is decided per keyspace in
+// layout.go (keyspace.split); this file only turns that into Pebble options.
+
+// comparerName is the name Pebble records in a store's MANIFEST and OPTIONS
+// files. A store written with another comparer (Pebble's default, by the
+// development builds of format 2 before the split existed) is refused before
+// Pebble opens it (checkComparer in format.go): Pebble would refuse it anyway,
+// with a message that says nothing about how to move the data.
+const comparerName = "bitempo.layout.v2"
+
+// layoutComparer orders keys bytewise and splits them with splitKey. Split
+// satisfies Pebble's contract for every byte string, not only for the keys the
+// store writes (see splitKey), so a key planted by RawWrite cannot break the
+// engine's order checks or its filters.
+var layoutComparer = func() *pebble.Comparer {
+	c := *pebble.DefaultComparer
+	c.Split = splitKey
+	c.ImmediateSuccessor = immediateSuccessor
+	c.Name = comparerName
+	return &c
+}()
+
+// optionsParseHooks let Pebble's OPTIONS parser know the layout's comparer
+// (it knows only its own); any other comparer name fails the parse.
+var optionsParseHooks = &pebble.ParseHooks{
+	NewComparer: func(name string) (*pebble.Comparer, error) {
+		if name != comparerName {
+			return nil, fmt.Errorf("unknown comparer %q", name)
+		}
+		return layoutComparer, nil
+	},
+}
+
+// filterBitsPerKey is the size of the prefix bloom filters: 10 bits per
+// distinct prefix, a false-positive rate of about 1%.
+const filterBitsPerKey = 10
+
+// applyLayoutOptions sets the Pebble options the layout needs: the comparer
+// (key order and where a version suffix starts) and a bloom filter of key
+// prefixes on every level. Level 0 has one too: a store under a write load
+// keeps many level-0 files, and a point read would otherwise search each.
+func applyLayoutOptions(o *pebble.Options) {
+	o.Comparer = layoutComparer
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(filterBitsPerKey)
+		o.Levels[i].FilterType = pebble.TableFilter
+	}
+}
+
+// splitKey returns the length of the prefix of key k: the part that names one
+// key of one table (keyspace, table id, and the key's identity as
+// keyspace.split decides), before the version suffix. A key without a suffix
+// is all prefix.
+//
+// Pebble requires that the bytewise order of keys is the order of their
+// (prefix, suffix) pairs, and that a prefix splits as itself. Both hold for
+// every byte string because the split point is found reading from the front:
+// whether a key splits at i depends only on its first i bytes and on whether
+// more follow, so every longer key that starts with the same i bytes splits at
+// i too, and a key of exactly those i bytes is all prefix. (A split
+// found from the end, at the fixed-width times, would agree only for keys of
+// the same table schema; a planted key of another shape would then make
+// Pebble's table writer fail its order check on flush.)
+func splitKey(k []byte) int {
+	if len(k) <= 1+tidLen {
+		return len(k)
+	}
+	var n int
+	switch keyspaceSplit(k[0]) {
+	case splitFirstComponent:
+		n = firstComponentEnd(k[1+tidLen:])
+	case splitSK:
+		n = skLen
+	default:
+		return len(k)
+	}
+	if n <= 0 || 1+tidLen+n >= len(k) {
+		return len(k)
+	}
+	return 1 + tidLen + n
+}
+
+// immediateSuccessor appends the smallest prefix key greater than the prefix
+// key a (Pebble's NextPrefix seeks there). Every key that extends a prefix that
+// splitKey ends at a key's tuple component splits there too, so the smallest
+// greater prefix key is past all of them: a with its last byte incremented
+// (encoding.PrefixEnd), which ends the component early or breaks its escape,
+// and so splits as itself. (Pebble's default, a | 0x00, would be a key of
+// prefix a, sorting before a's versions: NextPrefix would stay on the key.)
+// For any other prefix key, a | 0x00 is one.
+func immediateSuccessor(dst, a []byte) []byte {
+	if len(a) > 1+tidLen && splitKey(append(a[:len(a):len(a)], 0)) == len(a) {
+		if end := encoding.PrefixEnd(a); end != nil {
+			return append(dst, end...)
+		}
+	}
+	return append(append(dst, a...), 0x00)
+}
+
+// Tags of key components and the escape bytes of string components, as
+// encoding/key.go writes them. The split reads them without decoding the
+// component; TestSplitKey checks them against encoding.AppendKey.
+const (
+	splitTagInt64  = 0x20
+	splitTagUint64 = 0x21
+	splitTagString = 0x30
+	splitTagBytes  = 0x31
+	splitEscape    = 0x00
+	splitEscaped00 = 0xFF
+	splitTerm      = 0x01
+)
+
+// firstComponentEnd returns the length of the well-formed tuple component at
+// the front of b, or 0 if there is none.
+func firstComponentEnd(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case splitTagInt64, splitTagUint64:
+		if len(b) < 9 {
+			return 0
+		}
+		return 9
+	case splitTagString, splitTagBytes:
+		for i := 1; ; {
+			j := bytes.IndexByte(b[i:], splitEscape)
+			if j < 0 || i+j+1 >= len(b) {
+				return 0
+			}
+			i += j + 1
+			switch b[i] {
+			case splitTerm:
+				return i + 1
+			case splitEscaped00:
+				i++
+			default:
+				return 0
+			}
+		}
+	}
+	return 0
+}
