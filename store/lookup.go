@@ -101,7 +101,7 @@ func (s *Snapshot) lookupPast(t *Table, probes []Probe, base int, attrs bool, fn
 type merge struct {
 	s       *Snapshot
 	t       *Table
-	it      kvIter
+	it      Iter
 	pfxLen  int
 	attrs   bool
 	ok      bool   // the iterator is positioned

@@ -96,7 +96,7 @@ func (y *yielder[T]) fail(err error) {
 
 // skipKey moves it, positioned on a record of the key whose records start with
 // keyPfx, to the first record of the next key: a few Next calls, then one seek.
-func skipKey(it kvIter, keyPfx []byte) bool {
+func skipKey(it Iter, keyPfx []byte) bool {
 	for range nextsBeforeSeek {
 		if !it.Next() {
 			return false
@@ -110,7 +110,7 @@ func skipKey(it kvIter, keyPfx []byte) bool {
 
 // keyCursor walks the distinct keys of one record keyspace of a table in order.
 type keyCursor struct {
-	it     kvIter
+	it     Iter
 	keys   recordKeys
 	pfxLen int
 	ok     bool
@@ -360,7 +360,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 type keyHistory struct {
 	s      *Snapshot
 	t      *Table
-	it     kvIter
+	it     Iter
 	pfxLen int
 	from   int64
 	to     int64
@@ -578,13 +578,13 @@ func (s *Snapshot) Fork() (*Snapshot, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	return &Snapshot{db: s.db, view: borrowedView{s.view}, lastTx: s.lastTx, iters: map[byte]kvIter{}}, nil
+	return &Snapshot{db: s.db, view: borrowedView{s.view}, lastTx: s.lastTx, iters: map[byte]Iter{}}, nil
 }
 
 // borrowedView is a fork's view: its owner closes it.
-type borrowedView struct{ kvView }
+type borrowedView struct{ View }
 
-func (borrowedView) close() error { return nil }
+func (borrowedView) Close() error { return nil }
 
 func firstError(errs ...error) error {
 	for _, err := range errs {
