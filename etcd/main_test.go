@@ -1,0 +1,36 @@
+package etcd_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/bitempo/bitempo/etcd/internal/cluster"
+)
+
+// testCluster is the 3-member cluster every test of the package shares; each
+// test's store lives under its own prefix. Tests that stop members start their
+// own.
+var testCluster *cluster.Cluster
+
+// Limits of testCluster: large enough for the semantic suites' transactions.
+const (
+	testMaxTxnOps       = 4096
+	testMaxRequestBytes = 4 << 20
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bitempo-etcd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testCluster, err = cluster.Start(dir, 3, cluster.Options{MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	testCluster.Close()
+	os.Exit(code)
+}
