@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -87,8 +89,9 @@ func (e *Engine) rangeEnd(upper []byte) string {
 // for it.
 func (e *Engine) rpcErr(op string, err error) error {
 	var sentinel error
+	code := status.Code(err)
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, rpctypes.ErrNoLeader),
+	case code == codes.DeadlineExceeded, code == codes.Unavailable, errors.Is(err, context.DeadlineExceeded), errors.Is(err, rpctypes.ErrNoLeader),
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
 		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrLeaderChanged):
 		return fmt.Errorf("%w: %s: no answer from the etcd cluster within %s (has it lost quorum?): %v",
@@ -146,7 +149,13 @@ func (e *Engine) LockWrites(ctx context.Context) (unlock func(), err error) {
 		}
 	}
 	if e.session == nil {
-		s, err := concurrency.NewSession(e.cli, concurrency.WithTTL(e.cfg.LockTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
+		// The lease is granted here, within ctx's bound; the session only
+		// keeps it alive, for as long as the engine is open.
+		lease, err := e.cli.Grant(ctx, int64(e.cfg.LockTTL))
+		if err != nil {
+			return nil, e.rpcErr("write lock (lease)", err)
+		}
+		s, err := concurrency.NewSession(e.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(e.cfg.LockTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
 		if err != nil {
 			return nil, e.rpcErr("write lock (lease)", err)
 		}
@@ -241,6 +250,9 @@ func (e *Engine) Commit(writes []store.Write, sync bool) error {
 	defer cancel()
 	resp, err := etcdserverpb.NewKVClient(e.cli.ActiveConnection()).Txn(ctx, req)
 	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return e.rpcErr("commit", rpctypes.Error(err))
 	}
 	if !resp.Succeeded {

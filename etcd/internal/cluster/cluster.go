@@ -181,3 +181,22 @@ func (c *Cluster) Close() {
 	}
 	_ = os.RemoveAll(c.dir)
 }
+
+// Leader returns the index of the member that leads the cluster, or -1 if no
+// running member knows of a leader.
+func (c *Cluster) Leader() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		if m.etcd == nil {
+			continue
+		}
+		lead := m.etcd.Server.Leader()
+		for j, o := range c.members {
+			if o.etcd != nil && o.etcd.Server.MemberID() == lead {
+				return j
+			}
+		}
+	}
+	return -1
+}
