@@ -3,15 +3,7 @@ package txn_test
 import (
 	"testing"
 
-	"github.com/bitempo/bitempo/internal/ddtest"
 	"github.com/bitempo/bitempo/internal/enginetest"
-)
-
-// The scenario notation is shared with the other packages' scenario tests.
-var (
-	arg       = ddtest.Arg
-	parseTime = ddtest.ParseTime
-	fmtTime   = ddtest.FormatTime
 )
 
 // TestPeriods runs the scenario files in testdata/periods. Each file is a story
