@@ -155,8 +155,11 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		cli, err = clientv3.New(clientv3.Config{
 			Endpoints:   cfg.Endpoints,
 			DialTimeout: cfg.DialTimeout,
-			Context:     context.WithoutCancel(ctx),
-			Logger:      zap.NewNop(),
+			// gRPC's client refuses to send more than 2 MiB by default: a
+			// commit as large as the cluster takes must get through.
+			MaxCallSendMsgSize: cfg.MaxRequestBytes + txnOverhead,
+			Context:            context.WithoutCancel(ctx),
+			Logger:             zap.NewNop(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: connect to %s: %v", store.ErrUnavailable, strings.Join(cfg.Endpoints, ","), err)

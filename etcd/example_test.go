@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/bitempo/bitempo/etcd"
-	"github.com/bitempo/bitempo/etcd/internal/cluster"
+	"github.com/bitempo/bitempo/etcd/etcdtest"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -21,7 +21,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := cluster.Start(dir, 1, cluster.Options{})
+	c, err := etcdtest.Start(dir, 1, etcdtest.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,16 +11,16 @@ import (
 	"time"
 
 	"github.com/bitempo/bitempo/etcd"
-	"github.com/bitempo/bitempo/etcd/internal/cluster"
+	"github.com/bitempo/bitempo/etcd/etcdtest"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
 
 // startCluster starts a 3-member cluster of the test's own, to stop members of.
-func startCluster(t *testing.T) *cluster.Cluster {
+func startCluster(t *testing.T) *etcdtest.Cluster {
 	t.Helper()
-	c, err := cluster.Start(t.TempDir(), 3, cluster.Options{MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes})
+	c, err := etcdtest.Start(t.TempDir(), 3, etcdtest.Options{MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/bitempo/bitempo/etcd/internal/cluster"
+	"github.com/bitempo/bitempo/etcd/etcdtest"
 )
 
 // testCluster is the 3-member cluster every test of the package shares; each
 // test's store lives under its own prefix. Tests that stop members start their
 // own.
-var testCluster *cluster.Cluster
+var testCluster *etcdtest.Cluster
 
 // Limits of testCluster: large enough for the semantic suites' transactions.
 const (
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	testCluster, err = cluster.Start(dir, 3, cluster.Options{MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes})
+	testCluster, err = etcdtest.Start(dir, 3, etcdtest.Options{MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -55,7 +55,16 @@ type iter struct {
 	hiDone       bool
 	pos          int // index into page; -1 or len(page): not positioned
 	err          error
+	// limit is how many keys the next continuation page reads: a seek reads
+	// firstPage keys (a point read wants one or two), and each page that
+	// continues in the same direction reads twice as many as the last, up to
+	// Config.PageSize. (Rejected: always PageSize keys, which made a point
+	// lookup transfer a whole page: 8.9 ms per lookup at 1024-key pages.)
+	limit int
 }
+
+// firstPage is how many keys a seek reads.
+const firstPage = 16
 
 func (it *iter) SetBounds(lower, upper []byte) {
 	it.lower, it.upper = bytes.Clone(lower), bytes.Clone(upper)
@@ -74,6 +83,16 @@ func (it *iter) Close() error { it.page = nil; return it.err }
 // fetch reads one page: ascending from from (inclusive), or descending below
 // to (exclusive), within the bounds.
 func (it *iter) fetch(from, to []byte, descend bool) bool {
+	return it.fetchN(from, to, descend, min(firstPage, it.v.e.cfg.PageSize))
+}
+
+// next reads the page that continues the current one, twice as large.
+func (it *iter) next(from, to []byte, descend bool) bool {
+	return it.fetchN(from, to, descend, min(2*it.limit, it.v.e.cfg.PageSize))
+}
+
+func (it *iter) fetchN(from, to []byte, descend bool, limit int) bool {
+	it.limit = limit
 	e := it.v.e
 	lo := e.etcdKey(it.lower)
 	if it.lower == nil {
@@ -98,7 +117,7 @@ func (it *iter) fetch(from, to []byte, descend bool) bool {
 	ctx, cancel := e.ctx()
 	defer cancel()
 	resp, err := e.cli.Get(ctx, lo, clientv3.WithRange(hi), clientv3.WithRev(it.v.rev),
-		clientv3.WithLimit(int64(e.cfg.PageSize)), clientv3.WithSort(clientv3.SortByKey, order))
+		clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, order))
 	if err != nil {
 		it.err = e.rpcErr("read", err)
 		return false
@@ -144,7 +163,7 @@ func (it *iter) Next() bool {
 		return false
 	}
 	after := append(bytes.Clone(it.Key()), 0)
-	if !it.fetch(after, nil, false) {
+	if !it.next(after, nil, false) {
 		return false
 	}
 	it.pos = 0
@@ -163,7 +182,7 @@ func (it *iter) Prev() bool {
 		it.pos = -1
 		return false
 	}
-	if !it.fetch(nil, bytes.Clone(it.Key()), true) {
+	if !it.next(nil, bytes.Clone(it.Key()), true) {
 		return false
 	}
 	it.pos = len(it.page) - 1

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bitempo/bitempo/etcd/internal/cluster"
+	"github.com/bitempo/bitempo/etcd/etcdtest"
 )
 
 // These tests build the etcd build of the tool and run it against a 3-member
@@ -18,7 +18,7 @@ import (
 
 var (
 	binary  string
-	members *cluster.Cluster
+	members *etcdtest.Cluster
 )
 
 func TestMain(m *testing.M) {
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build:", err)
 		os.Exit(1)
 	}
-	members, err = cluster.Start(filepath.Join(dir, "cluster"), 3, cluster.Options{})
+	members, err = etcdtest.Start(filepath.Join(dir, "cluster"), 3, etcdtest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,7 +1,7 @@
-// Package cluster starts etcd clusters inside the test process (etcd's embed
+// Package etcdtest starts etcd clusters inside the test process (etcd's embed
 // package) on loopback ports, for the tests, the examples and the benchmark of
 // the etcd engine. Members can be stopped and restarted to inject faults.
-package cluster
+package etcdtest
 
 import (
 	"errors"
