@@ -24,9 +24,9 @@ import (
 // readAttrNames reads the attribute names of table tid from view v, by ordinal.
 // Ordinals must run 0, 1, 2... and names must be distinct: records name
 // attributes by ordinal, so a gap or a duplicate would misname them.
-func readAttrNames(v kvView, tid uint32) ([]string, error) {
+func readAttrNames(v View, tid uint32) ([]string, error) {
 	prefix := tablePrefix(nil, ksAttrs, tid)
-	it, err := v.newIter(prefix, encoding.PrefixEnd(prefix))
+	it, err := v.NewIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func readAttrNames(v kvView, tid uint32) ([]string, error) {
 }
 
 // loadAttrNames loads the attribute names of table tid at Open.
-func (db *DB) loadAttrNames(v kvView, tid uint32) error {
+func (db *DB) loadAttrNames(v View, tid uint32) error {
 	list, err := readAttrNames(v, tid)
 	if err != nil {
 		return err
@@ -184,11 +184,11 @@ func (db *DB) attrName(tid, ord uint32) (string, bool) {
 	if int(ord) < len(list) {
 		return list[ord], true
 	}
-	v, err := db.engine.view()
+	v, err := db.engine.View()
 	if err != nil {
 		return "", false
 	}
-	defer v.close()
+	defer v.Close()
 	if list, err = readAttrNames(v, tid); err != nil || int(ord) >= len(list) {
 		return "", false
 	}
@@ -203,7 +203,7 @@ func (db *DB) attrName(tid, ord uint32) (string, bool) {
 // asserted later than the last, so the chain ends.
 func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint64, txTo int64) (Attrs, error) {
 	for {
-		value, ok, err := s.view.get(currentKeys.key(nil, t.ID, tuple, validFrom, 0))
+		value, ok, err := s.view.Get(currentKeys.key(nil, t.ID, tuple, validFrom, 0))
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 			}
 		}
 		if !ok || head.TxFrom != txTo {
-			if value, ok, err = s.view.get(historyKeys.key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
+			if value, ok, err = s.view.Get(historyKeys.key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
 				return nil, err
 			}
 			if keyTx = txTo; ok {

@@ -49,11 +49,11 @@ func TestAttrOrdinals(t *testing.T) {
 	if err := db.RawSet(attrNameKey(tbl.ID, 1), nil); err != nil {
 		t.Fatal(err)
 	}
-	view, err := db.engine.view()
+	view, err := db.engine.View()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer view.close()
+	defer view.Close()
 	if _, err := readAttrNames(view, tbl.ID); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("name table with a gap: %v, want ErrCorrupt", err)
 	}

@@ -59,6 +59,10 @@ func (db *DB) Backup(ctx context.Context, destDir string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	cp, ok := db.engine.(checkpointer)
+	if !ok {
+		return db.unsupported("backup (a checkpoint)")
+	}
 	if db.opts.InMemory && db.opts.FS == nil {
 		return fmt.Errorf("bitempo: backup of a store opened with InMemory: give Options.FS to back it up within that file system")
 	}
@@ -75,10 +79,6 @@ func (db *DB) Backup(ctx context.Context, destDir string) error {
 		return fmt.Errorf("%w: %s", ErrBackupExists, destDir)
 	} else if !errors.Is(err, fs.ErrNotExist) && !os.IsNotExist(err) {
 		return fmt.Errorf("bitempo: backup to %s: %w", destDir, err)
-	}
-	cp, ok := db.engine.(checkpointer)
-	if !ok {
-		return fmt.Errorf("bitempo: backup: the storage engine cannot take checkpoints")
 	}
 	release, err := db.holdOpen()
 	if err != nil {

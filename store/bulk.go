@@ -6,7 +6,6 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,14 +41,14 @@ import (
 
 // ErrBulkUnsupported is returned by Writer.EnableSpill when the storage engine
 // cannot add a spilled transaction atomically.
-var ErrBulkUnsupported = errors.New("bitempo: the storage engine cannot commit a transaction spilled to disk")
+var ErrBulkUnsupported = fmt.Errorf("%w: a transaction spilled to disk", ErrUnsupported)
 
 // bulkIngester is implemented by engines that can add a sorted stream of
 // writes atomically, as one step.
 type bulkIngester interface {
 	// ingestSorted writes the writes yielded by next (sorted by key, one per
 	// key) to a file under dir and adds it to the engine atomically.
-	ingestSorted(dir string, next func() (kvWrite, bool, error)) error
+	ingestSorted(dir string, next func() (Write, bool, error)) error
 }
 
 // bulkState is a Writer's spill: its directory, budget and runs.
@@ -89,16 +88,16 @@ func (w *Writer) Spill() error {
 	if b == nil {
 		return nil
 	}
-	for i, ws := range [][]kvWrite{w.retires, w.asserts, w.other} {
+	for i, ws := range [][]Write{w.retires, w.asserts, w.other} {
 		for _, x := range ws[b.checked[i]:] {
-			b.size += int64(len(x.key) + len(x.value) + 16)
+			b.size += int64(len(x.Key) + len(x.Value) + 16)
 		}
 		b.checked[i] = len(ws)
 	}
 	if b.size < b.budget {
 		return nil
 	}
-	writes := sortedWrites(append(append(append([]kvWrite(nil), w.retires...), w.asserts...), w.other...))
+	writes := sortedWrites(append(append(append([]Write(nil), w.retires...), w.asserts...), w.other...))
 	path := filepath.Join(b.dir, fmt.Sprintf("run-%06d", len(b.runs)))
 	if err := writeRun(path, writes); err != nil {
 		return fmt.Errorf("bitempo: spill: %w", err)
@@ -120,11 +119,11 @@ func (b *bulkState) close() {
 }
 
 // sortedWrites sorts writes by key, keeping the last write of each key.
-func sortedWrites(ws []kvWrite) []kvWrite {
-	slices.SortStableFunc(ws, func(x, y kvWrite) int { return bytes.Compare(x.key, y.key) })
+func sortedWrites(ws []Write) []Write {
+	slices.SortStableFunc(ws, func(x, y Write) int { return bytes.Compare(x.Key, y.Key) })
 	out := ws[:0]
 	for i := range ws {
-		if len(out) > 0 && bytes.Equal(out[len(out)-1].key, ws[i].key) {
+		if len(out) > 0 && bytes.Equal(out[len(out)-1].Key, ws[i].Key) {
 			out[len(out)-1] = ws[i]
 			continue
 		}
@@ -135,7 +134,7 @@ func sortedWrites(ws []kvWrite) []kvWrite {
 
 // A run file is a sequence of entries: uvarint key length, key, one byte (1 for
 // a deletion), uvarint value length, value.
-func writeRun(path string, ws []kvWrite) error {
+func writeRun(path string, ws []Write) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -143,19 +142,19 @@ func writeRun(path string, ws []kvWrite) error {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	var hdr [binary.MaxVarintLen64]byte
 	for _, x := range ws {
-		if x.rangeEnd != nil {
+		if x.RangeEnd != nil {
 			_ = f.Close()
 			return fmt.Errorf("a range deletion cannot be spilled")
 		}
-		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.key)))])
-		bw.Write(x.key)
+		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.Key)))])
+		bw.Write(x.Key)
 		del := byte(0)
-		if x.del {
+		if x.Delete {
 			del = 1
 		}
 		bw.WriteByte(del)
-		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.value)))])
-		bw.Write(x.value)
+		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.Value)))])
+		bw.Write(x.Value)
 	}
 	if err := bw.Flush(); err != nil {
 		_ = f.Close()
@@ -168,7 +167,7 @@ func writeRun(path string, ws []kvWrite) error {
 type runReader struct {
 	f    *os.File
 	r    *bufio.Reader
-	cur  kvWrite
+	cur  Write
 	rank int // later runs win ties
 }
 
@@ -196,7 +195,7 @@ func (rr *runReader) next() (bool, error) {
 	if _, err := io.ReadFull(rr.r, value); err != nil {
 		return false, err
 	}
-	rr.cur = kvWrite{key: key, value: value, del: del == 1}
+	rr.cur = Write{Key: key, Value: value, Delete: del == 1}
 	return true, nil
 }
 
@@ -205,7 +204,7 @@ type mergeHeap []*runReader
 
 func (h mergeHeap) Len() int { return len(h) }
 func (h mergeHeap) Less(i, j int) bool {
-	if c := bytes.Compare(h[i].cur.key, h[j].cur.key); c != 0 {
+	if c := bytes.Compare(h[i].cur.Key, h[j].cur.Key); c != 0 {
 		return c < 0
 	}
 	return h[i].rank > h[j].rank
@@ -222,7 +221,7 @@ func (h *mergeHeap) Pop() any {
 // commitSpilled commits a spilled transaction: the last run is the writes
 // still in memory (tail, in batch order), and all runs are merged into the
 // engine's atomic ingestion.
-func (w *Writer) commitSpilled(tail []kvWrite) error {
+func (w *Writer) commitSpilled(tail []Write) error {
 	b := w.bulk
 	path := filepath.Join(b.dir, fmt.Sprintf("run-%06d", len(b.runs)))
 	if err := writeRun(path, sortedWrites(tail)); err != nil {
@@ -253,16 +252,16 @@ func (w *Writer) commitSpilled(tail []kvWrite) error {
 		h = append(h, rr)
 	}
 	heap.Init(&h)
-	next := func() (kvWrite, bool, error) {
+	next := func() (Write, bool, error) {
 		if len(h) == 0 {
-			return kvWrite{}, false, nil
+			return Write{}, false, nil
 		}
 		out := h[0].cur
-		for len(h) > 0 && bytes.Equal(h[0].cur.key, out.key) {
+		for len(h) > 0 && bytes.Equal(h[0].cur.Key, out.Key) {
 			rr := h[0]
 			ok, err := rr.next()
 			if err != nil {
-				return kvWrite{}, false, err
+				return Write{}, false, err
 			}
 			if ok {
 				heap.Fix(&h, 0)
@@ -279,7 +278,7 @@ func (w *Writer) commitSpilled(tail []kvWrite) error {
 // ingestSorted writes one sstable and ingests it. Pebble's Fatalf (a failed
 // manifest or log write during the ingestion) is turned into ErrFailed as in
 // commit.
-func (e *pebbleEngine) ingestSorted(dir string, next func() (kvWrite, bool, error)) (err error) {
+func (e *pebbleEngine) ingestSorted(dir string, next func() (Write, bool, error)) (err error) {
 	if err := e.h.err(); err != nil {
 		return err
 	}
@@ -301,10 +300,10 @@ func (e *pebbleEngine) ingestSorted(dir string, next func() (kvWrite, bool, erro
 		if !ok {
 			break
 		}
-		if x.del {
-			err = sw.Delete(x.key)
+		if x.Delete {
+			err = sw.Delete(x.Key)
 		} else {
-			err = sw.Set(x.key, x.value)
+			err = sw.Set(x.Key, x.Value)
 		}
 		if err != nil {
 			_ = sw.Close()

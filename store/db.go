@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,82 +12,30 @@ import (
 	"time"
 
 	"github.com/bitempo/bitempo/encoding"
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/vmihailenco/msgpack/v5"
 )
-
-// pebbleFormat is the Pebble format major version bitempo writes. It is pinned so
-// that an upgrade of Pebble never silently ratchets a store's on-disk format. This
-// version writes row-oriented sstables (TableFormatPebblev4), which measured about
-// 20% faster and smaller than the columnar format on bitempo's workload (100k
-// keys x 10 versions on a 2-core machine, 64 MB cache; measured 2026-11-29).
-const pebbleFormat = pebble.FormatFlushableIngestExcises
-
-// Options configure Open. The zero value opens or creates an on-disk store with
-// synced commits.
-type Options struct {
-	// FS replaces the operating system's file system, e.g. vfs.NewMem() for an
-	// in-memory store in tests, or an error-injecting FS.
-	FS vfs.FS
-	// InMemory opens a fresh in-memory store (shorthand for FS: vfs.NewMem()).
-	InMemory bool
-	// ReadOnly opens an existing store for reads only; writes fail with ErrReadOnly.
-	ReadOnly bool
-	// MustExist fails with ErrNotExist instead of creating a new store.
-	MustExist bool
-	// NoSync commits without waiting for the write-ahead log to reach stable
-	// storage: faster, but a crash may lose the newest commits (never a part of one).
-	NoSync bool
-	// Clock returns the wall-clock time in microseconds since the Unix epoch; it
-	// seeds transaction times. Default: time.Now.
-	Clock func() int64
-	// Logger receives Pebble's log lines (Info as Debug, errors as Error).
-	// Default: slog.Default().
-	Logger *slog.Logger
-	// CacheSize is the block cache size in bytes. Default 64 MiB.
-	CacheSize int64
-	// MemTableSize is the memtable size in bytes. Default 16 MiB.
-	MemTableSize uint64
-	// StallTimeout bounds how long a commit waits for room while the store's
-	// background writes (flushes, compactions) fail, as they do when the disk is
-	// full: after it, the commit returns an error wrapping ErrIO (it did not
-	// commit) and the store refuses every later call. Such a store cannot be
-	// closed, since Pebble's commit pipeline is held by the waiting commit: Close
-	// returns ErrIO and the directory stays locked until the process exits. A
-	// commit waiting behind background writes that succeed, however slowly, is
-	// not bounded. Default 30s; negative: wait for ever.
-	StallTimeout time.Duration
-	// RecoverWAL opens a store whose write-ahead log is damaged (which Open
-	// otherwise refuses with ErrCorrupt) by keeping every transaction before the
-	// damage and dropping the rest; the original log files are moved to a
-	// lost-wal-* directory of the store and DB.Recovery reports what was lost.
-	// It also opens a store whose live log was deleted (which Open otherwise
-	// refuses, when it can tell, with ErrCorrupt): with what the table files
-	// hold, moving nothing; DB.Recovery says the log was missing.
-	// A log whose last record was torn by a crash is not damaged: its torn
-	// record was never acknowledged, and Open drops it silently either way.
-	RecoverWAL bool
-	// Tune, if set, is called with the Pebble options just before opening, for
-	// tests and benchmarks that need to force flushes or compactions.
-	Tune func(*pebble.Options)
-}
 
 // DB is an open bitempo store. It is safe for concurrent use: any number of
 // readers, one writer at a time.
 type DB struct {
-	engine kvEngine
+	engine Engine
 	opts   Options
 	dir    string
 
 	// writer serialises transactions: held from BeginWrite to Commit or Abort.
 	writer writerLock
+	// unlockShared releases a SharedEngine's cross-process write lock, taken
+	// with writer (lockShared); nil while not held.
+	unlockShared func()
 	// snapshots counts the snapshots taken and not yet closed; Close refuses
 	// while any is open, since their iterators pin the engine's files.
 	snapshots atomic.Int64
 	// compacting is held shared by Compact while it runs and exclusively by
 	// Close before it closes the engine.
 	compacting sync.RWMutex
+	// gen is the generation of a SharedEngine the caches below describe
+	// (GenerationView); unused on other engines.
+	gen atomic.Int64
 
 	mu       sync.RWMutex // guards the fields below
 	closed   bool
@@ -110,8 +56,8 @@ type DB struct {
 	purge purgeState
 }
 
-// Open opens the store in dir, creating it unless opts.ReadOnly or opts.MustExist.
-func Open(dir string, opts Options) (*DB, error) {
+// withDefaults fills in the defaults of the zero fields.
+func (opts Options) withDefaults() Options {
 	if opts.Clock == nil {
 		opts.Clock = func() int64 { return time.Now().UnixMicro() }
 	}
@@ -127,114 +73,72 @@ func Open(dir string, opts Options) (*DB, error) {
 	if opts.MemTableSize == 0 {
 		opts.MemTableSize = 16 << 20
 	}
-	fsys := opts.FS
-	if fsys == nil && opts.InMemory {
-		fsys = vfs.NewMem()
-	}
-	onDisk := fsys == nil
-	if onDisk {
-		fsys = vfs.Default
-	}
-	fresh, err := checkDir(fsys, dir, onDisk)
-	if err != nil {
-		return nil, err
-	}
-	if fresh && (opts.ReadOnly || opts.MustExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotExist, dir)
-	}
-	if fresh {
-		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: create %s: %v", ErrIO, dir, err)
-		}
-	}
-	var dl *dirLock
-	if onDisk {
-		if dl, err = lockDir(dir); err != nil {
-			return nil, err
-		}
-	}
-	opened := false
-	defer func() {
-		if !opened {
-			dl.release()
-		}
-	}()
-	lock, err := pebble.LockDirectory(dir, fsys)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
-	}
-	defer lock.Close() // Open takes its own reference; this drops ours.
-	lf, err := watchLockFile(dir, onDisk)
-	if err != nil {
-		return nil, err
-	}
-	h := &health{logger: opts.Logger}
-	popts := &pebble.Options{
-		FS:                 fenceFS{fsys, h},
-		Lock:               lock,
-		ReadOnly:           opts.ReadOnly,
-		ErrorIfNotExists:   !fresh,
-		FormatMajorVersion: pebbleFormat,
-		Logger:             slogLogger{opts.Logger, h},
-		MemTableSize:       opts.MemTableSize,
-		CacheSize:          opts.CacheSize,
-		EventListener:      h.listener(),
-		Cleaner:            noRecycleCleaner{}, // purge.go
-	}
-	applyLayoutOptions(popts) // comparer.go
-	popts.EnsureDefaults()
-	if opts.Tune != nil {
-		opts.Tune(popts)
-	}
-	// Both checks read before the read-write open writes anything: the engine
-	// files first (a damaged MANIFEST or log is ErrCorrupt, directory unchanged),
-	// then the layout version (a store of another format is refused untouched).
-	var recovery *Recovery
-	if !fresh {
-		if err := h.guard(func() error { return checkComparer(fsys, dir, popts, opts.MustExist) }); err != nil { // format.go
-			return nil, err
-		}
-		if recovery, err = checkBeforeOpen(fsys, dir, popts, opts); err != nil {
-			return nil, err
-		}
-		if !opts.ReadOnly {
-			if err := h.guard(func() error { return checkFormat(dir, popts) }); err != nil {
-				return nil, err
-			}
-		}
-	}
-	var pdb *pebble.DB
-	err = h.guard(func() (err error) {
-		pdb, err = pebble.Open(dir, popts)
-		return err
-	})
-	if err != nil {
-		return nil, openError(fsys, dir, err, h)
-	}
-	db := &DB{
-		engine: &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf, dir: dir, opts: popts},
-		opts:   opts, dir: dir, dirLock: dl,
+	return opts
+}
+
+func newDB(e Engine, opts Options, dir string) *DB {
+	return &DB{
+		engine: e, opts: opts, dir: dir,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
 		attrOrd: map[uint32]map[string]uint32{}, attrList: map[uint32][]string{},
 	}
-	if err := db.load(fresh); err != nil {
-		_ = db.engine.close()
-		if recovery != nil {
+}
+
+// Open opens the store in dir on Pebble, creating it unless opts.ReadOnly or
+// opts.MustExist.
+func Open(dir string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	e, po, err := openPebble(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer po.release()
+	db := newDB(e, opts, dir)
+	db.dirLock = po.dirLock
+	opened := false
+	defer func() {
+		if !opened {
+			db.dirLock.release()
+		}
+	}()
+	if err := db.load(); err != nil {
+		_ = db.engine.Close()
+		if po.recovery != nil {
 			// Every commit, the store's own declaration included, was in the
 			// lost log: say so rather than only that the store does not exist.
-			return nil, fmt.Errorf("%w: %s: nothing of the store survived its write-ahead log (%s): %w", ErrCorrupt, dir, recovery, err)
+			return nil, fmt.Errorf("%w: %s: nothing of the store survived its write-ahead log (%s): %w", ErrCorrupt, dir, po.recovery, err)
 		}
 		return nil, err
 	}
-	if recovery != nil {
+	if recovery := po.recovery; recovery != nil {
 		recovery.KeptLastTx = db.lastTx
 		db.recovery = recovery
 		opts.Logger.Warn("bitempo: recovered a store with a damaged write-ahead log", "dir", dir, "report", recovery.String())
 	}
 	if err := db.purgeAfterOpen(); err != nil {
-		return nil, errors.Join(err, db.engine.close())
+		return nil, errors.Join(err, db.engine.Close())
 	}
 	opened = true
+	return db, nil
+}
+
+// OpenEngine opens the store held by an engine other than Pebble (such as the
+// etcd engine of the module github.com/bitempo/bitempo/etcd, whose Open calls
+// it), creating it in an empty engine unless opts.ReadOnly or opts.MustExist.
+// name says where the store is, for messages and Dir. Of opts, the fields
+// marked as Pebble's are ignored. The DB owns e from then on: Close closes it,
+// and so does a failed OpenEngine. What only Pebble can do (Backup, erased
+// bytes' Purge, spilled transactions, RecoverWAL) fails with an error wrapping
+// ErrUnsupported; Compact does nothing.
+func OpenEngine(e Engine, name string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	if opts.RecoverWAL {
+		return nil, errors.Join(fmt.Errorf("%w: RecoverWAL on the %s engine", ErrUnsupported, e.Name()), e.Close())
+	}
+	db := newDB(e, opts, name)
+	if err := db.load(); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
 	return db, nil
 }
 
@@ -242,40 +146,17 @@ func Open(dir string, opts Options) (*DB, error) {
 // store's write-ahead log was intact.
 func (db *DB) Recovery() *Recovery { return db.recovery }
 
-// checkDir reports whether dir holds no store yet, and refuses a directory that
-// holds files but no Pebble store (such as a home directory given by mistake).
-func checkDir(fsys vfs.FS, dir string, onDisk bool) (fresh bool, err error) {
-	names, err := fsys.List(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || os.IsNotExist(err) {
-			return true, nil
-		}
-		if onDisk {
-			if st, serr := os.Stat(dir); serr == nil && !st.IsDir() {
-				return false, fmt.Errorf("%w: %s is a file, not a directory", ErrNotBitempo, dir)
-			}
-		}
-		return false, fmt.Errorf("%w: read %s: %v", ErrIO, dir, err)
-	}
-	if len(names) == 0 {
-		return true, nil
-	}
-	for _, n := range names {
-		if strings.HasPrefix(n, "MANIFEST-") || n == "CURRENT" || strings.HasPrefix(n, "marker.manifest") {
-			return false, nil
-		}
-	}
-	return false, fmt.Errorf("%w: %s holds files but no store", ErrNotBitempo, dir)
-}
-
 // load reads meta and the catalog, or initialises a fresh store.
-func (db *DB) load(fresh bool) error {
-	v, err := db.engine.view()
+func (db *DB) load() error {
+	v, err := db.engine.View()
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	raw, ok, err := v.get(metaFormat)
+	defer v.Close()
+	if gv, ok := v.(GenerationView); ok {
+		db.gen.Store(gv.Generation())
+	}
+	raw, ok, err := v.Get(metaFormat)
 	if err != nil {
 		return err
 	}
@@ -285,12 +166,12 @@ func (db *DB) load(fresh bool) error {
 			return err
 		}
 		if !empty {
-			return fmt.Errorf("%w: %s: a Pebble database without bitempo's format marker", ErrNotBitempo, db.dir)
+			return fmt.Errorf("%w: %s: an %s store without bitempo's format marker", ErrNotBitempo, db.dir, db.engine.Name())
 		}
 		if db.opts.ReadOnly || db.opts.MustExist {
 			// MustExist: an empty Pebble database is not a store yet, and
 			// may be someone else's; it is left without bitempo's meta keys.
-			return fmt.Errorf("%w: %s is an empty Pebble database", ErrNotExist, db.dir)
+			return fmt.Errorf("%w: %s is an empty %s store", ErrNotExist, db.dir, db.engine.Name())
 		}
 		return db.initialise()
 	}
@@ -312,8 +193,8 @@ func (db *DB) load(fresh bool) error {
 	return db.loadCatalog(v)
 }
 
-func isEmpty(v kvView) (bool, error) {
-	it, err := v.newIter(nil, nil)
+func isEmpty(v View) (bool, error) {
+	it, err := v.NewIter(nil, nil)
 	if err != nil {
 		return false, err
 	}
@@ -323,24 +204,24 @@ func isEmpty(v kvView) (bool, error) {
 
 func (db *DB) initialise() error {
 	db.nextTbl = 1
-	writes := []kvWrite{
-		{key: metaFormat, value: mustMarshal(uint64(formatVersion))},
-		{key: metaLastTx, value: mustMarshal(int64(0))},
-		{key: metaNextTable, value: mustMarshal(db.nextTbl)},
+	writes := []Write{
+		{Key: metaFormat, Value: mustMarshal(uint64(formatVersion))},
+		{Key: metaLastTx, Value: mustMarshal(int64(0))},
+		{Key: metaNextTable, Value: mustMarshal(db.nextTbl)},
 	}
 	secret, key, err := newSecretWrite()
 	if err != nil {
 		return err
 	}
-	if err := db.engine.commit(append(writes, secret), true); err != nil {
+	if err := db.commit(append(writes, secret), true); err != nil {
 		return err
 	}
 	db.eraseSecret = key
 	return nil
 }
 
-func getMeta(v kvView, key []byte, dst any) error {
-	raw, ok, err := v.get(key)
+func getMeta(v View, key []byte, dst any) error {
+	raw, ok, err := v.Get(key)
 	if err != nil {
 		return err
 	}
@@ -361,8 +242,8 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-func (db *DB) loadCatalog(v kvView) error {
-	it, err := v.newIter([]byte{ksCatalog}, []byte{ksCatalog + 1})
+func (db *DB) loadCatalog(v View) error {
+	it, err := v.NewIter([]byte{ksCatalog}, []byte{ksCatalog + 1})
 	if err != nil {
 		return err
 	}
@@ -379,7 +260,7 @@ func (db *DB) loadCatalog(v kvView) error {
 		db.tables[t.Name] = t
 		db.byID[t.ID] = t
 		var next uint64 = 1
-		if raw, ok, err := v.get(skCounterKey(t.ID)); err != nil {
+		if raw, ok, err := v.Get(skCounterKey(t.ID)); err != nil {
 			return err
 		} else if ok {
 			if next, _, err = encoding.DecodeUint64(raw); err != nil {
@@ -418,7 +299,7 @@ func (db *DB) Close() error {
 	}
 	db.closed = true // from here every call is refused; none holds mu any more
 	db.mu.Unlock()
-	if err := db.engine.stuck(); err != nil {
+	if err := stuck(db.engine); err != nil {
 		// A commit is still waiting inside Pebble, holding its commit
 		// pipeline, which Pebble's Close would wait for: the store cannot be
 		// closed, only abandoned. fenceFS keeps it from writing anything more,
@@ -427,9 +308,12 @@ func (db *DB) Close() error {
 	}
 	db.compacting.Lock() // Pebble may not close under a running compaction
 	defer db.compacting.Unlock()
+	if _, ok := db.engine.(purger); !ok {
+		return db.engine.Close()
+	}
 	// No snapshot is open: a purge now removes every erased byte (purge.go).
 	if err := db.purgeLocked(context.Background(), true); err != nil {
-		err = errors.Join(err, db.engine.close())
+		err = errors.Join(err, db.engine.Close())
 		db.dirLock.release()
 		return err
 	}
@@ -446,6 +330,8 @@ func (db *DB) Close() error {
 // 2.5x slower than after Compact. Call it after bulk loads, before serving reads;
 // readers and writers may run meanwhile (they see no change but speed). It is
 // refused on a read-only store and stops early, with ctx's error, when ctx ends.
+// On an engine without such a shape (etcd, which keeps its keys in a B-tree
+// and whose history compaction is the cluster operator's) it does nothing.
 func (db *DB) Compact(ctx context.Context) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: compact", ErrReadOnly)
@@ -455,8 +341,12 @@ func (db *DB) Compact(ctx context.Context) error {
 		return err
 	}
 	defer release()
+	c, ok := db.engine.(compacter)
+	if !ok {
+		return nil // nothing to do: see Compact's comment
+	}
 	start := time.Now()
-	if err := db.engine.compact(ctx); err != nil {
+	if err := c.compact(ctx); err != nil {
 		return fmt.Errorf("bitempo: compact: %w", err)
 	}
 	db.opts.Logger.Info("bitempo: compacted", "dir", db.dir, "took", time.Since(start))
@@ -468,7 +358,7 @@ func (db *DB) Compact(ctx context.Context) error {
 // DeclareAttrNames), refusing a closed or read-only store; unlock releases
 // both.
 func (db *DB) lockCatalog(op string) (unlock func(), err error) {
-	if err := db.writer.lock(op); err != nil {
+	if err := db.lockWriter(op); err != nil {
 		return nil, err
 	}
 	db.mu.Lock()
@@ -480,12 +370,12 @@ func (db *DB) lockCatalog(op string) (unlock func(), err error) {
 	}
 	if err != nil {
 		db.mu.Unlock()
-		db.writer.unlock()
+		db.unlockWriter()
 		return nil, err
 	}
 	return func() {
 		db.mu.Unlock()
-		db.writer.unlock()
+		db.unlockWriter()
 	}, nil
 }
 
@@ -538,11 +428,11 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bitempo: encode table %q: %w", def.Name, err)
 	}
-	writes := []kvWrite{
-		{key: catalogKey(def.Name), value: value},
-		{key: metaNextTable, value: mustMarshal(id + 1)},
+	writes := []Write{
+		{Key: catalogKey(def.Name), Value: value},
+		{Key: metaNextTable, Value: mustMarshal(id + 1)},
 	}
-	if err := db.engine.commit(writes, !db.opts.NoSync); err != nil {
+	if err := db.commit(writes, !db.opts.NoSync); err != nil {
 		return nil, fmt.Errorf("bitempo: create table %q: %w", def.Name, err)
 	}
 	db.nextTbl = id + 1
@@ -600,20 +490,20 @@ func (db *DB) DeclareAttrNames(t *Table, names []string) error {
 		return err
 	}
 	defer unlock()
-	var writes []kvWrite
+	var writes []Write
 	var added []string
 	ords := db.attrOrd[t.ID]
 	for _, name := range names {
 		if _, seen := ords[name]; seen || slices.Contains(added, name) {
 			continue
 		}
-		writes = append(writes, kvWrite{key: attrNameKey(t.ID, uint32(len(db.attrList[t.ID])+len(added))), value: []byte(name)})
+		writes = append(writes, Write{Key: attrNameKey(t.ID, uint32(len(db.attrList[t.ID])+len(added))), Value: []byte(name)})
 		added = append(added, name)
 	}
 	if len(writes) == 0 {
 		return nil
 	}
-	if err := db.engine.commit(writes, !db.opts.NoSync); err != nil {
+	if err := db.commit(writes, !db.opts.NoSync); err != nil {
 		return fmt.Errorf("bitempo: declare attributes of %q: %w", t.Name, err)
 	}
 	for _, name := range added {

@@ -93,7 +93,7 @@ func TestOpenErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.engine.commit([]kvWrite{{key: metaFormat, value: mustMarshal(uint64(formatVersion + 1))}}, true); err != nil {
+		if err := db.commit([]Write{{Key: metaFormat, Value: mustMarshal(uint64(formatVersion + 1))}}, true); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
@@ -299,34 +299,34 @@ func TestVerifyFindsDamage(t *testing.T) {
 	cases := []struct {
 		name      string
 		invariant int
-		damage    func(db *DB, tb *Table) []kvWrite
+		damage    func(db *DB, tb *Table) []Write
 	}{
-		{"overlapping current records", 2, func(db *DB, tb *Table) []kvWrite {
+		{"overlapping current records", 2, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
 			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 50, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, nil)
-			return []kvWrite{{key: currentKeys.key(nil, tb.ID, tuple, 5, 0), value: val}}
+			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 5, 0), Value: val}}
 		}},
-		{"inverted valid period", 1, func(db *DB, tb *Table) []kvWrite {
+		{"inverted valid period", 1, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
 			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 1, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, nil)
-			return []kvWrite{{key: currentKeys.key(nil, tb.ID, tuple, 1, 0), value: val}}
+			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"record newer than the last commit", 4, func(db *DB, tb *Table) []kvWrite {
+		{"record newer than the last commit", 4, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
 			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx() + 100, TxTo: Infinity, SK: 1}, nil)
-			return []kvWrite{{key: currentKeys.key(nil, tb.ID, tuple, 1, 0), value: val}}
+			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"surrogate key shared by two keys", 3, func(db *DB, tb *Table) []kvWrite {
+		{"surrogate key shared by two keys", 3, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"b"})
 			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, nil)
-			return []kvWrite{{key: currentKeys.key(nil, tb.ID, tuple, 1, 0), value: val}}
+			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"missing sk index entry", 5, func(db *DB, tb *Table) []kvWrite {
-			return []kvWrite{{key: skIndex.key(nil, tb.ID, 1, db.LastTx()), del: true}}
+		{"missing sk index entry", 5, func(db *DB, tb *Table) []Write {
+			return []Write{{Key: skIndex.key(nil, tb.ID, 1, db.LastTx()), Delete: true}}
 		}},
-		{"garbage value", 0, func(db *DB, tb *Table) []kvWrite {
+		{"garbage value", 0, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			return []kvWrite{{key: currentKeys.key(nil, tb.ID, tuple, 1, 0), value: []byte{0xc1, 0xff, 0x00}}}
+			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: []byte{0xc1, 0xff, 0x00}}}
 		}},
 	}
 	for _, c := range cases {
@@ -341,7 +341,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 			if rep, err := Verify(db); err != nil || !rep.OK() {
 				t.Fatalf("clean store: %v %v", rep, err)
 			}
-			if err := db.engine.commit(c.damage(db, tb), true); err != nil {
+			if err := db.commit(c.damage(db, tb), true); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := Verify(db)

@@ -255,6 +255,23 @@
 // where there was only a torn write, and RecoverWAL loses only commits that
 // were never acknowledged.
 //
+// # Engines
+//
+// The layout runs on any ordered key-value engine behind the Engine interface
+// (kv.go): consistent views, bounded ordered iterators, atomic ordered commits.
+// Open puts a store on Pebble (engine_pebble.go); OpenEngine on another engine,
+// such as etcd (the module github.com/bitempo/bitempo/etcd). What only Pebble
+// can do (Backup, spilled transactions, purging erased bytes from files,
+// RecoverWAL, Compact) is found by type assertion and refused elsewhere with
+// ErrUnsupported (Compact does nothing). An engine that several processes write
+// (SharedEngine) serialises their transactions with a cross-process write
+// lock, refuses the commit of a process that lost it, and gives its views a
+// generation: a DB reloads its caches (last transaction time, catalog,
+// surrogate key counters, attribute names, erase secret) from any view whose
+// generation is not the one they were loaded or last committed at, and at the
+// start of every write, so transaction times stay increasing and surrogate keys
+// unique across processes.
+//
 // # Backups and imports
 //
 // DB.Backup writes a Pebble checkpoint of the open store: a transaction-time

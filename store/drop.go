@@ -25,16 +25,16 @@ func (db *DB) DropTable(name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownTable, name)
 	}
-	writes := []kvWrite{{key: catalogKey(name), del: true}}
+	writes := []Write{{Key: catalogKey(name), Delete: true}}
 	for _, ks := range perTableKeyspaces() {
 		lo := tablePrefix(nil, ks, t.ID)
 		hi := tablePrefix(nil, ks, t.ID+1)
 		if t.ID == ^uint32(0) {
 			hi = []byte{ks + 1}
 		}
-		writes = append(writes, kvWrite{key: lo, rangeEnd: hi})
+		writes = append(writes, Write{Key: lo, RangeEnd: hi})
 	}
-	if err := db.engine.commit(writes, !db.opts.NoSync); err != nil {
+	if err := db.commit(writes, !db.opts.NoSync); err != nil {
 		return fmt.Errorf("bitempo: drop table %q: %w", name, err)
 	}
 	delete(db.tables, name)

@@ -166,7 +166,7 @@ func (s *Snapshot) ErasedSK(t *Table, sk uint64) (tx int64, erased bool, err err
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	raw, ok, err := s.view.get(erasedSK.key(t.ID, sk))
+	raw, ok, err := s.view.Get(erasedSK.key(t.ID, sk))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -223,7 +223,7 @@ func (w *Writer) Erase(t *Table, tuple []byte, reason string) (int, error) {
 		return 0, err
 	}
 	cp := checkpointKey(t.ID, tuple)
-	if _, ok, err := s.view.get(cp); err != nil {
+	if _, ok, err := s.view.Get(cp); err != nil {
 		return 0, err
 	} else if ok {
 		dels = append(dels, cp)
@@ -315,8 +315,8 @@ func (db *DB) secret() []byte {
 }
 
 // loadSecret reads the erase secret from meta, if the store has one.
-func (db *DB) loadSecret(v kvView) error {
-	raw, ok, err := v.get(metaEraseSecret)
+func (db *DB) loadSecret(v View) error {
+	raw, ok, err := v.Get(metaEraseSecret)
 	if err != nil || !ok {
 		return err
 	}
@@ -330,12 +330,12 @@ func (db *DB) loadSecret(v kvView) error {
 
 // newSecretWrite returns the write that creates a fresh erase secret, and the
 // secret.
-func newSecretWrite() (kvWrite, []byte, error) {
+func newSecretWrite() (Write, []byte, error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
-		return kvWrite{}, nil, fmt.Errorf("bitempo: erase secret: %w", err)
+		return Write{}, nil, fmt.Errorf("bitempo: erase secret: %w", err)
 	}
-	return kvWrite{key: metaEraseSecret, value: mustMarshal(secret)}, secret, nil
+	return Write{Key: metaEraseSecret, Value: mustMarshal(secret)}, secret, nil
 }
 
 // decodeErasedEntry decodes the keys of 0x40 and 0x41 for dumps.

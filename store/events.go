@@ -289,7 +289,7 @@ func (s *Snapshot) Checkpoint(t *Table, tuple []byte) (Checkpoint, bool, error) 
 	if s.closed {
 		return Checkpoint{}, false, ErrClosed
 	}
-	raw, ok, err := s.view.get(checkpointKey(t.ID, tuple))
+	raw, ok, err := s.view.Get(checkpointKey(t.ID, tuple))
 	if err != nil || !ok {
 		return Checkpoint{}, false, err
 	}
@@ -305,7 +305,7 @@ func (s *Snapshot) BatchTx(t *Table, id string) (int64, bool, error) {
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	raw, ok, err := s.view.get(batchKey(t.ID, id))
+	raw, ok, err := s.view.Get(batchKey(t.ID, id))
 	if err != nil || !ok {
 		return 0, false, err
 	}

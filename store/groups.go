@@ -168,7 +168,7 @@ func (w *Writer) groupAssert(t *Table, v *Version, value []byte) error {
 	if err != nil || !ok {
 		return err
 	}
-	w.asserts = append(w.asserts, kvWrite{key: key, value: value})
+	w.asserts = append(w.asserts, Write{Key: key, Value: value})
 	return nil
 }
 
@@ -187,7 +187,7 @@ func (w *Writer) groupRetire(t *Table, v *Version, value []byte) error {
 	cur := *v
 	cur.TxTo = Infinity
 	curKey, _, _ := groupEntryKey(t, &cur)
-	w.retires = append(w.retires, kvWrite{key: curKey, del: true}, kvWrite{key: hist, value: value})
+	w.retires = append(w.retires, Write{Key: curKey, Delete: true}, Write{Key: hist, Value: value})
 	return nil
 }
 

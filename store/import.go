@@ -44,7 +44,7 @@ const importFlushWrites = 16 << 10
 // periods, unique surrogate keys) are Verify's.
 type Importer struct {
 	db       *DB
-	pending  []kvWrite
+	pending  []Write
 	lastTx   int64
 	checked  map[uint32]bool
 	nextSK   map[uint32]uint64
@@ -75,14 +75,14 @@ func (db *DB) BeginImport() (*Importer, error) {
 	if db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	if err := db.writer.lock("BeginImport"); err != nil {
+	if err := db.lockWriter("BeginImport"); err != nil {
 		return nil, err
 	}
 	db.mu.RLock()
 	closed, lastTx := db.closed, db.lastTx
 	db.mu.RUnlock()
 	if closed {
-		db.writer.unlock()
+		db.unlockWriter()
 		return nil, ErrClosed
 	}
 	return &Importer{db: db, lastTx: lastTx, checked: map[uint32]bool{}, nextSK: map[uint32]uint64{},
@@ -211,13 +211,13 @@ func (im *Importer) finishKey() error {
 		v := &k.records[i]
 		value := values[i]
 		if v.TxTo == Infinity {
-			im.pending = append(im.pending, kvWrite{key: currentKeys.key(nil, tid, k.tuple, v.ValidFrom, 0), value: value})
+			im.pending = append(im.pending, Write{Key: currentKeys.key(nil, tid, k.tuple, v.ValidFrom, 0), Value: value})
 		} else {
 			var err error
 			if value, err = importShared(k.records, values, i); err != nil {
 				return importErr(t, "key %s: %v", v.Key, err)
 			}
-			im.pending = append(im.pending, kvWrite{key: historyKeys.key(nil, tid, k.tuple, v.ValidFrom, v.TxFrom), value: value})
+			im.pending = append(im.pending, Write{Key: historyKeys.key(nil, tid, k.tuple, v.ValidFrom, v.TxFrom), Value: value})
 			changes = append(changes, change{v.TxTo, logChange{op: LogRetire, validFrom: v.ValidFrom, txFrom: v.TxFrom}})
 		}
 		changes = append(changes, change{v.TxFrom, logChange{op: LogAssert, validFrom: v.ValidFrom, txFrom: v.TxFrom}})
@@ -227,14 +227,14 @@ func (im *Importer) finishKey() error {
 				return err
 			}
 			if ok {
-				im.pending = append(im.pending, kvWrite{key: gkey, value: value})
+				im.pending = append(im.pending, Write{Key: gkey, Value: value})
 			}
 		}
 		continues := slices.ContainsFunc(k.records, func(p Version) bool {
 			return p.SK == v.SK && p.ValidFrom == v.ValidFrom && p.TxTo == v.TxFrom
 		})
 		if !continues {
-			im.pending = append(im.pending, kvWrite{key: skIndex.key(nil, tid, v.SK, v.TxFrom), value: skIndex.value(nil, k.tuple, v.ValidFrom)})
+			im.pending = append(im.pending, Write{Key: skIndex.key(nil, tid, v.SK, v.TxFrom), Value: skIndex.value(nil, k.tuple, v.ValidFrom)})
 		}
 	}
 	slices.SortStableFunc(changes, func(a, b change) int {
@@ -248,7 +248,7 @@ func (im *Importer) finishKey() error {
 			value = appendLogChange(value, tx, changes[j].c)
 		}
 		o := txOrdinal{tid, tx}
-		im.pending = append(im.pending, kvWrite{key: txLogKey.key(nil, tid, tx, im.ordinals[o]), value: value})
+		im.pending = append(im.pending, Write{Key: txLogKey.key(nil, tid, tx, im.ordinals[o]), Value: value})
 		im.ordinals[o] += uint32(j - i)
 		i = j
 	}
@@ -300,7 +300,7 @@ func (im *Importer) Event(t *Table, key Key, e LogEvent) error {
 	if err != nil {
 		return importErr(t, "key %s: %v", key, err)
 	}
-	im.pending = append(im.pending, kvWrite{key: eventKey.key(nil, t.ID, tuple, e.At, e.Seq), value: value})
+	im.pending = append(im.pending, Write{Key: eventKey.key(nil, t.ID, tuple, e.At, e.Seq), Value: value})
 	im.noteAttrs(t, e.Attrs)
 	return im.maybeFlush()
 }
@@ -318,7 +318,7 @@ func (im *Importer) Checkpoint(t *Table, key Key, c Checkpoint) error {
 	if err != nil {
 		return importErr(t, "key %s: checkpoint: %v", key, err)
 	}
-	im.pending = append(im.pending, kvWrite{key: checkpointKey(t.ID, tuple), value: value})
+	im.pending = append(im.pending, Write{Key: checkpointKey(t.ID, tuple), Value: value})
 	return im.maybeFlush()
 }
 
@@ -337,7 +337,7 @@ func (im *Importer) Batch(t *Table, id string, tx int64) error {
 	if tx <= 0 || tx == Infinity {
 		return importErr(t, "batch %q: transaction time %d", id, tx)
 	}
-	im.pending = append(im.pending, kvWrite{key: batchKey(t.ID, id), value: mustMarshal(tx)})
+	im.pending = append(im.pending, Write{Key: batchKey(t.ID, id), Value: mustMarshal(tx)})
 	im.lastTx = max(im.lastTx, tx)
 	return im.maybeFlush()
 }
@@ -373,21 +373,21 @@ func (im *Importer) maybeFlush() error {
 // flush commits the pending writes with the store's counters.
 func (im *Importer) flush() error {
 	writes := im.pending
-	writes = append(writes, kvWrite{key: metaLastTx, value: mustMarshal(im.lastTx)})
+	writes = append(writes, Write{Key: metaLastTx, Value: mustMarshal(im.lastTx)})
 	im.db.mu.RLock()
 	for tid, next := range im.nextSK {
 		if next != im.db.nextSK[tid] {
-			writes = append(writes, kvWrite{key: skCounterKey(tid), value: encoding.AppendUint64(nil, next)})
+			writes = append(writes, Write{Key: skCounterKey(tid), Value: encoding.AppendUint64(nil, next)})
 		}
 	}
 	for tid, names := range im.newAttrs {
 		base := uint32(len(im.db.attrList[tid]))
 		for i, name := range names {
-			writes = append(writes, kvWrite{key: attrNameKey(tid, base+uint32(i)), value: []byte(name)})
+			writes = append(writes, Write{Key: attrNameKey(tid, base+uint32(i)), Value: []byte(name)})
 		}
 	}
 	im.db.mu.RUnlock()
-	if err := im.db.engine.commit(writes, !im.db.opts.NoSync); err != nil {
+	if err := im.db.commit(writes, !im.db.opts.NoSync); err != nil {
 		return fmt.Errorf("bitempo: import: %w", err)
 	}
 	im.pending = im.pending[:0]
@@ -431,5 +431,5 @@ func (im *Importer) Abort() {
 func (im *Importer) finish() {
 	im.done = true
 	im.pending = nil
-	im.db.writer.unlock()
+	im.db.unlockWriter()
 }

@@ -4,218 +4,219 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/cockroachdb/pebble/v2"
 )
 
-// This file is the storage boundary: everything the rest of the package needs from
-// the underlying ordered key-value engine. It is deliberately small (bounded
-// ordered iteration, point get, consistent snapshot, atomic batch commit) so the
-// layout can run on another engine with the same guarantees, such as etcd (range
-// reads at a revision, multi-key transactions).
+// This file is the storage boundary: everything a DB needs from the ordered
+// key-value engine under it. It is deliberately small (bounded ordered
+// iteration, point get, consistent view, atomic ordered commit) so that the
+// layout runs unchanged on another engine with the same guarantees. Two engines
+// implement it: Pebble (engine_pebble.go, opened by Open) and etcd (the nested
+// module github.com/bitempo/bitempo/etcd, opened through OpenEngine). What only
+// Pebble can do (bulk ingestion of spilled transactions, checkpoints, purging
+// erased bytes from files, write-ahead log recovery, compaction) is reached
+// through optional interfaces that the DB finds by type assertion; on an engine
+// without them the call fails with an error wrapping ErrUnsupported.
 
-// kvIter is a bounded ordered iterator. *pebble.Iterator implements it.
-type kvIter interface {
+// Engine is an ordered key-value store under a DB. Keys are compared as byte
+// strings. An Engine is used by one DB; the DB calls View from any goroutine,
+// and Commit from one goroutine at a time.
+type Engine interface {
+	// Name names the engine in messages ("pebble", "etcd").
+	Name() string
+	// View returns a consistent read-only view of the engine: every read
+	// through it, however long after, sees exactly the commits that completed
+	// before View returned and none after. The caller closes it.
+	View() (View, error)
+	// Commit applies writes atomically (all of them or none, also across a
+	// crash) and in order (a later write to a key wins over an earlier one in
+	// the same batch). With sync set it returns only once the commit is
+	// durable. An error means the commit is not visible, or, where the engine
+	// cannot tell (a lost connection after the request was sent), that it is
+	// visible whole or not at all; never in part.
+	Commit(writes []Write, sync bool) error
+	// Close releases the engine. Views must be closed first.
+	Close() error
+}
+
+// View is a consistent, read-only view of an Engine (see Engine.View). It is
+// used by one goroutine at a time.
+type View interface {
+	// NewIter returns an iterator over the keys in [lower, upper) (nil: no
+	// bound on that side), positioned nowhere until a positioning call.
+	NewIter(lower, upper []byte) (Iter, error)
+	// Get returns a copy of the value of key, or (nil, false, nil) if absent.
+	Get(key []byte) ([]byte, bool, error)
+	// Close releases the view. Its iterators must be closed first.
+	Close() error
+}
+
+// Iter is a bounded ordered iterator of a View (*pebble.Iterator implements
+// it). Positioning calls return whether the iterator is now at a key within the
+// bounds; after one returns false the iterator is exhausted and Error says
+// whether that was an error rather than the end. Key and Value are valid until
+// the next positioning call; callers copy what they keep.
+type Iter interface {
+	// First and Last position at the smallest and largest key in the bounds.
 	First() bool
 	Last() bool
+	// SeekGE positions at the first key >= key (and within the bounds).
 	SeekGE(key []byte) bool
-	// SeekPrefixGE is SeekGE confined to the keys whose prefix (comparer.go)
-	// is key's: later moves stop at the end of that prefix, Prev is not
-	// allowed, and the engine may skip every file whose filter says the
-	// prefix is absent. Reads of one key use it.
+	// SeekPrefixGE positions at the first key >= key, like SeekGE, as a read
+	// of one key: the engine may confine the later moves to the keys that
+	// share key's prefix (comparer.go: the part of a key the layout names as
+	// its engine prefix) and skip every file whose filter says the prefix is
+	// absent, as Pebble does; or it may implement it as SeekGE, as etcd does.
+	// So every caller checks the prefix of each key it lands on, and none
+	// calls Prev after it.
 	SeekPrefixGE(key []byte) bool
+	// SeekLT positions at the last key < key (and within the bounds).
 	SeekLT(key []byte) bool
 	Next() bool
 	Prev() bool
 	Valid() bool
 	Key() []byte
 	Value() []byte
+	// SetBounds changes the bounds to [lower, upper); the iterator is
+	// positioned nowhere until the next positioning call.
 	SetBounds(lower, upper []byte)
+	// Error returns the error that stopped the iteration, or nil.
 	Error() error
 	Close() error
 }
 
-// kvView is a consistent, read-only view of the engine.
-type kvView interface {
-	newIter(lower, upper []byte) (kvIter, error)
-	// get returns a copy of the value of key, or (nil, false, nil) if absent.
-	get(key []byte) ([]byte, bool, error)
-	close() error
+// Write is one mutation of a commit: Key is set to Value, or deleted when
+// Delete is set. With RangeEnd set it deletes every key in [Key, RangeEnd)
+// instead (DropTable); Value and Delete are then ignored.
+type Write struct {
+	Key, Value []byte
+	Delete     bool
+	RangeEnd   []byte
 }
 
-// kvWrite is one mutation of a batch. With rangeEnd set it deletes every key
-// in [key, rangeEnd) (DropTable); del and value are then ignored.
-type kvWrite struct {
-	key, value []byte
-	del        bool
-	rangeEnd   []byte
+// ErrUnsupported is returned for an operation the store's engine cannot do,
+// such as a checkpoint backup or a purge of erased bytes on etcd. The message
+// names the operation and the engine.
+var ErrUnsupported = errors.New("bitempo: not supported by this storage engine")
+
+// Errors an engine's methods wrap, besides the package's others (ErrIO,
+// ErrCorrupt, ErrLocked for a write lock lost to another process).
+var (
+	// ErrCommitTooLarge: a commit larger than the engine accepts in one
+	// transaction (etcd's --max-txn-ops and --max-request-bytes); nothing of it
+	// was written. The message names the commit's size and both limits.
+	ErrCommitTooLarge = errors.New("bitempo: commit too large for one transaction of the storage engine")
+	// ErrUnavailable: the engine did not answer within its time bound (an etcd
+	// cluster without quorum). A commit that fails with it is not visible, or
+	// (its request having reached the cluster) becomes visible whole later;
+	// never in part.
+	ErrUnavailable = errors.New("bitempo: storage engine unavailable")
+	// ErrSnapshotTooOld: a read of a view older than what the engine still
+	// keeps (etcd's compaction); take a new snapshot.
+	ErrSnapshotTooOld = errors.New("bitempo: snapshot older than the storage engine keeps")
+)
+
+// CommitLimiter is implemented by an engine that bounds one commit (etcd):
+// CommitLimits returns the most writes and the most request bytes one commit
+// may hold. Tools size batched loads with it (DB.CommitLimits).
+type CommitLimiter interface {
+	CommitLimits() (maxWrites, maxBytes int)
 }
 
-// kvEngine is the engine under a DB.
-type kvEngine interface {
-	view() (kvView, error)
-	// commit applies writes atomically, in order, durably when sync is set.
-	commit(writes []kvWrite, sync bool) error
-	// compact rewrites every key into the engine's most compact, read-optimised
-	// shape (for an LSM: the bottom levels, with no overlapping files above).
+// CommitLimits returns the engine's bounds of one commit (see CommitLimiter);
+// ok is false on an engine without bounds (Pebble).
+func (db *DB) CommitLimits() (maxWrites, maxBytes int, ok bool) {
+	cl, ok := db.engine.(CommitLimiter)
+	if !ok {
+		return 0, 0, false
+	}
+	maxWrites, maxBytes = cl.CommitLimits()
+	return maxWrites, maxBytes, true
+}
+
+// EngineName names the store's engine ("pebble", "etcd").
+func (db *DB) EngineName() string { return db.engine.Name() }
+
+// unsupported returns an error wrapping ErrUnsupported for op on the DB's engine.
+func (db *DB) unsupported(op string) error {
+	return fmt.Errorf("%w: %s on the %s engine", ErrUnsupported, op, db.engine.Name())
+}
+
+// SharedEngine is implemented by an engine that several processes open and
+// write at once (etcd): each holds a DB whose caches (the last transaction
+// time, the catalog, surrogate key counters, attribute names, the erase secret)
+// go stale when another process commits. The DB keeps them right with it:
+//
+//   - before every write transaction and catalog change it calls LockWrites,
+//     and holds the lock until the commit or abort; the engine refuses a commit
+//     made without the lock, or after it was lost, or after another process
+//     committed since LockWrites;
+//   - a View of a shared engine implements Generation, which changes with every
+//     commit of any process; when a view's generation is not the one the DB's
+//     caches were loaded at (or were last committed at, CommitGeneration), the
+//     DB reloads its caches from that view before using it.
+type SharedEngine interface {
+	Engine
+	// LockWrites takes the cross-process write lock, waiting for it until ctx
+	// ends. unlock releases it.
+	LockWrites(ctx context.Context) (unlock func(), err error)
+	// CommitGeneration returns the generation of this engine's last
+	// successful commit, 0 before the first.
+	CommitGeneration() int64
+}
+
+// GenerationView is implemented by the views of a SharedEngine.
+type GenerationView interface {
+	View
+	// Generation identifies the last commit visible in the view.
+	Generation() int64
+}
+
+// compacter is the part of an engine that rewrites every key into its most
+// compact, read-optimised shape (for an LSM: the bottom levels, with no
+// overlapping files above). Compact on an engine without it has nothing to do.
+type compacter interface {
 	compact(ctx context.Context) error
-	// stuck returns the error of a commit that could not make progress and
-	// still waits inside the engine (then close would wait for it), or nil.
+}
+
+// stucker is the part of an engine whose commits can be left waiting inside it
+// (Pebble's write stalls): stuck returns the error of a commit that could not
+// make progress and still waits inside the engine (then Close would wait for
+// it), or nil.
+type stucker interface {
 	stuck() error
+}
+
+// purger is the part of an engine that can make the bytes of deleted keys
+// leave its files (purge.go).
+type purger interface {
 	// purge makes the bytes of deleted keys in spans (all keys when all)
-	// leave the engine's files; see purge.go.
+	// leave the engine's files.
 	purge(ctx context.Context, spans []span, all, wait bool) error
-	// rotateManifest drops the engine's records of deleted files (purge.go);
-	// it closes the engine, and reopens it when reopen is set.
+	// rotateManifest drops the engine's records of deleted files; it closes
+	// the engine, and reopens it when reopen is set.
 	rotateManifest(reopen bool) error
-	close() error
 }
 
-// pebbleEngine implements kvEngine on a Pebble DB.
-type pebbleEngine struct {
-	db *pebble.DB
-	h  *health // the first fatal error or corruption Pebble reported (failure.go)
-	// stallTimeout bounds a commit's wait while flushes fail (Options.StallTimeout).
-	stallTimeout time.Duration
-	lock         *lockFile // the LOCK file as locked at Open (lock.go); nil in memory
-	dir          string
-	opts         *pebble.Options // of the first open, for reopening (purge.go)
-}
-
-// compact runs a manual compaction of the whole key space, in parallel where
-// Pebble can split it.
-func (e *pebbleEngine) compact(ctx context.Context) error {
-	if err := e.h.err(); err != nil {
-		return err
-	}
-	return e.h.readErr(e.h.guard(func() error {
-		return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
-	}))
-}
-
-// view refuses to read after a fatal error (the memtable may hold the batch whose
-// commit failed, which must not be shown as committed) and after a corruption.
-func (e *pebbleEngine) view() (kvView, error) {
-	if err := e.h.err(); err != nil {
-		return nil, err
-	}
-	return &pebbleView{snap: e.db.NewSnapshot(), h: e.h}, nil
-}
-
-// commit applies writes as one Pebble batch. Pebble treats a failed write-ahead
-// log write or sync as fatal and calls Logger.Fatalf, which slogLogger turns into a
-// fatalError panic on the committing goroutine; guard turns it back into an
-// error wrapping ErrFailed, and every later commit and view is refused, because
-// Pebble's state is then unknown. Reopening the store recovers from the log: the
-// failed batch is absent, or (when the OS kept data whose sync failed) present
-// whole. A commit is refused, before anything is written, once a corruption has
-// been seen, and when a value exceeds the size the decoders accept (checkWrites).
-func (e *pebbleEngine) commit(writes []kvWrite, sync bool) error {
-	if err := e.h.err(); err != nil {
-		return err
-	}
+// commit checks writes and commits them through the engine; on a shared
+// engine it records the generation the DB's caches now describe. The caller
+// holds the writer lock.
+func (db *DB) commit(writes []Write, sync bool) error {
 	if err := checkWrites(writes); err != nil {
 		return err
 	}
-	if err := e.lock.check(); err != nil {
+	if err := db.engine.Commit(writes, sync); err != nil {
 		return err
 	}
-	// The batch commits on its own goroutine so that a commit that cannot make
-	// progress (see health.await) returns. That costs a goroutine and a channel:
-	// 2.6-4.6 us on the loaded development machine, where a one-record unsynced
-	// transaction took 60-240 us. (Rejected: committing inline unless a flush
-	// has failed; the first commit to stall is usually already waiting when the
-	// first flush fails, and it and every writer behind it would hang.)
-	done := make(chan error, 1)
-	go func() { done <- e.h.guard(func() error { return e.commitBatch(writes, sync) }) }()
-	err := e.h.await(done, e.stallTimeout)
-	if err == nil || wrapped(err) {
-		return err
+	if se, ok := db.engine.(SharedEngine); ok {
+		db.gen.Store(se.CommitGeneration())
 	}
-	return fmt.Errorf("%w: commit: %s", ErrIO, oneLine(err.Error()))
+	return nil
 }
 
-func (e *pebbleEngine) commitBatch(writes []kvWrite, sync bool) error {
-	b := e.db.NewBatch()
-	defer b.Close()
-	for _, w := range writes {
-		var err error
-		switch {
-		case w.rangeEnd != nil:
-			err = b.DeleteRange(w.key, w.rangeEnd, nil)
-		case w.del:
-			err = b.Delete(w.key, nil)
-		default:
-			err = b.Set(w.key, w.value, nil)
-		}
-		if err != nil {
-			return err
-		}
+// stuck returns the error of a commit left waiting inside e, or nil.
+func stuck(e Engine) error {
+	if s, ok := e.(stucker); ok {
+		return s.stuck()
 	}
-	opt := pebble.NoSync
-	if sync {
-		opt = pebble.Sync
-	}
-	return b.Commit(opt)
+	return nil
 }
-
-// stuck returns the error of a commit that gave up waiting (health.await), or nil.
-func (e *pebbleEngine) stuck() error {
-	if e.h.stuck.Load() == nil {
-		return nil
-	}
-	return e.h.err()
-}
-
-// close closes Pebble. After a fatal error Pebble's Close may report it again
-// (or call Fatalf), which guard turns into the error.
-func (e *pebbleEngine) close() error {
-	if e.db == nil { // a failed purge rotation closed it (purge.go)
-		return nil
-	}
-	err := e.h.guard(e.db.Close)
-	if err == nil || wrapped(err) {
-		return err
-	}
-	if herr := e.h.err(); herr != nil {
-		return fmt.Errorf("%w (closing: %s)", herr, oneLine(err.Error()))
-	}
-	return fmt.Errorf("%w: close: %s", ErrIO, oneLine(err.Error()))
-}
-
-type pebbleView struct {
-	snap *pebble.Snapshot
-	h    *health
-}
-
-func (v *pebbleView) newIter(lower, upper []byte) (kvIter, error) {
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return nil, v.h.readErr(err)
-	}
-	return checkedIter{it, v.h}, nil
-}
-
-// checkedIter is a Pebble iterator whose errors say ErrCorrupt for corruption.
-type checkedIter struct {
-	*pebble.Iterator
-	h *health
-}
-
-func (it checkedIter) Error() error { return it.h.readErr(it.Iterator.Error()) }
-func (it checkedIter) Close() error { return it.h.readErr(it.Iterator.Close()) }
-
-func (v *pebbleView) get(key []byte) ([]byte, bool, error) {
-	val, closer, err := v.snap.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, v.h.readErr(err)
-	}
-	out := append([]byte(nil), val...)
-	return out, true, closer.Close()
-}
-
-func (v *pebbleView) close() error { return v.snap.Close() }

@@ -24,10 +24,10 @@ const (
 // then made its key unreadable, and so impossible to overwrite or delete.
 // Package txn checks attributes against the same limit as they are written, so
 // this is the backstop for every other path (raw writes, layout growth).
-func checkWrites(writes []kvWrite) error {
+func checkWrites(writes []Write) error {
 	for _, w := range writes {
-		if len(w.value) > MaxValueSize {
-			return fmt.Errorf("%w: a value of %d bytes exceeds the limit of %d (keyspace %#02x)", ErrTooLarge, len(w.value), MaxValueSize, w.key[0])
+		if len(w.Value) > MaxValueSize {
+			return fmt.Errorf("%w: a value of %d bytes exceeds the limit of %d (keyspace %#02x)", ErrTooLarge, len(w.Value), MaxValueSize, w.Key[0])
 		}
 	}
 	return nil

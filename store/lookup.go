@@ -106,7 +106,7 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 type merge struct {
 	s       *Snapshot
 	t       *Table
-	it      kvIter
+	it      Iter
 	pfxLen  int
 	attrs   bool
 	ok      bool   // the iterator is positioned

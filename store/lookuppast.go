@@ -31,8 +31,8 @@ type pastMerge struct {
 	s     *Snapshot
 	t     *Table
 	attrs bool
-	cur   kvIter
-	hist  kvIter
+	cur   Iter
+	hist  Iter
 	curOK bool // the current-index iterator is positioned
 	hisOK bool // the history iterator is positioned
 
@@ -64,7 +64,7 @@ func (s *Snapshot) newPastMerge(t *Table, lowTuple, highTuple []byte, attrs bool
 	var err error
 	for _, r := range []struct {
 		keys recordKeys
-		it   *kvIter
+		it   *Iter
 		ok   *bool
 	}{{currentKeys, &m.cur, &m.curOK}, {historyKeys, &m.hist, &m.hisOK}} {
 		pfx := r.keys.tablePrefix(nil, t.ID)
@@ -81,7 +81,7 @@ func (s *Snapshot) newPastMerge(t *Table, lowTuple, highTuple []byte, attrs bool
 
 func (m *pastMerge) close() error {
 	var err error
-	for _, it := range []kvIter{m.cur, m.hist} {
+	for _, it := range []Iter{m.cur, m.hist} {
 		if it != nil {
 			err = firstError(err, it.Close())
 		}
@@ -193,7 +193,7 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 
 // enter positions it on the first record at or after keyPfx: a few steps
 // forward, or a seek (always a seek when the key is read again).
-func (m *pastMerge) enter(it kvIter, ok bool, keyPfx []byte, again bool) bool {
+func (m *pastMerge) enter(it Iter, ok bool, keyPfx []byte, again bool) bool {
 	if again {
 		return it.SeekGE(keyPfx)
 	}

@@ -56,7 +56,7 @@ type purgeState struct {
 // notePurge adds the spans of a committed erasure. The caller holds the
 // writer lock.
 func (db *DB) notePurge(spans []span) {
-	if len(spans) == 0 {
+	if _, ok := db.engine.(purger); len(spans) == 0 || !ok {
 		return
 	}
 	db.purge.mu.Lock()
@@ -66,9 +66,9 @@ func (db *DB) notePurge(spans []span) {
 }
 
 // loadPurgePending notes a purge that a crash interrupted.
-func (db *DB) loadPurgePending(v kvView) error {
-	_, ok, err := v.get(metaPurgePending)
-	if ok {
+func (db *DB) loadPurgePending(v View) error {
+	_, ok, err := v.Get(metaPurgePending)
+	if _, canPurge := db.engine.(purger); ok && canPurge {
 		db.purge.all, db.purge.pending = true, true
 	}
 	return err
@@ -98,9 +98,9 @@ func (db *DB) finishPurge(reopen bool) error {
 		if reopen {
 			return nil
 		}
-		return db.engine.close()
+		return db.engine.Close()
 	}
-	if err := db.engine.rotateManifest(reopen); err != nil {
+	if err := db.engine.(purger).rotateManifest(reopen); err != nil {
 		return fmt.Errorf("bitempo: purge: %w", err)
 	}
 	db.purge.pending = false
@@ -144,7 +144,7 @@ func (db *DB) purgeLocked(ctx context.Context, writerHeld bool) error {
 	}
 	clean := db.snapshots.Load() == 0
 	start := time.Now()
-	if err := db.engine.purge(ctx, mergeSpans(spans), all, clean); err != nil {
+	if err := db.engine.(purger).purge(ctx, mergeSpans(spans), all, clean); err != nil {
 		return fmt.Errorf("bitempo: purge: %w", err)
 	}
 	if !clean || db.snapshots.Load() != 0 {

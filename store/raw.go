@@ -46,17 +46,17 @@ func (s *Snapshot) RawScan(lower, upper []byte) iter.Seq2[RawKV, error] {
 // time, catalog, surrogate-key counters) is not updated, so reopen the store
 // after raw writes. It waits for any write transaction to finish.
 func (db *DB) RawWrite(entries ...RawKV) error {
-	writes := make([]kvWrite, len(entries))
+	writes := make([]Write, len(entries))
 	for i, e := range entries {
 		if len(e.Key) == 0 {
 			return fmt.Errorf("%w: raw write of an empty key", ErrInvalidUse)
 		}
-		writes[i] = kvWrite{key: bytes.Clone(e.Key), value: bytes.Clone(e.Value), del: e.Value == nil}
+		writes[i] = Write{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value), Delete: e.Value == nil}
 	}
-	if err := db.writer.lock("RawWrite"); err != nil {
+	if err := db.lockWriter("RawWrite"); err != nil {
 		return err
 	}
-	defer db.writer.unlock()
+	defer db.unlockWriter()
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
@@ -65,7 +65,7 @@ func (db *DB) RawWrite(entries ...RawKV) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if err := db.engine.commit(writes, true); err != nil {
+	if err := db.commit(writes, true); err != nil {
 		return fmt.Errorf("bitempo: raw write: %w", err)
 	}
 	return nil

@@ -112,7 +112,7 @@ func (y *yielder[T]) fail(err error) {
 // snapshot at a valid time older than the keys' newest versions): it seeks,
 // since Pebble turns a seek that follows a seek to a smaller key into a few
 // steps, and a seek after NextPrefix starts over from every level.
-func skipKey(it kvIter, keyPfx []byte, seekNext bool) bool {
+func skipKey(it Iter, keyPfx []byte, seekNext bool) bool {
 	for range nextsBeforeSeek {
 		if !it.Next() {
 			return false
@@ -146,7 +146,7 @@ type nextPrefixer interface {
 
 // keyCursor walks the distinct keys of one record keyspace of a table in order.
 type keyCursor struct {
-	it     kvIter
+	it     Iter
 	keys   recordKeys
 	pfxLen int
 	ok     bool
@@ -397,7 +397,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 type keyHistory struct {
 	s      *Snapshot
 	t      *Table
-	it     kvIter
+	it     Iter
 	pfxLen int
 	from   int64
 	to     int64
@@ -615,13 +615,13 @@ func (s *Snapshot) Fork() (*Snapshot, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	return &Snapshot{db: s.db, view: borrowedView{s.view}, lastTx: s.lastTx, iters: map[byte]kvIter{}}, nil
+	return &Snapshot{db: s.db, view: borrowedView{s.view}, lastTx: s.lastTx, iters: map[byte]Iter{}}, nil
 }
 
 // borrowedView is a fork's view: its owner closes it.
-type borrowedView struct{ kvView }
+type borrowedView struct{ View }
 
-func (borrowedView) close() error { return nil }
+func (borrowedView) Close() error { return nil }
 
 func firstError(errs ...error) error {
 	for _, err := range errs {

@@ -15,9 +15,9 @@ import (
 // iterators, so it is meant for one goroutine; Close releases it.
 type Snapshot struct {
 	db     *DB
-	view   kvView
+	view   View
 	lastTx int64
-	iters  map[byte]kvIter // one reusable iterator per keyspace
+	iters  map[byte]Iter // one reusable iterator per keyspace
 	names  map[uint32]*attrNames
 	buf    []byte
 	closed bool
@@ -34,12 +34,25 @@ type Reader interface {
 
 // Snapshot takes a consistent snapshot of the store.
 func (db *DB) Snapshot() (*Snapshot, error) {
+	s, err := db.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	// On a SharedEngine another process may have committed tables, attribute
+	// names or surrogate keys this view shows: the caches follow the view.
+	if err := db.refreshFrom(s.view); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+func (db *DB) snapshot() (*Snapshot, error) {
 	db.mu.RLock() // keeps Close from closing the engine under us; commits never wait on it
 	defer db.mu.RUnlock()
 	if db.closed {
 		return nil, ErrClosed
 	}
-	v, err := db.engine.view()
+	v, err := db.engine.View()
 	if err != nil {
 		return nil, err
 	}
@@ -49,11 +62,11 @@ func (db *DB) Snapshot() (*Snapshot, error) {
 	// that stays in the memtable or the block cache.
 	var lastTx int64
 	if err := getMeta(v, metaLastTx, &lastTx); err != nil {
-		_ = v.close()
+		_ = v.Close()
 		return nil, err
 	}
 	db.snapshots.Add(1)
-	return &Snapshot{db: db, view: v, lastTx: lastTx, iters: map[byte]kvIter{}}, nil
+	return &Snapshot{db: db, view: v, lastTx: lastTx, iters: map[byte]Iter{}}, nil
 }
 
 // AcquireSnapshot implements Reader with a fresh snapshot.
@@ -84,7 +97,7 @@ func (s *Snapshot) Close() error {
 	for _, it := range s.iters {
 		errs = append(errs, it.Close())
 	}
-	errs = append(errs, s.view.close())
+	errs = append(errs, s.view.Close())
 	return errors.Join(errs...)
 }
 
@@ -98,11 +111,11 @@ func (s *Snapshot) LastTx() int64 { return s.lastTx }
 func (s *Snapshot) Table(name string) (*Table, error) { return s.db.Table(name) }
 
 // iter returns the snapshot's iterator over keyspace ks, creating it on first use.
-func (s *Snapshot) iter(ks byte) (kvIter, error) {
+func (s *Snapshot) iter(ks byte) (Iter, error) {
 	if it, ok := s.iters[ks]; ok {
 		return it, nil
 	}
-	it, err := s.view.newIter([]byte{ks}, []byte{ks + 1})
+	it, err := s.view.NewIter([]byte{ks}, []byte{ks + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +125,11 @@ func (s *Snapshot) iter(ks byte) (kvIter, error) {
 
 // NewIter returns a fresh iterator over [lower, upper) that the caller must close;
 // for scans that outlive one call (iter.Seq2 results).
-func (s *Snapshot) newIter(lower, upper []byte) (kvIter, error) {
+func (s *Snapshot) newIter(lower, upper []byte) (Iter, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	return s.view.newIter(lower, upper)
+	return s.view.NewIter(lower, upper)
 }
 
 // MissReason says why a read found no version.

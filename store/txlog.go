@@ -156,7 +156,7 @@ func (w *Writer) logChange(t *Table, op LogOp, v *Version) {
 // flushLog moves the open entry of table tid, if any, to the commit's writes.
 func (w *Writer) flushLog(tid uint32) {
 	if e := w.logs[tid]; e != nil {
-		w.other = append(w.other, kvWrite{key: txLogKey.key(nil, tid, w.Tx(), e.first), value: e.value})
+		w.other = append(w.other, Write{Key: txLogKey.key(nil, tid, w.Tx(), e.first), Value: e.value})
 		delete(w.logs, tid)
 	}
 }

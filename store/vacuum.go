@@ -69,7 +69,7 @@ func (s *Snapshot) Horizon(t *Table) (int64, error) {
 	if h, ok := s.horizons[t.ID]; ok {
 		return h, nil
 	}
-	raw, ok, err := s.view.get(horizonKey(t.ID))
+	raw, ok, err := s.view.Get(horizonKey(t.ID))
 	if err != nil {
 		return 0, err
 	}

@@ -452,7 +452,7 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 
 // nextSKCommitted reads the persisted sk counter of a table in snapshot s.
 func (db *DB) nextSKCommitted(s *Snapshot, tid uint32) uint64 {
-	raw, ok, err := s.view.get(skCounterKey(tid))
+	raw, ok, err := s.view.Get(skCounterKey(tid))
 	if err != nil || !ok {
 		return 1
 	}

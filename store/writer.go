@@ -20,9 +20,9 @@ type Writer struct {
 	db       *DB
 	snap     *Snapshot
 	tx       int64
-	retires  []kvWrite // applied before asserts: a retire and an assert may share a key
-	asserts  []kvWrite
-	other    []kvWrite
+	retires  []Write // applied before asserts: a retire and an assert may share a key
+	asserts  []Write
+	other    []Write
 	nextSK   map[uint32]uint64
 	ordinals map[uint32]uint32 // the next transaction-log ordinal of each table
 	logs     map[uint32]*openLogEntry
@@ -44,12 +44,12 @@ func (db *DB) BeginWrite() (*Writer, error) {
 	if db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	if err := db.writer.lock("a write transaction"); err != nil {
+	if err := db.lockWriter("a write transaction"); err != nil {
 		return nil, err
 	}
 	snap, err := db.Snapshot()
 	if err != nil {
-		db.writer.unlock()
+		db.unlockWriter()
 		return nil, err
 	}
 	db.mu.RLock()
@@ -90,13 +90,13 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	if v.TxTo != Infinity || v.TxFrom >= tx {
 		return fmt.Errorf("%w: retire of a record that is not current: %s", ErrInvalidUse, v.String())
 	}
-	w.retires = append(w.retires, kvWrite{key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), del: true})
+	w.retires = append(w.retires, Write{Key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), Delete: true})
 	v.TxTo = tx
 	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
 	}
-	w.retires = append(w.retires, kvWrite{key: historyKeys.key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), value: value})
+	w.retires = append(w.retires, Write{Key: historyKeys.key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), Value: value})
 	rec := retiredRecord{v: v, writes: []int{len(w.retires) - 1}}
 	n := len(w.retires)
 	if err := w.groupRetire(t, &v, value); err != nil {
@@ -119,12 +119,12 @@ func (w *Writer) Assert(t *Table, v Version) error {
 	if err != nil {
 		return err
 	}
-	w.asserts = append(w.asserts, kvWrite{key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), value: value})
+	w.asserts = append(w.asserts, Write{Key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), Value: value})
 	if err := w.groupAssert(t, &v, value); err != nil {
 		return err
 	}
 	if rec, ok := w.retired[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}]; !ok {
-		w.asserts = append(w.asserts, kvWrite{key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), value: skIndex.value(nil, v.tuple, v.ValidFrom)})
+		w.asserts = append(w.asserts, Write{Key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), Value: skIndex.value(nil, v.tuple, v.ValidFrom)})
 	} else if err := w.shareAttrs(rec, value); err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ type retiredRecord struct {
 // also save bytes on type-1 overwrites but make every history read rebuild
 // records.
 func (w *Writer) shareAttrs(rec retiredRecord, value []byte) error {
-	old, err := encoding.PositionalAttrs(w.retires[rec.writes[0]].value)
+	old, err := encoding.PositionalAttrs(w.retires[rec.writes[0]].Value)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (w *Writer) shareAttrs(rec retiredRecord, value []byte) error {
 		return err
 	}
 	for _, i := range rec.writes {
-		w.retires[i].value = shared
+		w.retires[i].Value = shared
 	}
 	return nil
 }
@@ -179,8 +179,8 @@ type skRef struct {
 
 // Set writes a raw key of a keyspace owned by a higher layer's structure (event
 // log, batch ids, group index). The key must have been built by this package.
-func (w *Writer) set(key, value []byte) { w.other = append(w.other, kvWrite{key: key, value: value}) }
-func (w *Writer) del(key []byte)        { w.other = append(w.other, kvWrite{key: key, del: true}) }
+func (w *Writer) set(key, value []byte) { w.other = append(w.other, Write{Key: key, Value: value}) }
+func (w *Writer) del(key []byte)        { w.other = append(w.other, Write{Key: key, Delete: true}) }
 
 // Commit writes everything atomically (synced unless the store was opened with
 // NoSync) and publishes the new transaction time. After Commit, successful or
@@ -198,31 +198,31 @@ func (w *Writer) Commit() error {
 	for tid := range w.logs {
 		w.flushLog(tid)
 	}
-	writes := make([]kvWrite, 0, len(w.retires)+len(w.asserts)+len(w.other)+8)
+	writes := make([]Write, 0, len(w.retires)+len(w.asserts)+len(w.other)+8)
 	writes = append(writes, w.retires...)
 	writes = append(writes, w.asserts...)
 	writes = append(writes, w.other...)
-	writes = append(writes, kvWrite{key: metaLastTx, value: mustMarshal(tx)})
+	writes = append(writes, Write{Key: metaLastTx, Value: mustMarshal(tx)})
 	for tid, next := range w.nextSK {
 		if next != w.db.nextSK[tid] {
-			writes = append(writes, kvWrite{key: skCounterKey(tid), value: encoding.AppendUint64(nil, next)})
+			writes = append(writes, Write{Key: skCounterKey(tid), Value: encoding.AppendUint64(nil, next)})
 		}
 	}
 	w.db.mu.RLock()
 	for tid, names := range w.newAttrs {
 		base := uint32(len(w.db.attrList[tid]))
 		for i, name := range names {
-			writes = append(writes, kvWrite{key: attrNameKey(tid, base+uint32(i)), value: []byte(name)})
+			writes = append(writes, Write{Key: attrNameKey(tid, base+uint32(i)), Value: []byte(name)})
 		}
 	}
 	w.db.mu.RUnlock()
 	if w.newSecret != nil {
-		writes = append(writes, kvWrite{key: metaEraseSecret, value: mustMarshal(w.newSecret)})
+		writes = append(writes, Write{Key: metaEraseSecret, Value: mustMarshal(w.newSecret)})
 	}
-	if len(w.purge) > 0 {
-		writes = append(writes, kvWrite{key: metaPurgePending, value: mustMarshal(true)})
+	if _, ok := w.db.engine.(purger); ok && len(w.purge) > 0 {
+		writes = append(writes, Write{Key: metaPurgePending, Value: mustMarshal(true)})
 	}
-	commit := func() error { return w.db.engine.commit(writes, !w.db.opts.NoSync) }
+	commit := func() error { return w.db.commit(writes, !w.db.opts.NoSync) }
 	if w.bulk.spilled() {
 		commit = func() error { return w.commitSpilled(writes) }
 	}
@@ -257,5 +257,5 @@ func (w *Writer) finish() {
 	w.done = true
 	w.bulk.close()
 	_ = w.snap.Close()
-	w.db.writer.unlock()
+	w.db.unlockWriter()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/enginetest"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -27,12 +28,12 @@ func readsAt(reader store.Reader, tx int64, maxSK uint64) []string {
 	for _, k := range []string{"a", "b", "c"} {
 		for valid := int64(0); valid <= 100; valid += 5 {
 			v, err := query.Get(reader, "r", store.Key{k}, query.AsOf{Valid: valid, Tx: tx})
-			add(fmt.Sprintf("get %s %d", k, valid), fmtVersion(v), err)
+			add(fmt.Sprintf("get %s %d", k, valid), enginetest.FmtVersion(v), err)
 		}
 	}
 	for sk := uint64(1); sk < maxSK; sk++ {
 		v, err := query.GetBySK(reader, "r", sk, tx)
-		add(fmt.Sprintf("bysk %d", sk), fmtVersion(v), err)
+		add(fmt.Sprintf("bysk %d", sk), enginetest.FmtVersion(v), err)
 	}
 	var feed []string
 	for c, err := range query.Changes(reader, "r", tx, query.Latest, "") {
@@ -40,7 +41,7 @@ func readsAt(reader store.Reader, tx int64, maxSK uint64) []string {
 			feed = append(feed, err.Error())
 			break
 		}
-		feed = append(feed, fmt.Sprintf("%d %s %s", c.Tx, c.Op, fmtVersion(c.Version)))
+		feed = append(feed, fmt.Sprintf("%d %s %s", c.Tx, c.Op, enginetest.FmtVersion(c.Version)))
 	}
 	add("changes since", strings.Join(feed, "; "), nil)
 	return out
@@ -110,7 +111,7 @@ func TestVacuum(t *testing.T) {
 		t.Fatalf("vacuum: %+v", res)
 	}
 	t.Logf("vacuum: %+v; commits %v", res, txs)
-	if err := verifyStore(db); err != nil {
+	if err := enginetest.VerifyStore(db); err != nil {
 		t.Fatal(err)
 	}
 	for _, tx := range txs {
@@ -153,7 +154,7 @@ func TestVacuum(t *testing.T) {
 	if err != nil || res[0].Records != 0 {
 		t.Fatalf("second vacuum: %+v %v", res, err)
 	}
-	if err := verifyStore(db); err != nil {
+	if err := enginetest.VerifyStore(db); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -24,16 +24,19 @@ type app struct {
 	// output format and the progress bar depend on it. stdinTTY says whether a
 	// command may ask a question (drop).
 	stdoutTTY, stderrTTY, stdinTTY bool
+	// engines open --db URLs (engines.go); nil in the plain build.
+	engines map[string]Opener
 }
 
 // Main runs the tool on the command line args (without the program name) with the
 // process's standard streams and returns the exit status for os.Exit.
-func Main(args []string) int {
-	a := &app{
+func Main(args []string) int { return newApp().run(args) }
+
+func newApp() *app {
+	return &app{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr), stdinTTY: isTerminal(os.Stdin),
 	}
-	return a.run(args)
 }
 
 // run executes one command line and returns the exit status. It never lets a
@@ -85,7 +88,11 @@ Start with the demo, which builds ./bitempo-demo.db and explains what it shows:
 Every command takes --db DIR (default ./bitempo.db). Flags may come before or
 after the arguments. Valid times are read and printed according to the table's
 axis: RFC 3339 (time), YYYY-MM-DD (date) or integers (int); transaction times are
-always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
+always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).
+
+The build of this tool with the etcd engine (cd etcd && go run ./cmd/bitempo)
+also takes --db etcd://HOST:PORT[,HOST:PORT...]/PREFIX for a store on an etcd
+cluster; see the README, "Replicated stores".`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version(),
@@ -94,7 +101,7 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).`,
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory")
+	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary lines on stderr")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(
@@ -202,11 +209,7 @@ func argsRange(lo, hi int, what string) cobra.PositionalArgs {
 // beside a writer's lock-free readers and can never change it; every command but
 // create and demo requires the store to exist.
 func (a *app) open(readOnly bool) (*store.DB, error) {
-	return store.Open(a.db, store.Options{
-		ReadOnly:  readOnly,
-		MustExist: true,
-		Logger:    discardLogger(),
-	})
+	return a.openStore(store.Options{ReadOnly: readOnly, MustExist: true})
 }
 
 // openTable opens the store read-only and finds table name in it. The caller

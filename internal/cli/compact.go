@@ -18,13 +18,22 @@ made point reads about 2.5x slower in the peer benchmark until compacted. load
 compacts by itself after 100,000 rows; run compact after other large writes (many
 smaller loads, a CDC backfill through the library) before serving reads. It also
 finishes a pending purge of erased data (see bitempo erase). Prints the
-store's size before and after on stderr (not with --quiet).`,
+store's size before and after on stderr (not with --quiet).
+
+On etcd (--db etcd://...) compact has nothing to do and says so: etcd keeps its
+keys in a B-tree, not in levels; compacting etcd's history of old revisions and
+defragmenting its files are the cluster operator's (etcdctl compaction, etcdctl
+defrag, or the members' --auto-compaction-retention).`,
 		Example: `  bitempo compact --db ./bitempo.db`,
 		Args:    argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			db, err := a.open(false)
 			if err != nil {
 				return err
+			}
+			if !a.onPebble() {
+				fmt.Fprintf(a.stderr, "compact: nothing to do on the %s engine: it has no levels to rewrite; compacting the cluster's history and defragmenting are the operator's (etcdctl compaction REV; etcdctl defrag)\n", db.EngineName())
+				return db.Close()
 			}
 			before, _, err := dirSize(a.db)
 			if err != nil {

@@ -56,7 +56,7 @@ aggregates a group's versions in effect at each requested time.`,
 				}
 				def.GroupBy = append(def.GroupBy, g)
 			}
-			db, err := store.Open(a.db, store.Options{Logger: discardLogger()})
+			db, err := a.openStore(store.Options{})
 			if err != nil {
 				return err
 			}

@@ -61,8 +61,12 @@ each of them too, or destroy them.`,
 			if err != nil {
 				return err
 			}
-			if !a.quiet {
+			switch {
+			case a.quiet:
+			case a.onPebble():
 				fmt.Fprintf(a.stderr, "erased %s %s at transaction %s; no file of %s holds its data any more\n", t.Name, key, formatInstant(c.Tx), a.db)
+			default:
+				fmt.Fprintf(a.stderr, "erased %s %s at transaction %s; its data stays in the etcd cluster's history until the cluster is compacted past this commit and defragmented (etcdctl compaction, etcdctl defrag)\n", t.Name, key, formatInstant(c.Tx))
 			}
 			return nil
 		}),

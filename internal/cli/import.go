@@ -47,7 +47,7 @@ func (a *app) importDir(dir string) (err error) {
 		return rerr
 	}
 	start := time.Now()
-	db, err := store.Open(a.db, store.Options{Logger: discardLogger()})
+	db, err := a.openStore(store.Options{})
 	if err != nil {
 		return err
 	}

@@ -220,7 +220,9 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	}
 	if stream, err := streamable(path, format, mode, lf); err != nil {
 		return err
-	} else if stream {
+	} else if _, _, bounded := db.CommitLimits(); stream && !bounded {
+		// (An engine with bounded commits takes the load in memory: a file
+		// large enough to stream would not fit one of its commits anyway.)
 		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, name, format)
 		if err != nil {
 			return err

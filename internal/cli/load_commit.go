@@ -64,7 +64,11 @@ type batch struct{ lo, hi int }
 func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.Commit, b batch)) error {
 	r.bar = r.a.newProgress("loading "+r.t.Name, len(r.rows))
 	defer r.bar.finish()
-	for _, b := range batches(len(r.rows), r.size) {
+	r.fitBatches()
+	queue := batches(len(r.rows), r.size)
+	for len(queue) > 0 {
+		b := queue[0]
+		queue = queue[1:]
 		if r.ctx.Err() != nil {
 			return r.interrupted()
 		}
@@ -91,6 +95,14 @@ func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.C
 		if errors.Is(err, errInterrupted) {
 			return r.interrupted()
 		}
+		if errors.Is(err, store.ErrCommitTooLarge) && r.size > 0 && r.mode != modeEvents && b[1]-b[0] > 1 {
+			// The engine refused the batch before writing anything: commit
+			// it as two halves instead. (Not for changes tables, whose batch
+			// ids follow from --batch-size so that a rerun skips them.)
+			mid := b[0] + (b[1]-b[0])/2
+			queue = append([][2]int{{b[0], mid}, {mid, b[1]}}, queue...)
+			continue
+		}
 		if err != nil {
 			return r.midway(err)
 		}
@@ -98,6 +110,29 @@ func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.C
 		done(c, batch{b[0], b[1]})
 	}
 	return nil
+}
+
+// writesPerRow is the most engine writes one loaded row makes (retiring a
+// version: a delete and a history record; asserting one: the record and a
+// surrogate key index entry; transaction log entries), for sizing batches to
+// an engine's bound on one commit.
+const writesPerRow = 6
+
+// fitBatches shrinks --batch-size to what one commit of an engine with
+// bounded commits (etcd) can hold, and says so.
+func (r *loadRun) fitBatches() {
+	maxWrites, _, ok := r.db.CommitLimits()
+	if !ok || r.size == 0 {
+		return
+	}
+	fit := max(1, (maxWrites-64)/writesPerRow)
+	if r.size > fit && r.mode != modeEvents {
+		if !r.a.quiet {
+			fmt.Fprintf(r.a.stderr, "bitempo: --batch-size %d is more than one %s transaction holds (%d writes): committing %d rows per transaction, fewer where a batch's bytes need it\n",
+				r.size, r.db.EngineName(), maxWrites, fit)
+		}
+		r.size = fit
+	}
 }
 
 // tick is called before row i is applied: it flushes a grouped load's finished
@@ -162,6 +197,10 @@ func (r *loadRun) interrupted() error {
 // midway is the error of a commit that failed, after earlier batches committed
 // or not.
 func (r *loadRun) midway(err error) error {
+	if r.sum.committedRows == 0 && r.size == 0 && errors.Is(err, store.ErrCommitTooLarge) {
+		return fmt.Errorf("load %s: %w; nothing loaded: the file does not fit one transaction of the %s engine, and a load is one transaction unless --batch-size N commits it N rows at a time (then not atomic: a failure stops between batches and names the rows that committed)",
+			r.t.Name, err, r.db.EngineName())
+	}
 	if r.sum.committedRows == 0 {
 		return fmt.Errorf("load %s: %w; nothing loaded, the store is as it was before", r.t.Name, err)
 	}

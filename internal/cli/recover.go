@@ -30,7 +30,7 @@ the store from a backup.`,
 		Example: `  bitempo recover --db ./bitempo.db`,
 		Args:    argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := store.Open(a.db, store.Options{MustExist: true, RecoverWAL: true, Logger: discardLogger()})
+			db, err := a.openStore(store.Options{MustExist: true, RecoverWAL: true})
 			if err != nil {
 				return err
 			}

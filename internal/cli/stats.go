@@ -41,9 +41,12 @@ layout costs per version.`,
 			if err != nil {
 				return err
 			}
-			size, files, err := dirSize(a.db)
-			if err != nil {
-				return err
+			var size int64
+			var files int
+			if a.onPebble() {
+				if size, files, err = dirSize(a.db); err != nil {
+					return err
+				}
 			}
 			s, err := db.Snapshot()
 			if err != nil {
@@ -52,6 +55,10 @@ layout costs per version.`,
 			defer s.Close()
 			line := fmt.Sprintf("store %s: %d tables, last tx %s, pebble size %d bytes (%s) in %d files",
 				a.db, len(db.Tables()), orNone(formatInstant(s.LastTx())), size, humanBytes(size), files)
+			if !a.onPebble() {
+				line = fmt.Sprintf("store %s: %d tables, last tx %s, on %s",
+					a.db, len(db.Tables()), orNone(formatInstant(s.LastTx())), db.EngineName())
+			}
 			if _, ok := w.(*tableWriter); ok {
 				fmt.Fprintln(a.stdout, line)
 			} else if !a.quiet {

@@ -97,6 +97,8 @@ type engineKind struct {
 	// slowPoint marks engines whose point lookups cost milliseconds: they run
 	// only scale.slowLookups lookups.
 	slowPoint bool
+	// optIn marks engines that run only when --engines names them.
+	optIn bool
 	// open opens a new database in the empty directory dir.
 	open func(dir string) (engine, error)
 	// version describes the engine's build, for reports.
@@ -112,4 +114,5 @@ var engineKinds = []engineKind{
 	{name: "pebble", open: openPebble, version: pebbleVersion},
 	{name: "sqlite", open: openSQLite, version: sqliteVersion},
 	{name: "duckdb", slowPoint: true, open: openDuckDB, version: duckdbVersion},
+	{name: "bitempo-etcd", slowPoint: true, optIn: true, open: openBitempoEtcd, version: bitempoEtcdVersion},
 }

@@ -62,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	scaleName := fs.String("scale", "small", "data size: small, medium or large")
 	var only, engineNames listFlag
 	fs.Var(&only, "only", "workloads to run, by number or name, comma separated or repeated (default all): "+workloadNames())
-	fs.Var(&engineNames, "engines", "engines to run, comma separated (default all: bitempo,pebble,sqlite,duckdb)")
+	fs.Var(&engineNames, "engines", "engines to run, comma separated (default all but the opt-in bitempo-etcd: bitempo,pebble,sqlite,duckdb)")
 	out := fs.String("out", "", "also write the results as markdown, with machine details, to this file")
 	runs := fs.Int("runs", 0, "repetitions of every measurement (default: the scale's, 3 for reads; 3 for writes at small, 1 above)")
 	seed := fs.Uint64("seed", 1, "seed of the generated data")
@@ -170,7 +170,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 // selectEngines parses --engines; bitempo, when chosen, always comes first.
 func selectEngines(names []string) ([]engineKind, error) {
 	if len(names) == 0 {
-		return engineKinds, nil
+		return slices.DeleteFunc(slices.Clone(engineKinds), func(k engineKind) bool { return k.optIn }), nil
 	}
 	want := listFlag(names).items()
 	var out []engineKind
@@ -181,7 +181,7 @@ func selectEngines(names []string) ([]engineKind, error) {
 	}
 	for _, n := range want {
 		if !slices.ContainsFunc(out, func(k engineKind) bool { return k.name == n }) {
-			return nil, fmt.Errorf("unknown engine %q (want bitempo, pebble, sqlite or duckdb)", n)
+			return nil, fmt.Errorf("unknown engine %q (want bitempo, pebble, sqlite, duckdb or bitempo-etcd)", n)
 		}
 	}
 	return out, nil

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bitempo/bitempo/etcd/etcdtest"
+)
+
+// These tests build the etcd build of the tool and run it against a 3-member
+// cluster with etcd's default limits (128 operations, 1.5 MiB per
+// transaction), as a user would.
+
+var (
+	binary  string
+	members *etcdtest.Cluster
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bitempo-etcd-tool-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "bitempo")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build:", err)
+		os.Exit(1)
+	}
+	members, err = etcdtest.Start(filepath.Join(dir, "cluster"), 3, etcdtest.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	members.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func run(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func ok(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	r := run(t, dir, args...)
+	if r.code != 0 {
+		t.Fatalf("%v: status %d\nstdout %s\nstderr %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+const customersCSV = `customer_id,valid_from,valid_to,name,city,score
+c1,2024-01-01,2024-03-11,Ada,Oslo,10
+c1,2024-03-11,2024-06-01,Ada,Bergen,11
+c1,2024-06-01,9999-12-31,Ada,Oslo,12
+c2,2024-01-15,,Bo,Trondheim,
+c3,2024-02-01,2024-05-01,Cy,Tromsø,3
+`
+
+// TestCommands: every command that takes --db works on an etcd:// store.
+func TestCommands(t *testing.T) {
+	dir := t.TempDir()
+	db := "etcd://" + members.Hosts() + "/tool/commands"
+	if err := os.WriteFile(filepath.Join(dir, "c.csv"), []byte(customersCSV), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--db", db)
+	ok(t, dir, "load", "customers", "c.csv", "--from", "valid_from", "--to", "valid_to", "--open-sentinel", "9999-12-31", "--db", db)
+	if r := ok(t, dir, "get", "customers", "c1", "--valid", "2024-04-01", "--db", db); !strings.Contains(r.stdout, "Bergen") {
+		t.Fatalf("get: %s", r.stdout)
+	}
+	if r := ok(t, dir, "history", "customers", "c1", "--db", db); strings.Count(r.stdout, "Ada") != 3 {
+		t.Fatalf("history: %s", r.stdout)
+	}
+	if r := ok(t, dir, "scan", "customers", "--valid", "2024-04-01", "--db", db); !strings.Contains(r.stdout, "Trondheim") || !strings.Contains(r.stdout, "Tromsø") {
+		t.Fatalf("scan: %s", r.stdout)
+	}
+	ok(t, dir, "tables", "--db", db)
+	ok(t, dir, "dump", "--db", db)
+	ok(t, dir, "stats", "--db", db)
+	if r := ok(t, dir, "verify", "--db", db); !strings.Contains(r.stdout+r.stderr, "ok") && !strings.Contains(r.stdout+r.stderr, "OK") {
+		t.Fatalf("verify: %q %q", r.stdout, r.stderr)
+	}
+	if r := ok(t, dir, "compact", "--db", db); !strings.Contains(r.stderr, "nothing to do on the etcd engine") {
+		t.Fatalf("compact: %q", r.stderr)
+	}
+	if r := run(t, dir, "backup", filepath.Join(dir, "copy"), "--db", db); r.code == 0 || !strings.Contains(r.stderr, "not supported") {
+		t.Fatalf("backup: status %d %q", r.code, r.stderr)
+	}
+}
+
+// TestLoadTooLarge: a file that does not fit one etcd transaction is refused
+// with nothing written, saying both limits and --batch-size; with --batch-size
+// it loads in transactions sized to the cluster, reporting them.
+func TestLoadTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	db := "etcd://" + members.Hosts() + "/tool/large"
+	var b strings.Builder
+	b.WriteString("id,at,v\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "k%03d,%d,%d\n", i, i, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
+	r := run(t, dir, "load", "t", "big.csv", "--at", "at", "--db", db)
+	if r.code == 0 || !strings.Contains(r.stderr, "--max-txn-ops 128") || !strings.Contains(r.stderr, "--max-request-bytes 1572864") ||
+		!strings.Contains(r.stderr, "--batch-size") || !strings.Contains(r.stderr, "nothing loaded") {
+		t.Fatalf("one-transaction load: status %d %q", r.code, r.stderr)
+	}
+	if r := run(t, dir, "get", "t", "k000", "--valid", "5", "--db", db); r.code == 0 {
+		t.Fatalf("the refused load wrote: %s", r.stdout)
+	}
+	r = ok(t, dir, "load", "t", "big.csv", "--at", "at", "--batch-size", "1000", "--db", db)
+	if !strings.Contains(r.stderr, "committing 10 rows per transaction") {
+		t.Fatalf("batched load: %q", r.stderr)
+	}
+	for _, k := range []string{"k000", "k150", "k299"} {
+		ok(t, dir, "get", "t", k, "--valid", "1000", "--db", db)
+	}
+	ok(t, dir, "verify", "--db", db)
+}

@@ -1,0 +1,196 @@
+package etcd_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/bitempo/bitempo/etcd"
+	"github.com/bitempo/bitempo/store"
+)
+
+// newEngine returns an engine on testCluster under a prefix of the test's own.
+func newEngine(t *testing.T, page int) *etcd.Engine {
+	t.Helper()
+	e, err := etcd.NewEngine(context.Background(), etcd.Config{
+		Endpoints: testCluster.Endpoints(), Prefix: "/test/" + t.Name(), PageSize: page,
+		MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+func commit(t *testing.T, e *etcd.Engine, ws ...store.Write) {
+	t.Helper()
+	unlock, err := e.LockWrites(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if err := e.Commit(ws, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIterMatchesModel drives the paging iterator with random positioning
+// calls over a random key set, with pages of 2 and 3 keys so that every move
+// crosses pages, and compares every step with a sorted slice.
+func TestIterMatchesModel(t *testing.T) {
+	for _, page := range []int{2, 3, 1000} {
+		t.Run(fmt.Sprint("page", page), func(t *testing.T) {
+			e := newEngine(t, page)
+			rng := rand.New(rand.NewPCG(uint64(page), 1))
+			var keys [][]byte
+			var ws []store.Write
+			for i := range 40 {
+				k := []byte{byte(rng.IntN(4)), byte(rng.IntN(256)), byte(i)}
+				keys = append(keys, k)
+				ws = append(ws, store.Write{Key: k, Value: append([]byte("v"), k...)})
+			}
+			commit(t, e, ws...)
+			sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
+			v, err := e.View()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer v.Close()
+			// A later commit must not show in the view.
+			commit(t, e, store.Write{Key: []byte{1, 1, 200}, Value: []byte("later")}, store.Write{Key: keys[0], Delete: true})
+			lower, upper := []byte{1}, []byte{3}
+			var in [][]byte
+			for _, k := range keys {
+				if bytes.Compare(k, lower) >= 0 && bytes.Compare(k, upper) < 0 {
+					in = append(in, k)
+				}
+			}
+			it, err := v.NewIter(lower, upper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer it.Close()
+			pos := -1 // model position in in; -1 or len: invalid
+			for step := range 400 {
+				var ok bool
+				var what string
+				switch op := rng.IntN(7); op {
+				case 0:
+					ok, what, pos = it.First(), "First", 0
+				case 1:
+					ok, what, pos = it.Last(), "Last", len(in)-1
+				case 2, 3:
+					if pos < 0 || pos >= len(in) {
+						continue
+					}
+					if op == 2 {
+						ok, what, pos = it.Next(), "Next", pos+1
+					} else {
+						ok, what, pos = it.Prev(), "Prev", pos-1
+					}
+				case 4, 5:
+					k := []byte{byte(rng.IntN(5)), byte(rng.IntN(256))}
+					i := sort.Search(len(in), func(i int) bool { return bytes.Compare(in[i], k) >= 0 })
+					if op == 4 {
+						ok, what, pos = it.SeekGE(k), fmt.Sprintf("SeekGE(%x)", k), i
+					} else {
+						ok, what, pos = it.SeekLT(k), fmt.Sprintf("SeekLT(%x)", k), i-1
+					}
+				case 6:
+					k := []byte{byte(rng.IntN(5))}
+					i := sort.Search(len(in), func(i int) bool { return bytes.Compare(in[i], k) >= 0 })
+					ok, what, pos = it.SeekPrefixGE(k), fmt.Sprintf("SeekPrefixGE(%x)", k), i
+				}
+				want := pos >= 0 && pos < len(in)
+				if ok != want || it.Valid() != want {
+					t.Fatalf("step %d %s: ok %v valid %v, want %v", step, what, ok, it.Valid(), want)
+				}
+				if want && (!bytes.Equal(it.Key(), in[pos]) || !bytes.Equal(it.Value(), append([]byte("v"), in[pos]...))) {
+					t.Fatalf("step %d %s: at %x=%q, want %x", step, what, it.Key(), it.Value(), in[pos])
+				}
+			}
+			if err := it.Error(); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := v.Get([]byte{1, 1, 200}); ok || err != nil {
+				t.Fatalf("view shows a later commit: %v %v", ok, err)
+			}
+			if got, ok, err := v.Get(keys[0]); !ok || err != nil || !bytes.Equal(got, append([]byte("v"), keys[0]...)) {
+				t.Fatalf("view lost a key deleted later: %q %v %v", got, ok, err)
+			}
+		})
+	}
+}
+
+// TestCommitTooLarge: a commit over the cluster's limits fails before writing,
+// naming both limits; one exactly at them commits.
+func TestCommitTooLarge(t *testing.T) {
+	e := newEngine(t, 0)
+	maxW, maxB := e.CommitLimits()
+	if maxW != testMaxTxnOps-1 || maxB >= testMaxRequestBytes {
+		t.Fatalf("limits %d %d", maxW, maxB)
+	}
+	var ws []store.Write
+	for i := range maxW + 1 {
+		ws = append(ws, store.Write{Key: fmt.Appendf(nil, "k%05d", i), Value: []byte("x")})
+	}
+	unlock, err := e.LockWrites(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Commit(ws, true)
+	if !errors.Is(err, store.ErrCommitTooLarge) || !bytes.Contains([]byte(err.Error()), fmt.Appendf(nil, "--max-txn-ops %d", testMaxTxnOps)) ||
+		!bytes.Contains([]byte(err.Error()), fmt.Appendf(nil, "--max-request-bytes %d", testMaxRequestBytes)) {
+		t.Fatalf("commit of %d writes: %v", len(ws), err)
+	}
+	big := []store.Write{{Key: []byte("big"), Value: make([]byte, testMaxRequestBytes)}}
+	if err := e.Commit(big, true); !errors.Is(err, store.ErrCommitTooLarge) {
+		t.Fatalf("commit of %d bytes: %v", testMaxRequestBytes, err)
+	}
+	if err := e.Commit(ws[:maxW], true); err != nil {
+		t.Fatalf("commit of %d writes: %v", maxW, err)
+	}
+	unlock()
+	v, err := e.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if _, ok, _ := v.Get(ws[maxW].Key); ok {
+		t.Fatal("the refused commit wrote")
+	}
+	if _, ok, _ := v.Get([]byte("big")); ok {
+		t.Fatal("the refused commit wrote")
+	}
+}
+
+// TestCommitDedupes: a commit that writes one key twice, or deletes and sets
+// it, or range-deletes, keeps the last write as Pebble's batch does.
+func TestCommitDedupes(t *testing.T) {
+	e := newEngine(t, 0)
+	commit(t, e, store.Write{Key: []byte("a"), Value: []byte("1")}, store.Write{Key: []byte("b"), Value: []byte("1")},
+		store.Write{Key: []byte("c1"), Value: []byte("1")}, store.Write{Key: []byte("c2"), Value: []byte("1")})
+	commit(t, e, store.Write{Key: []byte("a"), Delete: true}, store.Write{Key: []byte("a"), Value: []byte("2")},
+		store.Write{Key: []byte("b"), Value: []byte("2")}, store.Write{Key: []byte("b"), Delete: true},
+		store.Write{Key: []byte("c1"), Value: []byte("3")}, store.Write{Key: []byte("c"), RangeEnd: []byte("d")})
+	v, err := e.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	it, _ := v.NewIter(nil, nil)
+	defer it.Close()
+	var got []string
+	for ok := it.First(); ok; ok = it.Next() {
+		got = append(got, string(it.Key())+"="+string(it.Value()))
+	}
+	if want := []string{"a=2"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

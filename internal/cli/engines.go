@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bitempo/bitempo/store"
+)
+
+// This file lets a build of the tool open stores on other engines than
+// Pebble: --db takes a directory, or a URL whose scheme names an engine the
+// build registered (etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build,
+// etcd/cmd/bitempo). The plain build registers none, so that Pebble-only
+// users never download etcd and gRPC; it refuses such a --db with
+// ErrEngineNotBuilt, naming the build to use.
+
+// Opener opens the store a --db URL names (the whole URL, scheme included),
+// with opts as the command needs them (ReadOnly, MustExist).
+type Opener func(ctx context.Context, url string, opts store.Options) (*store.DB, error)
+
+// Options configure MainWith.
+type Options struct {
+	// Engines maps a --db URL scheme (such as "etcd") to the function that
+	// opens its stores.
+	Engines map[string]Opener
+}
+
+// ErrEngineNotBuilt is returned for a --db URL whose engine this build of the
+// tool does not have.
+var ErrEngineNotBuilt = errors.New("bitempo: this build of the tool has no such storage engine")
+
+// MainWith is Main with engines registered for --db URLs.
+func MainWith(args []string, opts Options) int {
+	a := newApp()
+	a.engines = opts.Engines
+	return a.run(args)
+}
+
+// dbScheme returns the scheme of a --db URL, or "" for a directory.
+func dbScheme(db string) string {
+	scheme, _, ok := strings.Cut(db, "://")
+	if !ok || scheme == "" || strings.ContainsAny(scheme, "/\\.") {
+		return ""
+	}
+	return scheme
+}
+
+// openStore opens --db with opts: a directory on Pebble, a URL through the
+// engine its scheme names.
+func (a *app) openStore(opts store.Options) (*store.DB, error) {
+	opts.Logger = discardLogger()
+	scheme := dbScheme(a.db)
+	if scheme == "" {
+		return store.Open(a.db, opts)
+	}
+	open, ok := a.engines[scheme]
+	if !ok {
+		hint := ""
+		if scheme == "etcd" {
+			hint = ": the etcd engine is in its own build of the tool, run from the repository's etcd module: cd etcd && go run ./cmd/bitempo ..."
+		}
+		return nil, &failure{fmt.Errorf("%w: --db %s needs the %q engine%s", ErrEngineNotBuilt, a.db, scheme, hint)}
+	}
+	if opts.RecoverWAL {
+		return nil, &failure{fmt.Errorf("%w: recover on the %s engine (it has no write-ahead log of its own to repair)", store.ErrUnsupported, scheme)}
+	}
+	return open(context.Background(), a.db, opts)
+}
+
+// onPebble reports whether --db is a Pebble directory.
+func (a *app) onPebble() bool { return dbScheme(a.db) == "" }
