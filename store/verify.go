@@ -91,8 +91,9 @@ func (r *Report) add(p Problem) {
 // 8 per surrogate key for invariant 3; 40 per record that needs an sk-index
 // entry, plus 32 per surrogate key, key and valid_from when the table has a
 // retention horizon, for the sk index; 40 per assert and per retire change the
-// log must hold (so at most 80 per record) for the log. A table's peak is thus
-// about 80 bytes per record (up to twice that while a slice grows), never the
+// log must hold (so at most 80 per record) for the log. The last two are sized
+// exactly from counts of the first pass; the first grows by appending. A
+// table's peak is thus about 80 bytes per record, never the
 // records themselves, plus one key's records. Problems name their records by
 // (key number, place) and fetch them with one more pass. Keys are matched across
 // keyspaces by a 64-bit hash of their tuple, seeded per call; a collision
@@ -374,6 +375,7 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 	}
 	// Pass 1: invariants 1, 2, 4 and 5 within each key; the surrogate keys.
 	var uses []skUse
+	var records, logChanges int // to size the later checks' entries exactly
 	err = forEachKey(s, t, rep, func(g *keyGroup) {
 		for _, v := range g.recs[:g.current] {
 			if v.TxTo != Infinity {
@@ -385,7 +387,14 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 		verifyKey(s, t, g.recs, rep)
 		for i, v := range g.recs {
 			uses = append(uses, skUse{sk: v.SK, at: verRef{g.ord, uint32(i)}, txFrom: v.TxFrom, txTo: v.TxTo})
+			if v.TxFrom > horizon {
+				logChanges++
+			}
+			if v.TxTo != Infinity {
+				logChanges++
+			}
 		}
+		records += len(g.recs)
 	})
 	if err != nil {
 		return err
@@ -395,14 +404,14 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 		return err
 	}
 	uses = nil
-	if err := verifySKIndex(s, t, horizon, rep); err != nil {
+	if err := verifySKIndex(s, t, horizon, records, rep); err != nil {
 		return err
 	}
 	if err := verifyErasures(s, t, func(sk uint64) bool { _, ok := slices.BinarySearch(live, sk); return ok }, rep); err != nil {
 		return err
 	}
 	live = nil
-	return verifyTxLog(s, t, horizon, rep)
+	return verifyTxLog(s, t, horizon, logChanges, rep)
 }
 
 // verifySKs checks invariant 3 (a surrogate key names one key, and at most one
@@ -544,10 +553,14 @@ func cmpSKLoc(a, b skLoc) int {
 // need an entry are collected as sorted fixed-size skWants (and, with a
 // horizon, skLocs) in one pass over the records, and the index is matched
 // against them.
-func verifySKIndex(s *Snapshot, t *Table, horizon int64, rep *Report) error {
+// records is the table's number of records, which bounds the entries.
+func verifySKIndex(s *Snapshot, t *Table, horizon int64, records int, rep *Report) error {
 	h := tupleHash{maphash.MakeSeed()}
-	var wants []skWant
+	wants := make([]skWant, 0, records)
 	var locs []skLoc // with a horizon: per sk, key and valid_from, the newest tx_from
+	if horizon > 0 {
+		locs = make([]skLoc, 0, records)
+	}
 	type place struct {
 		sk   uint64
 		from int64
@@ -694,10 +707,10 @@ func cmpLogWant(a, b logWant) int {
 // nothing else, and that the changes of one transaction have distinct ordinals.
 // The log is in transaction order and the records in key order, so the changes
 // the records need are collected as sorted fixed-size logWants and the log is
-// matched against them.
-func verifyTxLog(s *Snapshot, t *Table, horizon int64, rep *Report) error {
+// matched against them. changes is the number of changes the records need.
+func verifyTxLog(s *Snapshot, t *Table, horizon int64, changes int, rep *Report) error {
 	h := tupleHash{maphash.MakeSeed()}
-	var wants []logWant
+	wants := make([]logWant, 0, changes)
 	err := forEachKey(s, t, nil, func(g *keyGroup) {
 		hash := h.of(g.tuple)
 		for _, v := range g.recs {
@@ -720,7 +733,7 @@ func verifyTxLog(s *Snapshot, t *Table, horizon int64, rep *Report) error {
 		return err
 	}
 	defer it.Close()
-	var changes []logChange
+	var logged []logChange
 	var lastTx int64
 	var nextOrd uint64 // the least ordinal the next entry of lastTx may start at
 	for ok := it.First(); ok; ok = it.Next() {
@@ -737,7 +750,7 @@ func verifyTxLog(s *Snapshot, t *Table, horizon int64, rep *Report) error {
 		}
 		var tuple []byte
 		if err == nil {
-			tuple, changes, err = decodeLogEntry(t, tx, it.Value(), changes)
+			tuple, logged, err = decodeLogEntry(t, tx, it.Value(), logged)
 		}
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})
@@ -753,9 +766,9 @@ func verifyTxLog(s *Snapshot, t *Table, horizon int64, rep *Report) error {
 		if tx == lastTx && uint64(first) < nextOrd {
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog entry at tx %d ordinal %d overlaps the previous entry's changes", tx, first)})
 		}
-		lastTx, nextOrd = tx, uint64(first)+uint64(len(changes))
+		lastTx, nextOrd = tx, uint64(first)+uint64(len(logged))
 		hash := h.of(tuple)
-		for _, c := range changes {
+		for _, c := range logged {
 			i, ok := slices.BinarySearchFunc(wants, logWant{hash: hash, from: c.validFrom, tx: tx, txFrom: c.txFrom, op: c.op}, cmpLogWant)
 			if !ok || wants[i].matched {
 				rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog change (%s, tx %d, valid_from %d) has no matching record", c.op, tx, c.validFrom)})
