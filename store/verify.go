@@ -659,13 +659,13 @@ func verifySKIndex(s *Snapshot, t *Table, horizon int64, records int, rep *Repor
 			}
 			continue
 		}
-		if w := findWant(hash, from, txFrom); w == nil || w.sk != sk {
+		w := findWant(hash, from, txFrom)
+		if w == nil || w.sk != sk {
 			key, _ := t.DecodeKey(tuple)
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("sk index entry (sk %d, tx_from %d, valid_from %d) has no matching record", sk, txFrom, from)})
 			continue
-		} else {
-			w.matched = true
 		}
+		w.matched = true
 	}
 	if err := it.Error(); err != nil {
 		return err
