@@ -372,14 +372,9 @@ func (e *Entry) decodeErasure(t *Table, tx int64) error {
 // verifyErasures checks what erasures leave (invariant 5): every erased
 // surrogate key was handed out (below the table's sk counter) and has neither
 // records nor sk-index entries left, and every erased-key entry has its
-// erasure entry in the transaction log. byKey holds the table's records.
-func verifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report) error {
-	live := map[uint64]bool{}
-	for _, recs := range byKey {
-		for _, v := range recs {
-			live[v.SK] = true
-		}
-	}
+// erasure entry in the transaction log. live reports whether a surrogate key
+// names a record of the table.
+func verifyErasures(s *Snapshot, t *Table, live func(sk uint64) bool, rep *Report) error {
 	next := s.db.nextSKCommitted(s, t.ID)
 	horizon, err := s.Horizon(t)
 	if err != nil {
@@ -399,7 +394,7 @@ func verifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repo
 		switch {
 		case sk >= next:
 			rep.add(Problem{Invariant: 3, Table: t.Name, Detail: fmt.Sprintf("erased sk %d was never handed out (next %d)", sk, next)})
-		case live[sk]:
+		case live(sk):
 			rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("erased sk %d still names a record", sk)})
 		}
 		ipfx := skIndex.prefix(nil, t.ID, sk)

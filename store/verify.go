@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -80,6 +81,25 @@ func (r *Report) add(p Problem) {
 // snapshot. The error is for failures to read; everything wrong with the content is
 // a Problem in the report. Checkers registered by higher layers (RegisterCheck)
 // run after the built-in ones.
+//
+// Memory: Verify streams. It reads a table's records key by key in key order
+// (the current index and history merged), so the checks within one key
+// (invariants 1, 2 and 4) hold that key's records and nothing more. The checks
+// that meet records again in a keyspace ordered otherwise (surrogate keys, the
+// sk index, the transaction log) hold fixed-size entries, sorted, one check at
+// a time, each built by its own pass over the records: 32 bytes per record plus
+// 8 per surrogate key for invariant 3; 40 per record that needs an sk-index
+// entry, plus 32 per surrogate key, key and valid_from when the table has a
+// retention horizon, for the sk index; 40 per assert and per retire change the
+// log must hold (so at most 80 per record) for the log. The last two are sized
+// exactly from counts of the first pass; the first grows by appending. A
+// table's peak is thus about 80 bytes per record, never the
+// records themselves, plus one key's records. Problems name their records by
+// (key number, place) and fetch them with one more pass. Keys are matched across
+// keyspaces by a 64-bit hash of their tuple, seeded per call; a collision
+// (2^-64 per pair of keys) could hide a problem, which the rejected
+// alternative, a map from every tuple, avoided at the cost of holding them all.
+// The registered checks bound their own memory.
 func Verify(r Reader) (*Report, error) {
 	s, release, err := r.AcquireSnapshot()
 	if err != nil {
@@ -146,93 +166,308 @@ func verifyTableIDs(s *Snapshot, ks byte, known map[uint32]bool, rep *Report) er
 	return it.Error()
 }
 
-// tableRecords streams every record of table t in record keyspace keys (current
-// or history), grouped by key: fn gets each key's records in stored order.
-func tableRecords(s *Snapshot, t *Table, keys recordKeys, rep *Report, fn func(tuple []byte, recs []Version)) error {
-	prefix := keys.tablePrefix(nil, t.ID)
-	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
-	if err != nil {
-		return err
+// keyGroup is the records of one natural key: those of the current index, then
+// those of history, each in stored order. ord numbers the keys of a table in key
+// order from 0; a later pass over the same snapshot gives every key the same ord.
+type keyGroup struct {
+	ord     uint32
+	tuple   []byte
+	recs    []Version
+	current int // recs[:current] come from the current index
+}
+
+// verRef names one record by its key's ord and its place in the key's recs, so
+// a check can hold fixed-size references and fetch the records it reports.
+type verRef struct{ ord, idx uint32 }
+
+// recStream reads one record keyspace of a table a key at a time.
+type recStream struct {
+	s      *Snapshot
+	t      *Table
+	keys   recordKeys
+	prefix []byte
+	it     kvIter
+	valid  bool
+	report *Report // where records that do not decode are reported; nil: skipped
+	// The first record of the next key, already decoded.
+	next      Version
+	nextTuple []byte
+	hasNext   bool
+}
+
+// group returns the next key's tuple and records (appended to recs[:0]), or
+// ok false at the end of the table.
+func (r *recStream) group(recs []Version) (tuple []byte, out []Version, ok bool) {
+	out = recs[:0]
+	if r.hasNext {
+		tuple, out, r.hasNext = r.nextTuple, append(out, r.next), false
 	}
-	defer it.Close()
-	var cur []byte
-	var recs []Version
-	flush := func() {
-		if cur != nil {
-			fn(cur, recs)
-		}
-		recs = nil
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		tuple, from, txFrom, err := keys.decode(t, it.Key()[len(prefix):])
+	for ; r.valid; r.valid = r.it.Next() {
+		tup, from, txFrom, err := r.keys.decode(r.t, r.it.Key()[len(r.prefix):])
 		var v Version
 		if err == nil {
-			v, err = s.decodeVersion(t, tuple, from, txFrom, it.Value())
+			v, err = r.s.decodeVersion(r.t, tup, from, txFrom, r.it.Value())
 		}
-		if err == nil && keys.ks == ksHistory && txFrom != v.TxFrom {
+		if err == nil && r.keys.ks == ksHistory && txFrom != v.TxFrom {
 			err = fmt.Errorf("%w: key says tx_from %d, value %d", ErrCorrupt, txFrom, v.TxFrom)
 		}
 		if err != nil {
-			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("%s record %x: %v", KeyspaceName(keys.ks), it.Key(), err)})
+			if r.report != nil {
+				r.report.add(Problem{Invariant: 0, Table: r.t.Name, Detail: fmt.Sprintf("%s record %x: %v", KeyspaceName(r.keys.ks), r.it.Key(), err)})
+			}
 			continue
 		}
-		if !bytes.Equal(tuple, cur) {
-			flush()
-			cur = bytes.Clone(tuple)
+		if tuple != nil && !bytes.Equal(tup, tuple) {
+			r.next, r.nextTuple, r.hasNext = v, v.tuple, true
+			r.valid = r.it.Next()
+			return tuple, out, true
 		}
-		recs = append(recs, v)
+		if tuple == nil {
+			tuple = v.tuple // decodeVersion cloned it
+		}
+		out = append(out, v)
 	}
-	flush()
-	return it.Error()
+	return tuple, out, tuple != nil
 }
 
-func verifyTable(s *Snapshot, t *Table, rep *Report) error {
-	byKey := map[string][]Version{}
-	collect := func(tuple []byte, recs []Version) { byKey[string(tuple)] = append(byKey[string(tuple)], recs...) }
-	if err := tableRecords(s, t, currentKeys, rep, collect); err != nil {
+// forEachKey calls fn with the records of every key of table t, key by key in
+// key order, holding one key's records at a time. The current index and history
+// both order their records by tuple first, and tuples are self-delimiting, so
+// the two keyspaces are merged by comparing tuples. report is where records
+// that do not decode are reported (nil on the later passes, which skip them).
+// fn must not keep g or its records.
+func forEachKey(s *Snapshot, t *Table, report *Report, fn func(g *keyGroup)) error {
+	streams := make([]*recStream, 2)
+	for i, keys := range []recordKeys{currentKeys, historyKeys} {
+		prefix := keys.tablePrefix(nil, t.ID)
+		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		streams[i] = &recStream{s: s, t: t, keys: keys, prefix: prefix, it: it, valid: it.First(), report: report}
+	}
+	cur, hist := streams[0], streams[1]
+	var curBuf, histBuf []Version
+	ct, crecs, cok := cur.group(curBuf)
+	ht, hrecs, hok := hist.group(histBuf)
+	g := &keyGroup{}
+	for cok || hok {
+		c := 0
+		switch {
+		case !hok:
+			c = -1
+		case !cok:
+			c = 1
+		default:
+			c = bytes.Compare(ct, ht)
+		}
+		switch {
+		case c < 0:
+			g.tuple, g.recs, g.current = ct, crecs, len(crecs)
+		case c > 0:
+			g.tuple, g.recs, g.current = ht, hrecs, 0
+		default:
+			g.tuple, g.recs, g.current = ct, append(crecs, hrecs...), len(crecs)
+		}
+		fn(g)
+		g.ord++
+		if c <= 0 {
+			curBuf = g.recs[:0]
+			ct, crecs, cok = cur.group(curBuf)
+		}
+		if c >= 0 {
+			histBuf = hrecs[:0]
+			ht, hrecs, hok = hist.group(histBuf)
+		}
+	}
+	for _, st := range streams {
+		if err := st.it.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingProblem is a problem whose records (or key) are fetched by a later
+// pass over the records: the cross-keyspace checks hold only verRefs.
+type pendingProblem struct {
+	p       Problem
+	refs    []verRef
+	keyOnly bool // refs[0] names the key; Records stays empty
+}
+
+// pending collects the problems of one check of one table.
+type pending struct {
+	rep  *Report
+	list []pendingProblem
+}
+
+func (p *pending) add(pp pendingProblem) {
+	if len(p.rep.Problems)+len(p.list) >= maxProblems {
+		p.rep.Truncated = true // the report is full: nothing to fetch for it
+		return
+	}
+	p.list = append(p.list, pp)
+}
+
+// flush fetches the records the pending problems name with one more pass over
+// the table and adds the problems to the report, in the order found.
+func (p *pending) flush(s *Snapshot, t *Table) error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	want := map[verRef]*Version{}
+	ords := map[uint32]bool{}
+	for _, pp := range p.list {
+		for _, r := range pp.refs {
+			want[r] = nil
+			ords[r.ord] = true
+		}
+	}
+	err := forEachKey(s, t, nil, func(g *keyGroup) {
+		if !ords[g.ord] {
+			return
+		}
+		for i := range g.recs {
+			if _, ok := want[verRef{g.ord, uint32(i)}]; ok {
+				v := g.recs[i]
+				want[verRef{g.ord, uint32(i)}] = &v
+			}
+		}
+	})
+	if err != nil {
 		return err
 	}
-	for _, recs := range byKey {
-		for _, v := range recs {
+	for _, pp := range p.list {
+		for _, r := range pp.refs {
+			v := want[r]
+			if v == nil {
+				return fmt.Errorf("%w: verify: record %d of key %d of table %q vanished from the snapshot", ErrCorrupt, r.idx, r.ord, t.Name)
+			}
+			if pp.p.Key == nil {
+				pp.p.Key = v.Key
+			}
+			if !pp.keyOnly {
+				pp.p.Records = append(pp.p.Records, *v)
+			}
+		}
+		p.rep.add(pp.p)
+	}
+	p.list = nil
+	return nil
+}
+
+// skUse is one record's surrogate key, for the checks of invariant 3.
+type skUse struct {
+	sk           uint64
+	at           verRef
+	txFrom, txTo int64
+}
+
+// verifyTable checks one table in passes over its records, each holding one
+// key's records at a time plus the fixed-size entries its cross-keyspace check
+// needs (see Verify).
+func verifyTable(s *Snapshot, t *Table, rep *Report) error {
+	horizon, err := s.Horizon(t)
+	if err != nil {
+		return err
+	}
+	// Pass 1: invariants 1, 2, 4 and 5 within each key; the surrogate keys.
+	var uses []skUse
+	var records, logChanges int // to size the later checks' entries exactly
+	err = forEachKey(s, t, rep, func(g *keyGroup) {
+		for _, v := range g.recs[:g.current] {
 			if v.TxTo != Infinity {
 				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Records: []Version{v}, Detail: "record in the current index has tx_to set"})
 			}
 		}
-	}
-	if err := tableRecords(s, t, historyKeys, rep, collect); err != nil {
-		return err
-	}
-	skOwner := map[uint64]string{}
-	bySK := map[uint64][]Version{}
-	var maxSK uint64
-	for _, recs := range byKey {
 		rep.Keys++
-		rep.Records += len(recs)
-		verifyKey(s, t, recs, rep)
-		for _, v := range recs {
-			if owner, ok := skOwner[v.SK]; ok && owner != string(v.tuple) {
-				rep.add(Problem{Invariant: 3, Table: t.Name, Key: v.Key, Records: []Version{v}, Detail: fmt.Sprintf("sk %d also names another key", v.SK)})
+		rep.Records += len(g.recs)
+		verifyKey(s, t, g.recs, rep)
+		for i, v := range g.recs {
+			uses = append(uses, skUse{sk: v.SK, at: verRef{g.ord, uint32(i)}, txFrom: v.TxFrom, txTo: v.TxTo})
+			if v.TxFrom > horizon {
+				logChanges++
 			}
-			skOwner[v.SK] = string(v.tuple)
-			bySK[v.SK] = append(bySK[v.SK], v)
-			maxSK = max(maxSK, v.SK)
+			if v.TxTo != Infinity {
+				logChanges++
+			}
 		}
-	}
-	for sk, recs := range bySK {
-		if a, b, ok := overlapping(recs, func(a, b *Version) bool { return true }); ok {
-			rep.add(Problem{Invariant: 3, Table: t.Name, Key: a.Key, Records: []Version{a, b}, Detail: fmt.Sprintf("sk %d names two records alive at the same transaction time", sk)})
-		}
-	}
-	if next := s.db.nextSKCommitted(s, t.ID); maxSK >= next {
-		rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("sk counter %d is not above the largest sk %d", next, maxSK)})
-	}
-	if err := verifySKIndex(s, t, byKey, rep); err != nil {
+		records += len(g.recs)
+	})
+	if err != nil {
 		return err
 	}
-	if err := verifyErasures(s, t, byKey, rep); err != nil {
+	live, err := verifySKs(s, t, uses, rep)
+	if err != nil {
 		return err
 	}
-	return verifyTxLog(s, t, byKey, rep)
+	uses = nil
+	if err := verifySKIndex(s, t, horizon, records, rep); err != nil {
+		return err
+	}
+	if err := verifyErasures(s, t, func(sk uint64) bool { _, ok := slices.BinarySearch(live, sk); return ok }, rep); err != nil {
+		return err
+	}
+	live = nil
+	return verifyTxLog(s, t, horizon, logChanges, rep)
+}
+
+// verifySKs checks invariant 3 (a surrogate key names one key, and at most one
+// of its records at any transaction time) and that the sk counter is above every
+// surrogate key. uses are in key order; it returns the distinct surrogate keys,
+// sorted.
+func verifySKs(s *Snapshot, t *Table, uses []skUse, rep *Report) ([]uint64, error) {
+	// Stable: within one sk, uses stay in key order, so "another key" is
+	// reported for the first record of every key after the first, as the
+	// map-based check of the whole table did for the order it met the keys in.
+	slices.SortStableFunc(uses, func(a, b skUse) int { return cmp.Compare(a.sk, b.sk) })
+	pend := &pending{rep: rep}
+	var live []uint64
+	var alive []*skUse
+	for lo := 0; lo < len(uses); {
+		sk := uses[lo].sk
+		hi := lo + 1
+		for hi < len(uses) && uses[hi].sk == sk {
+			hi++
+		}
+		run := uses[lo:hi]
+		live = append(live, sk)
+		for i := 1; i < len(run); i++ {
+			if run[i].at.ord != run[i-1].at.ord {
+				pend.add(pendingProblem{p: Problem{Invariant: 3, Table: t.Name, Detail: fmt.Sprintf("sk %d also names another key", sk)}, refs: []verRef{run[i].at}})
+			}
+		}
+		// Sweep in tx_from order keeping the records still alive.
+		slices.SortFunc(run, func(a, b skUse) int { return cmp.Compare(a.txFrom, b.txFrom) })
+		alive = alive[:0]
+	sweep:
+		for i := range run {
+			r := &run[i]
+			kept := alive[:0]
+			for _, a := range alive {
+				if a.txTo > r.txFrom {
+					kept = append(kept, a)
+				}
+			}
+			alive = kept
+			if len(alive) > 0 {
+				pend.add(pendingProblem{p: Problem{Invariant: 3, Table: t.Name, Detail: fmt.Sprintf("sk %d names two records alive at the same transaction time", sk)}, refs: []verRef{alive[0].at, r.at}})
+				break sweep
+			}
+			alive = append(alive, r)
+		}
+		lo = hi
+	}
+	if len(live) > 0 {
+		if next := s.db.nextSKCommitted(s, t.ID); live[len(live)-1] >= next {
+			rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("sk counter %d is not above the largest sk %d", next, live[len(live)-1])})
+		}
+	} else if next := s.db.nextSKCommitted(s, t.ID); next == 0 {
+		rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("sk counter %d is not above the largest sk %d", next, 0)})
+	}
+	return live, pend.flush(s, t)
 }
 
 // verifyKey checks invariants 1, 2 and 4 for the records of one key.
@@ -277,53 +512,122 @@ func overlapping(recs []Version, also func(a, b *Version) bool) (Version, Versio
 	return Version{}, Version{}, false
 }
 
+// tupleHash hashes tuples for the fixed-size entries of the cross-keyspace
+// checks, which meet a key again by its tuple in the sk index and the
+// transaction log. The seed is fixed per Verify call, not per process, so two
+// tuples that collide (probability 2^-64 per pair) do not collide again. The
+// rejected alternative, a map from tuple to key ord, holds every tuple.
+type tupleHash struct{ seed maphash.Seed }
+
+func (h tupleHash) of(tuple []byte) uint64 { return maphash.Bytes(h.seed, tuple) }
+
+// skWant is a record that needs an sk-index entry: the entries of a key are
+// matched by (hash, from, tx).
+type skWant struct {
+	hash     uint64
+	from, tx int64
+	sk       uint64
+	ord      uint32
+	matched  bool
+}
+
+// skLoc is a surrogate key, key and valid_from, with the newest tx_from of its
+// records (maxTx) or the oldest tx_from of its sk-index entries through the
+// horizon (minTx).
+type skLoc struct {
+	sk       uint64
+	hash     uint64
+	from, tx int64
+}
+
+func cmpSKLoc(a, b skLoc) int {
+	return cmp.Or(cmp.Compare(a.sk, b.sk), cmp.Compare(a.hash, b.hash), cmp.Compare(a.from, b.from))
+}
+
 // verifySKIndex checks that the sk index holds exactly one entry per record,
 // pointing at it, except for a record that re-asserts, with the same surrogate
 // key, key and valid_from, a record retired by the same transaction (an SCD2
 // close), which the entry of the retired record already names.
-func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report) error {
-	type ref struct {
-		tuple    string
-		from, tx int64
+//
+// The index is in sk order and the records in key order, so the records that
+// need an entry are collected as sorted fixed-size skWants (and, with a
+// horizon, skLocs) in one pass over the records, and the index is matched
+// against them.
+// records is the table's number of records, which bounds the entries.
+func verifySKIndex(s *Snapshot, t *Table, horizon int64, records int, rep *Report) error {
+	h := tupleHash{maphash.MakeSeed()}
+	wants := make([]skWant, 0, records)
+	var locs []skLoc // with a horizon: per sk, key and valid_from, the newest tx_from
+	if horizon > 0 {
+		locs = make([]skLoc, 0, records)
 	}
-	retired := map[skRef]map[int64]bool{} // the tx_to of each sk, key and valid_from's retired records
-	for tuple, recs := range byKey {
-		for _, v := range recs {
+	type place struct {
+		sk   uint64
+		from int64
+	}
+	type wantKey struct{ from, tx int64 }
+	retired := map[place]map[int64]bool{} // one key's: the tx_to of each sk and valid_from's retired records
+	keyWants := map[wantKey]int{}         // one key's: index in wants
+	err := forEachKey(s, t, nil, func(g *keyGroup) {
+		hash := h.of(g.tuple)
+		clear(retired)
+		clear(keyWants)
+		for _, v := range g.recs {
 			if v.TxTo != Infinity {
-				r := skRef{t.ID, v.SK, tuple, v.ValidFrom}
-				if retired[r] == nil {
-					retired[r] = map[int64]bool{}
+				p := place{v.SK, v.ValidFrom}
+				if retired[p] == nil {
+					retired[p] = map[int64]bool{}
 				}
-				retired[r][v.TxTo] = true
+				retired[p][v.TxTo] = true
 			}
 		}
-	}
-	want := map[ref]uint64{}
-	for tuple, recs := range byKey {
-		for _, v := range recs {
-			if !retired[skRef{t.ID, v.SK, tuple, v.ValidFrom}][v.TxFrom] {
-				want[ref{tuple, v.ValidFrom, v.TxFrom}] = v.SK
+		for _, v := range g.recs {
+			if retired[place{v.SK, v.ValidFrom}][v.TxFrom] {
+				continue
 			}
+			// One entry per key, valid_from and tx_from: a later record
+			// replaces the sk an earlier one wanted.
+			k := wantKey{v.ValidFrom, v.TxFrom}
+			w := skWant{hash: hash, from: v.ValidFrom, tx: v.TxFrom, sk: v.SK, ord: g.ord}
+			if i, ok := keyWants[k]; ok {
+				wants[i] = w
+				continue
+			}
+			keyWants[k] = len(wants)
+			wants = append(wants, w)
 		}
-	}
-	horizon, err := s.Horizon(t)
+		if horizon > 0 {
+			n := len(locs)
+			for _, v := range g.recs {
+				locs = append(locs, skLoc{v.SK, hash, v.ValidFrom, v.TxFrom})
+			}
+			key := locs[n:]
+			slices.SortFunc(key, func(a, b skLoc) int { return cmp.Or(cmpSKLoc(a, b), cmp.Compare(b.tx, a.tx)) })
+			key = slices.CompactFunc(key, func(a, b skLoc) bool { return cmpSKLoc(a, b) == 0 })
+			locs = locs[:n+len(key)]
+		}
+	})
 	if err != nil {
 		return err
+	}
+	retired, keyWants = nil, nil
+	cmpWant := func(a, b skWant) int {
+		return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.from, b.from), cmp.Compare(a.tx, b.tx))
+	}
+	slices.SortFunc(wants, cmpWant)
+	slices.SortFunc(locs, cmpSKLoc)
+	findWant := func(hash uint64, from, tx int64) *skWant {
+		i, ok := slices.BinarySearchFunc(wants, skWant{hash: hash, from: from, tx: tx}, cmpWant)
+		if !ok || wants[i].matched {
+			return nil
+		}
+		return &wants[i]
 	}
 	// Through the horizon Vacuum keeps, per surrogate key, only the newest
 	// entry (vacuum.go): such an entry must name records of its key and
 	// valid_from asserted since, and a record asserted by then needs an entry
 	// of its sk and place at or before it.
-	locs := map[skRef][]Version{}
-	if horizon > 0 {
-		for tuple, recs := range byKey {
-			for _, v := range recs {
-				r := skRef{t.ID, v.SK, tuple, v.ValidFrom}
-				locs[r] = append(locs[r], v)
-			}
-		}
-	}
-	oldEntries := map[skRef][]int64{}
+	var oldEntries []skLoc // per sk, key and valid_from, the oldest tx_from of entries through the horizon
 	prefix := tablePrefix(nil, ksSKIndex, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
@@ -341,66 +645,95 @@ func verifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep *Repor
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("sk index entry %x: %v", it.Key(), err)})
 			continue
 		}
-		r := ref{string(tuple), from, txFrom}
+		hash := h.of(tuple)
 		if txFrom <= horizon {
-			loc := skRef{t.ID, sk, string(tuple), from}
-			if !slices.ContainsFunc(locs[loc], func(v Version) bool { return v.TxFrom >= txFrom }) {
+			loc := skLoc{sk, hash, from, 0}
+			if i, ok := slices.BinarySearchFunc(locs, loc, cmpSKLoc); !ok || locs[i].tx < txFrom {
 				key, _ := t.DecodeKey(tuple)
 				rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("sk index entry (sk %d, tx_from %d, valid_from %d) names no record", sk, txFrom, from)})
 			}
-			oldEntries[loc] = append(oldEntries[loc], txFrom)
-			delete(want, r)
+			loc.tx = txFrom
+			oldEntries = append(oldEntries, loc)
+			if w := findWant(hash, from, txFrom); w != nil {
+				w.matched = true
+			}
 			continue
 		}
-		if got, ok := want[r]; !ok || got != sk {
+		w := findWant(hash, from, txFrom)
+		if w == nil || w.sk != sk {
 			key, _ := t.DecodeKey(tuple)
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("sk index entry (sk %d, tx_from %d, valid_from %d) has no matching record", sk, txFrom, from)})
 			continue
 		}
-		delete(want, r)
+		w.matched = true
 	}
-	for r, sk := range want {
-		if r.tx <= horizon && slices.ContainsFunc(oldEntries[skRef{t.ID, sk, r.tuple, r.from}], func(tx int64) bool { return tx <= r.tx }) {
+	if err := it.Error(); err != nil {
+		return err
+	}
+	locs = nil
+	slices.SortFunc(oldEntries, func(a, b skLoc) int { return cmp.Or(cmpSKLoc(a, b), cmp.Compare(a.tx, b.tx)) })
+	oldEntries = slices.CompactFunc(oldEntries, func(a, b skLoc) bool { return cmpSKLoc(a, b) == 0 })
+	pend := &pending{rep: rep}
+	for _, w := range wants {
+		if w.matched {
 			continue
 		}
-		key, _ := t.DecodeKey([]byte(r.tuple))
-		rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("record (sk %d, valid_from %d, tx_from %d) is missing from the sk index", sk, r.from, r.tx)})
+		if w.tx <= horizon {
+			if i, ok := slices.BinarySearchFunc(oldEntries, skLoc{w.sk, w.hash, w.from, 0}, cmpSKLoc); ok && oldEntries[i].tx <= w.tx {
+				continue
+			}
+		}
+		pend.add(pendingProblem{p: Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("record (sk %d, valid_from %d, tx_from %d) is missing from the sk index", w.sk, w.from, w.tx)}, refs: []verRef{{w.ord, 0}}, keyOnly: true})
 	}
-	return it.Error()
+	return pend.flush(s, t)
+}
+
+// logWant is a transaction-log change a record needs.
+type logWant struct {
+	hash     uint64
+	from, tx int64 // tx: the tx of the log key
+	txFrom   int64
+	ord      uint32
+	op       LogOp
+	matched  bool
+}
+
+func cmpLogWant(a, b logWant) int {
+	return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.op, b.op), cmp.Compare(a.from, b.from), cmp.Compare(a.tx, b.tx), cmp.Compare(a.txFrom, b.txFrom))
 }
 
 // verifyTxLog checks that the transaction log holds one assert change per record
 // at its tx_from and one retire change per retired record at its tx_to, and
 // nothing else, and that the changes of one transaction have distinct ordinals.
-func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report) error {
-	type entry struct {
-		op       LogOp
-		tuple    string
-		from, tx int64 // tx: the tx of the log key
-		txFrom   int64
-	}
-	horizon, err := s.Horizon(t)
+// The log is in transaction order and the records in key order, so the changes
+// the records need are collected as sorted fixed-size logWants and the log is
+// matched against them. changes is the number of changes the records need.
+func verifyTxLog(s *Snapshot, t *Table, horizon int64, changes int, rep *Report) error {
+	h := tupleHash{maphash.MakeSeed()}
+	wants := make([]logWant, 0, changes)
+	err := forEachKey(s, t, nil, func(g *keyGroup) {
+		hash := h.of(g.tuple)
+		for _, v := range g.recs {
+			if v.TxFrom > horizon { // Vacuum dropped the log through the horizon
+				wants = append(wants, logWant{hash: hash, from: v.ValidFrom, tx: v.TxFrom, txFrom: v.TxFrom, ord: g.ord, op: LogAssert})
+			}
+			if v.TxTo != Infinity {
+				wants = append(wants, logWant{hash: hash, from: v.ValidFrom, tx: v.TxTo, txFrom: v.TxFrom, ord: g.ord, op: LogRetire})
+			}
+		}
+	})
 	if err != nil {
 		return err
 	}
-	want := map[entry]bool{}
-	for tuple, recs := range byKey {
-		for _, v := range recs {
-			if v.TxFrom > horizon { // Vacuum dropped the log through the horizon
-				want[entry{LogAssert, tuple, v.ValidFrom, v.TxFrom, v.TxFrom}] = true
-			}
-			if v.TxTo != Infinity {
-				want[entry{LogRetire, tuple, v.ValidFrom, v.TxTo, v.TxFrom}] = true
-			}
-		}
-	}
+	slices.SortFunc(wants, cmpLogWant)
+	wants = slices.CompactFunc(wants, func(a, b logWant) bool { return cmpLogWant(a, b) == 0 })
 	prefix := txLogKey.tablePrefix(t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	var changes []logChange
+	var logged []logChange
 	var lastTx int64
 	var nextOrd uint64 // the least ordinal the next entry of lastTx may start at
 	for ok := it.First(); ok; ok = it.Next() {
@@ -417,7 +750,7 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 		}
 		var tuple []byte
 		if err == nil {
-			tuple, changes, err = decodeLogEntry(t, tx, it.Value(), changes)
+			tuple, logged, err = decodeLogEntry(t, tx, it.Value(), logged)
 		}
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})
@@ -433,21 +766,27 @@ func verifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *Report)
 		if tx == lastTx && uint64(first) < nextOrd {
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog entry at tx %d ordinal %d overlaps the previous entry's changes", tx, first)})
 		}
-		lastTx, nextOrd = tx, uint64(first)+uint64(len(changes))
-		for _, c := range changes {
-			k := entry{c.op, string(tuple), c.validFrom, tx, c.txFrom}
-			if !want[k] {
+		lastTx, nextOrd = tx, uint64(first)+uint64(len(logged))
+		hash := h.of(tuple)
+		for _, c := range logged {
+			i, ok := slices.BinarySearchFunc(wants, logWant{hash: hash, from: c.validFrom, tx: tx, txFrom: c.txFrom, op: c.op}, cmpLogWant)
+			if !ok || wants[i].matched {
 				rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("txlog change (%s, tx %d, valid_from %d) has no matching record", c.op, tx, c.validFrom)})
 				continue
 			}
-			delete(want, k)
+			wants[i].matched = true
 		}
 	}
-	for e := range want {
-		key, _ := t.DecodeKey([]byte(e.tuple))
-		rep.add(Problem{Invariant: 5, Table: t.Name, Key: key, Detail: fmt.Sprintf("record (valid_from %d) has no txlog change %s at tx %d", e.from, e.op, e.tx)})
+	if err := it.Error(); err != nil {
+		return err
 	}
-	return it.Error()
+	pend := &pending{rep: rep}
+	for _, w := range wants {
+		if !w.matched {
+			pend.add(pendingProblem{p: Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("record (valid_from %d) has no txlog change %s at tx %d", w.from, w.op, w.tx)}, refs: []verRef{{w.ord, 0}}, keyOnly: true})
+		}
+	}
+	return pend.flush(s, t)
 }
 
 // nextSKCommitted reads the persisted sk counter of a table in snapshot s.
