@@ -186,7 +186,7 @@ type recStream struct {
 	t      *Table
 	keys   recordKeys
 	prefix []byte
-	it     kvIter
+	it     Iter
 	valid  bool
 	report *Report // where records that do not decode are reported; nil: skipped
 	// The first record of the next key, already decoded.
