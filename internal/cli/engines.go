@@ -13,8 +13,9 @@ import (
 // Pebble: --db takes a directory, or a URL whose scheme names an engine the
 // build registered (etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build,
 // etcd/cmd/bitempo). The plain build registers none, so that Pebble-only
-// users never download etcd and gRPC; it refuses such a --db with
-// ErrEngineNotBuilt, naming the build to use.
+// users never download etcd and gRPC; its main (tools/bitempo) runs the etcd
+// build for such a --db when it can find or build one, and otherwise this
+// refuses it with ErrEngineNotBuilt, naming the build to use.
 
 // Opener opens the store a --db URL names (the whole URL, scheme included),
 // with opts as the command needs them (ReadOnly, MustExist).
@@ -59,7 +60,9 @@ func (a *app) openStore(opts store.Options) (*store.DB, error) {
 	if !ok {
 		hint := ""
 		if scheme == "etcd" {
-			hint = ": the etcd engine is in its own build of the tool, run from the repository's etcd module: cd etcd && go run ./cmd/bitempo ..."
+			hint = ": the etcd engine is in its own build of the tool, which this one runs when it is on the PATH as bitempo-etcd " +
+				"or when run inside a source checkout of bitempo; from a checkout: cd etcd && go run ./cmd/bitempo ..., " +
+				"or go build -o bitempo-etcd ./cmd/bitempo there and put it on the PATH"
 		}
 		return nil, &failure{fmt.Errorf("%w: --db %s needs the %q engine%s", ErrEngineNotBuilt, a.db, scheme, hint)}
 	}

@@ -147,3 +147,66 @@ func TestLoadTooLarge(t *testing.T) {
 	}
 	ok(t, dir, "verify", "--db", db)
 }
+
+// TestPlainToolRunsEtcdBuild: the plain tool (tools/bitempo, which cannot link
+// the etcd engine), run inside a source checkout with an etcd:// --db, builds
+// and runs this build with the same arguments, working directory and exit
+// status; outside a checkout it refuses, naming the build.
+func TestPlainToolRunsEtcdBuild(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "bitempo-plain")
+	build := exec.Command("go", "build", "-o", plain, "github.com/bitempo/bitempo/tools/bitempo")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"), // where the etcd build goes
+		"GOCACHE="+strings.TrimSpace(string(gocache))) // Go's build cache stays the usual one
+	if p, err := exec.LookPath("bitempo-etcd"); err == nil {
+		t.Skipf("an installed etcd build (%s) would run instead of the checkout's", p)
+	}
+	runPlain := func(wd string, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(plain, args...)
+		cmd.Dir, cmd.Env = wd, env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("run %v: %v", args, err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	db := "etcd://" + members.Hosts() + "/tool/plain"
+	if r := runPlain(root, "create", "customers", "--key", "customer_id", "--axis", "date", "--db="+db); r.code != 0 || !strings.Contains(r.stderr, "building the etcd build") {
+		t.Fatalf("create through the plain tool: status %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	csv := filepath.Join(dir, "c.csv")
+	if err := os.WriteFile(csv, []byte(customersCSV), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runPlain(filepath.Join(root, "store"), "load", "customers", csv, "--from", "valid_from", "--to", "valid_to", "--open-sentinel", "9999-12-31", "--db", db); r.code != 0 || strings.Contains(r.stderr, "building") {
+		t.Fatalf("load through the plain tool (built once already): status %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	if r := ok(t, dir, "get", "customers", "c1", "--valid", "2024-04-01", "--db", db); !strings.Contains(r.stdout, "Bergen") {
+		t.Fatalf("the etcd build does not see what the plain tool wrote: %s", r.stdout)
+	}
+	if r := runPlain(root, "get", "customers", "nobody", "--db", db); r.code == 0 || r.code != run(t, dir, "get", "customers", "nobody", "--db", db).code {
+		t.Fatalf("the plain tool's status %d for a missing key differs from the etcd build's (stderr %s)", r.code, r.stderr)
+	}
+	if r := runPlain(dir, "tables", "--db", db); r.code == 0 || !strings.Contains(r.stderr, "no such storage engine") {
+		t.Fatalf("outside a checkout: status %d, stderr %s", r.code, r.stderr)
+	}
+}
