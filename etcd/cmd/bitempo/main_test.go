@@ -83,7 +83,9 @@ c2,2024-01-15,,Bo,Trondheim,
 c3,2024-02-01,2024-05-01,Cy,Tromsø,3
 `
 
-// TestCommands: every command that takes --db works on an etcd:// store.
+// TestCommands: every command that takes --db works on an etcd:// store
+// (create, load, get, history, scan, resolve, audit, changes, backfill, tables,
+// dump, stats, verify; compact says what it does; backup is refused).
 func TestCommands(t *testing.T) {
 	dir := t.TempDir()
 	db := "etcd://" + members.Hosts() + "/tool/commands"
@@ -100,6 +102,29 @@ func TestCommands(t *testing.T) {
 	}
 	if r := ok(t, dir, "scan", "customers", "--valid", "2024-04-01", "--db", db); !strings.Contains(r.stdout, "Trondheim") || !strings.Contains(r.stdout, "Tromsø") {
 		t.Fatalf("scan: %s", r.stdout)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "orders.csv"), []byte("order_id,customer_id,ordered_on\no1,c1,2024-04-01\no2,c1,2024-07-01\no3,c3,2024-02-10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ok(t, dir, "resolve", "customers", "--facts", "orders.csv", "--key", "customer_id", "--at", "ordered_on", "--format", "csv", "--db", db); !strings.Contains(r.stdout, "o1,c1,2024-04-01") || !strings.Contains(r.stdout, "Bergen") || strings.Count(r.stdout, "Oslo") != 1 || !strings.Contains(r.stdout, "Tromsø") {
+		t.Fatalf("resolve: %s", r.stdout)
+	}
+	if r := ok(t, dir, "audit", "customers", "c2", "--db", db); !strings.Contains(r.stdout, "Trondheim") {
+		t.Fatalf("audit: %s", r.stdout)
+	}
+	if r := ok(t, dir, "changes", "customers", "--since", "0", "--db", db); strings.Count(r.stdout, "Ada") < 3 {
+		t.Fatalf("changes: %s", r.stdout)
+	}
+	ok(t, dir, "create", "contracts", "--key", "contract_id", "--axis", "date", "--group-by", "customer_id", "--db", db)
+	if err := os.WriteFile(filepath.Join(dir, "contracts.csv"), []byte("contract_id,customer_id,valid_from,valid_to,amount\nk1,c1,2024-01-01,2024-06-01,10\nk2,c1,2024-03-01,,5\nk3,c2,2024-01-01,,7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "load", "contracts", "contracts.csv", "--from", "valid_from", "--to", "valid_to", "--db", db)
+	if err := os.WriteFile(filepath.Join(dir, "training.csv"), []byte("customer_id,ts\nc1,2024-04-01\nc1,2024-07-01\nc2,2024-02-01\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ok(t, dir, "backfill", "contracts", "--left", "training.csv", "--group-by", "customer_id", "--ts", "ts", "--agg", "sum(amount)", "--agg", "count", "--format", "csv", "--db", db); !strings.Contains(r.stdout, "c1,2024-04-01,15,2") || !strings.Contains(r.stdout, "c1,2024-07-01,5,1") || !strings.Contains(r.stdout, "c2,2024-02-01,7,1") {
+		t.Fatalf("backfill: %s", r.stdout)
 	}
 	ok(t, dir, "tables", "--db", db)
 	ok(t, dir, "dump", "--db", db)
