@@ -58,6 +58,9 @@ func Run(t *testing.T, open Opener, cfg Config) {
 	t.Run("scenarios/erase", func(t *testing.T) {
 		WalkScenarios(t, RepoPath("txn/testdata/erase"), open, Erase)
 	})
+	t.Run("scenarios/apply", func(t *testing.T) {
+		WalkScenarioFiles(t, RepoPath("txn/testdata/apply"), open, NewApply)
+	})
 	t.Run("model", func(t *testing.T) { ModelLogs(t, open, cfg) })
 	t.Run("cdc-shuffled", func(t *testing.T) { CDCShuffled(t, open, cfg) })
 }
@@ -72,10 +75,17 @@ func RepoPath(rel string) string {
 // WalkScenarios runs every scenario file under dir on a fresh store whose
 // clock is stuck at 0 (commits get tx 1, 2, 3, ...); a command's error is its
 // output.
-func WalkScenarios(t *testing.T, dir string, open Opener, run func(*store.DB, *datadriven.TestData) (string, error)) {
+func WalkScenarios(t *testing.T, dir string, open Opener, run Driver) {
+	WalkScenarioFiles(t, dir, open, func() Driver { return run })
+}
+
+// WalkScenarioFiles is WalkScenarios for a driver that keeps state within a
+// file: newDriver is called once per file.
+func WalkScenarioFiles(t *testing.T, dir string, open Opener, newDriver func() Driver) {
 	datadriven.Walk(t, dir, func(t *testing.T, path string) {
 		db := open(t, store.Options{Clock: func() int64 { return 0 }})
 		defer db.Close()
+		run := newDriver()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := run(db, d)
 			if err != nil {
