@@ -1,5 +1,6 @@
 // Package enginetest is the one semantic suite every storage engine of bitempo
-// runs: the transaction scenarios (txn/testdata), the comparison of random
+// runs: the transaction and CDC apply scenarios (txn/testdata), the read and
+// aggregation scenarios (query/testdata), the comparison of random
 // operation logs with the reference model (fuzz/model), CDC apply of shuffled,
 // replayed batches against the model's derivation, and store.Verify after
 // every write. Run takes an Opener, so the same test code runs on Pebble (this
@@ -60,6 +61,12 @@ func Run(t *testing.T, open Opener, cfg Config) {
 	})
 	t.Run("scenarios/apply", func(t *testing.T) {
 		WalkScenarioFiles(t, RepoPath("txn/testdata/apply"), open, NewApply)
+	})
+	t.Run("scenarios/reads", func(t *testing.T) {
+		WalkScenarios(t, RepoPath("query/testdata/reads"), open, Reads)
+	})
+	t.Run("scenarios/aggregate", func(t *testing.T) {
+		WalkScenarios(t, RepoPath("query/testdata/aggregate"), open, Aggregate)
 	})
 	t.Run("model", func(t *testing.T) { ModelLogs(t, open, cfg) })
 	t.Run("cdc-shuffled", func(t *testing.T) { CDCShuffled(t, open, cfg) })
