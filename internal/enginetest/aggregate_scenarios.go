@@ -22,7 +22,7 @@ import (
 // Aggregate runs one command of the aggregation scenarios
 // (query/testdata/aggregate; see TestAggregate there for the commands). Every
 // point query is checked against a one-row backfill and every backfill row
-// against the point query; a disagreement is an error.
+// against the point query; a disagreement is an error matching ErrCheck.
 func Aggregate(db *store.DB, d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
 	case "create":
@@ -207,7 +207,7 @@ func aggWrite(db *store.DB, d *datadriven.TestData) (string, error) {
 		return "", err
 	}
 	if err := VerifyStore(db); err != nil {
-		return "", fmt.Errorf("%s: after the write: %w", d.Pos, err)
+		return "", fmt.Errorf("after the write: %w", err)
 	}
 	if c.Tx == 0 {
 		return "no change\n", nil
@@ -310,7 +310,7 @@ func aggPoint(db *store.DB, d *datadriven.TestData) (string, error) {
 	// The same request through Backfill must agree, error included.
 	bf, berr := aggRunBackfill(db, table, []query.LeftRow{row}, aggs, query.BackfillOptions{TableWide: d.HasArg("all")})
 	if (err == nil) != (berr == nil) || (err == nil && bf[0] != got) {
-		return "", fmt.Errorf("%s: point query %q (%v) but backfill %q (%v)", d.Pos, got, err, bf, berr)
+		return "", fmt.Errorf("%w: point query %q (%v) but backfill %q (%v)", ErrCheck, got, err, bf, berr)
 	}
 	return got, err
 }
@@ -378,7 +378,7 @@ func aggBackfill(db *store.DB, d *datadriven.TestData) (string, error) {
 		return "", err
 	}
 	if n := len(progress); n == 0 || progress[n-1].Rows != len(rows) || progress[n-1].TotalRows != len(rows) {
-		return "", fmt.Errorf("%s: progress %+v does not end at %d rows", d.Pos, progress, len(rows))
+		return "", fmt.Errorf("%w: progress %+v does not end at %d rows", ErrCheck, progress, len(rows))
 	}
 	var b strings.Builder
 	for i, line := range out {
@@ -392,7 +392,7 @@ func aggBackfill(db *store.DB, d *datadriven.TestData) (string, error) {
 			f, err = query.Aggregate(db, table, row.Group, query.AsOf{Valid: row.TS, Tx: tx}, aggs)
 		}
 		if err != nil || aggFormatFeatures(f.Names, f.Values)+"\n" != line {
-			return "", fmt.Errorf("%s: row %d: backfill %q, point query %v (%v)", d.Pos, i, line, f, err)
+			return "", fmt.Errorf("%w: row %d: backfill %q, point query %v (%v)", ErrCheck, i, line, f, err)
 		}
 		fmt.Fprintf(&b, "%s: %s", labels[i], line)
 	}

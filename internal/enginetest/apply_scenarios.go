@@ -180,7 +180,7 @@ func (h *applyScenario) apply(db *store.DB, d *datadriven.TestData) (string, err
 		return "", err
 	}
 	if err := VerifyStore(db); err != nil {
-		return "", fmt.Errorf("%s: after apply: %w", d.Pos, err)
+		return "", fmt.Errorf("after apply: %w", err)
 	}
 	var b strings.Builder
 	if res.Replayed {

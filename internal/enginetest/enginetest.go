@@ -8,6 +8,7 @@
 package enginetest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -81,7 +82,7 @@ func RepoPath(rel string) string {
 
 // WalkScenarios runs every scenario file under dir on a fresh store whose
 // clock is stuck at 0 (commits get tx 1, 2, 3, ...); a command's error is its
-// output.
+// output, and one matching ErrCheck also fails the test.
 func WalkScenarios(t *testing.T, dir string, open Opener, run Driver) {
 	WalkScenarioFiles(t, dir, open, func() Driver { return run })
 }
@@ -95,6 +96,9 @@ func WalkScenarioFiles(t *testing.T, dir string, open Opener, newDriver func() D
 		run := newDriver()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := run(db, d)
+			if errors.Is(err, ErrCheck) {
+				t.Errorf("%s: %v", d.Pos, err)
+			}
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
