@@ -1,5 +1,6 @@
 // Package enginetest is the one semantic suite every storage engine of bitempo
-// runs: the transaction scenarios (txn/testdata), the comparison of random
+// runs: the transaction and CDC apply scenarios (txn/testdata), the read and
+// aggregation scenarios (query/testdata), the comparison of random
 // operation logs with the reference model (fuzz/model), CDC apply of shuffled,
 // replayed batches against the model's derivation, and store.Verify after
 // every write. Run takes an Opener, so the same test code runs on Pebble (this
@@ -7,6 +8,7 @@
 package enginetest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -58,6 +60,15 @@ func Run(t *testing.T, open Opener, cfg Config) {
 	t.Run("scenarios/erase", func(t *testing.T) {
 		WalkScenarios(t, RepoPath("txn/testdata/erase"), open, Erase)
 	})
+	t.Run("scenarios/apply", func(t *testing.T) {
+		WalkScenarioFiles(t, RepoPath("txn/testdata/apply"), open, NewApply)
+	})
+	t.Run("scenarios/reads", func(t *testing.T) {
+		WalkScenarios(t, RepoPath("query/testdata/reads"), open, Reads)
+	})
+	t.Run("scenarios/aggregate", func(t *testing.T) {
+		WalkScenarios(t, RepoPath("query/testdata/aggregate"), open, Aggregate)
+	})
 	t.Run("model", func(t *testing.T) { ModelLogs(t, open, cfg) })
 	t.Run("cdc-shuffled", func(t *testing.T) { CDCShuffled(t, open, cfg) })
 }
@@ -71,13 +82,23 @@ func RepoPath(rel string) string {
 
 // WalkScenarios runs every scenario file under dir on a fresh store whose
 // clock is stuck at 0 (commits get tx 1, 2, 3, ...); a command's error is its
-// output.
-func WalkScenarios(t *testing.T, dir string, open Opener, run func(*store.DB, *datadriven.TestData) (string, error)) {
+// output, and one matching ErrCheck also fails the test.
+func WalkScenarios(t *testing.T, dir string, open Opener, run Driver) {
+	WalkScenarioFiles(t, dir, open, func() Driver { return run })
+}
+
+// WalkScenarioFiles is WalkScenarios for a driver that keeps state within a
+// file: newDriver is called once per file.
+func WalkScenarioFiles(t *testing.T, dir string, open Opener, newDriver func() Driver) {
 	datadriven.Walk(t, dir, func(t *testing.T, path string) {
 		db := open(t, store.Options{Clock: func() int64 { return 0 }})
 		defer db.Close()
+		run := newDriver()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := run(db, d)
+			if errors.Is(err, ErrCheck) {
+				t.Errorf("%s: %v", d.Pos, err)
+			}
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
