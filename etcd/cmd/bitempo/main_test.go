@@ -52,8 +52,14 @@ type result struct {
 
 func run(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
+	return runBinary(t, binary, dir, nil, args...)
+}
+
+// runBinary runs bin in dir with args and env (nil: this process's).
+func runBinary(t *testing.T, bin, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -201,18 +207,7 @@ func TestPlainToolRunsEtcdBuild(t *testing.T) {
 	}
 	runPlain := func(wd string, args ...string) result {
 		t.Helper()
-		cmd := exec.Command(plain, args...)
-		cmd.Dir, cmd.Env = wd, env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("run %v: %v", args, err)
-		}
-		return result{out.String(), errb.String(), code}
+		return runBinary(t, plain, wd, env, args...)
 	}
 	db := "etcd://" + members.Hosts() + "/tool/plain"
 	if r := runPlain(root, "create", "customers", "--key", "customer_id", "--axis", "date", "--db="+db); r.code != 0 || !strings.Contains(r.stderr, "building the etcd build") {
