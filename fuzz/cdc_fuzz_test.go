@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/bitempo/bitempo/encoding"
-	"github.com/bitempo/bitempo/fuzz/model"
+	"github.com/bitempo/bitempo/internal/enginetest"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -16,7 +14,7 @@ import (
 // FuzzApplyCDC turns its input into a changes table definition and a set of CDC
 // events, applies the events to two stores, one batch in input order and in a
 // shuffled order split into batches with duplicated events and replayed batch
-// ids, and checks after every batch that the table equals cdcReference's
+// ids, and checks after every batch that the table equals enginetest.Derived's
 // from-scratch derivation of the events applied so far and that Verify is
 // clean. Without a lateness horizon both stores must end byte-identical.
 //
@@ -154,7 +152,7 @@ func cdcRunArrival(t *testing.T, def store.TableDef, batches [][]txn.Event, repl
 		}
 		committed = append(committed, id)
 		applied = append(applied, batch...)
-		got, want := cdcStored(t, db, tbl), cdcReference(tbl, applied)
+		got, want := enginetest.StoredVersions(t, db, tbl), enginetest.Derived(tbl, applied)
 		if got != want {
 			t.Fatalf("after batch %s (events so far %v):\ngot\n%s\nwant\n%s", id, applied, got, want)
 		}
@@ -163,7 +161,7 @@ func cdcRunArrival(t *testing.T, def store.TableDef, batches [][]txn.Event, repl
 			t.Fatalf("verify after batch %s: %v %v", id, err, rep)
 		}
 	}
-	stored := cdcStored(t, db, tbl)
+	stored := enginetest.StoredVersions(t, db, tbl)
 	if erase >= 0 && len(applied) > 0 {
 		cdcCheckErase(t, db, tbl, applied, applied[erase%len(applied)].Key)
 	}
@@ -176,61 +174,11 @@ func cdcCheckErase(t *testing.T, db *store.DB, tbl *store.Table, applied []txn.E
 		t.Fatalf("erase %v: %v", key, err)
 	}
 	rest := slices.DeleteFunc(slices.Clone(applied), func(e txn.Event) bool { return e.Key[0] == key[0] })
-	if got, want := cdcStored(t, db, tbl), cdcReference(tbl, rest); got != want {
+	if got, want := enginetest.StoredVersions(t, db, tbl), enginetest.Derived(tbl, rest); got != want {
 		t.Fatalf("after erasing %v:\ngot\n%s\nwant\n%s", key, got, want)
 	}
 	rep, err := store.Verify(db)
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify after erasing %v: %v %v", key, err, rep)
 	}
-}
-
-// cdcStored renders the current versions of every key: valid period and
-// attribute bytes (surrogate keys depend on arrival order, so they are left out).
-func cdcStored(t *testing.T, db *store.DB, tbl *store.Table) string {
-	s, err := db.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tuples, err := s.ChangesKeys(tbl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, tuple := range tuples {
-		vs, err := s.KeyVersions(tbl, tuple, store.Infinity)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vs {
-			cdcWriteVersion(&b, v.Key[0].(string), v.ValidFrom, v.ValidTo, v.Attrs)
-		}
-	}
-	return b.String()
-}
-
-func cdcWriteVersion(b *strings.Builder, key string, from, to int64, attrs store.Attrs) {
-	enc, _ := encoding.AppendAttrs(nil, attrs)
-	fmt.Fprintf(b, "%s [%d, %d) %x\n", key, from, to, enc)
-}
-
-// cdcReference is the reference model of a changes table (model.Derive: the
-// rules applied from scratch to the whole event set), rendered like cdcStored.
-func cdcReference(tbl *store.Table, events []txn.Event) string {
-	ref := model.ChangesTableOf(tbl.TableDef)
-	var b strings.Builder
-	for _, v := range ref.Derive(modelEvents(events)) {
-		cdcWriteVersion(&b, v.Key, v.From, v.To, store.Attrs(v.Attrs))
-	}
-	return b.String()
-}
-
-// modelEvents translates events of one-column string keys into the model's.
-func modelEvents(events []txn.Event) []model.Event {
-	out := make([]model.Event, len(events))
-	for i, e := range events {
-		out[i] = model.Event{Key: e.Key[0].(string), At: e.At, Seq: e.Seq, Delete: e.Op == txn.OpDelete, Attrs: model.Attrs(e.Attrs)}
-	}
-	return out
 }

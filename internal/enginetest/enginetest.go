@@ -208,7 +208,7 @@ func applyBatches(t *testing.T, open Opener, def store.TableDef, batches [][]txn
 		}
 		committed = append(committed, id)
 		applied = append(applied, batch...)
-		got, want := storedVersions(t, db, tbl), derived(tbl, applied)
+		got, want := StoredVersions(t, db, tbl), Derived(tbl, applied)
 		if got != want {
 			t.Fatalf("after batch %s (events so far %v):\ngot\n%s\nwant\n%s", id, applied, got, want)
 		}
@@ -216,13 +216,13 @@ func applyBatches(t *testing.T, open Opener, def store.TableDef, batches [][]txn
 			t.Fatalf("after batch %s: %v", id, err)
 		}
 	}
-	return storedVersions(t, db, tbl)
+	return StoredVersions(t, db, tbl)
 }
 
-// storedVersions renders the current versions of every key of a changes
-// table: valid period and attribute bytes (surrogate keys depend on arrival
-// order, so they are left out).
-func storedVersions(t *testing.T, db *store.DB, tbl *store.Table) string {
+// StoredVersions renders the current versions of every key of a changes table
+// whose keys are one string column: valid period and attribute bytes
+// (surrogate keys depend on arrival order, so they are left out).
+func StoredVersions(t *testing.T, db *store.DB, tbl *store.Table) string {
 	s, err := db.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -250,9 +250,10 @@ func writeVersion(b *strings.Builder, key string, from, to int64, attrs store.At
 	fmt.Fprintf(b, "%s [%d, %d) %x\n", key, from, to, enc)
 }
 
-// derived is the model's derivation of a changes table from events, rendered
-// like storedVersions.
-func derived(tbl *store.Table, events []txn.Event) string {
+// Derived is the reference model's derivation of a changes table from events
+// (model.Derive: the rules applied from scratch to the whole event set),
+// rendered like StoredVersions.
+func Derived(tbl *store.Table, events []txn.Event) string {
 	ref := model.ChangesTableOf(tbl.TableDef)
 	me := make([]model.Event, len(events))
 	for i, e := range events {
