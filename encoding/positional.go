@@ -305,34 +305,5 @@ func DecodeRecordPositional(b []byte, keyTxFrom int64, name func(ord uint32) (st
 // ordinal without one is corruption. The walk may call fn before it finds an
 // error later in the record; an error from fn stops it and is returned as is.
 func WalkAttrsPositional(b []byte, name func(ord uint32) (string, bool), fn func(name string, v *Value) error) error {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
-		return fmt.Errorf("%w: positional attribute count", ErrCorrupt)
-	}
-	b = b[w:]
-	var v Value
-	next := uint64(0)
-	for i := range n {
-		gap, w := binary.Uvarint(b)
-		if w <= 0 || next+gap > 1<<32-1 {
-			return fmt.Errorf("%w: attribute %d ordinal", ErrCorrupt, i)
-		}
-		ord := uint32(next + gap)
-		next = uint64(ord) + 1
-		nm, ok := name(ord)
-		if !ok {
-			return fmt.Errorf("%w: attribute ordinal %d has no name", ErrCorrupt, ord)
-		}
-		var err error
-		if b, err = scanValue(b[w:], &v); err != nil {
-			return fmt.Errorf("%w: attribute %q: %v", ErrCorrupt, nm, err)
-		}
-		if err := fn(nm, &v); err != nil {
-			return err
-		}
-	}
-	if len(b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes after attributes", ErrCorrupt, len(b))
-	}
-	return nil
+	return WalkAttrsProjected(b, name, nil, fn)
 }

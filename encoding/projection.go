@@ -97,7 +97,7 @@ func DecodeRecordProjected(b []byte, keyTxFrom int64, name func(ord uint32) (str
 }
 
 // WalkAttrsProjected is WalkAttrsPositional calling fn only for the attributes
-// p keeps; it stops after the last attribute p can keep.
+// p keeps; it stops after the last attribute p can keep. A nil p keeps all.
 func WalkAttrsProjected(b []byte, name func(ord uint32) (string, bool), p *Projection, fn func(name string, v *Value) error) error {
 	var v Value
 	var fnErr error
@@ -118,8 +118,9 @@ func WalkAttrsProjected(b []byte, name func(ord uint32) (string, bool), p *Proje
 }
 
 // walkProjected walks positional attributes b, calling keep with the name and
-// the bytes of each attribute p keeps (keep consumes the value and returns the
-// bytes after it) and stepping over the others. Errors are ErrCorrupt.
+// the bytes of each attribute p keeps (every attribute when p is nil, which
+// also checks the whole input) (keep consumes the value and returns the bytes
+// after it) and stepping over the others. Errors are ErrCorrupt.
 func walkProjected(b []byte, name func(ord uint32) (string, bool), p *Projection, keep func(name string, b []byte) ([]byte, error)) error {
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
@@ -135,11 +136,11 @@ func walkProjected(b []byte, name func(ord uint32) (string, bool), p *Projection
 		}
 		ord := uint32(next + gap)
 		next = uint64(ord) + 1
-		if ord > p.Last {
+		if p != nil && ord > p.Last {
 			return nil // nothing at or after ord is kept
 		}
 		var err error
-		if p.keeps(ord, name) {
+		if p == nil || p.keeps(ord, name) {
 			nm, ok := name(ord)
 			if !ok {
 				return fmt.Errorf("%w: attribute ordinal %d has no name", ErrCorrupt, ord)
@@ -150,7 +151,7 @@ func walkProjected(b []byte, name func(ord uint32) (string, bool), p *Projection
 		} else if b, err = scanValue(b[w:], &skip); err != nil {
 			return fmt.Errorf("%w: attribute ordinal %d: %v", ErrCorrupt, ord, err)
 		}
-		if ord >= p.Last {
+		if p != nil && ord >= p.Last {
 			return nil // no later ordinal is kept
 		}
 	}
