@@ -290,7 +290,7 @@ func (e *pebbleEngine) ingestSorted(dir string, next func() (Write, bool, error)
 	if err != nil {
 		return err
 	}
-	sw := sstable.NewWriter(objstorageprovider.NewFileWritable(f), e.opts.MakeWriterOptions(0, e.db.TableFormat())) // the store's comparer and filters
+	sw := sstable.NewWriter(objstorageprovider.NewFileWritable(f), writerOptions(e.opts, e.db.TableFormat())) // comparer.go
 	for {
 		x, ok, err := next()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 
 	"github.com/bitempo/bitempo/encoding"
 )
@@ -56,12 +57,39 @@ const filterBitsPerKey = 10
 // (key order and where a version suffix starts) and a bloom filter of key
 // prefixes on every level. Level 0 has one too: a store under a write load
 // keeps many level-0 files, and a point read would otherwise search each.
+//
+// It also keeps every value beside its key. Given a Split, Pebble's table
+// writer by default moves the value of every key but the first of a prefix
+// into separate value blocks, which suits MVCC keys, whose first suffix is
+// the version nearly every read wants. bitempo's suffixes are valid times
+// and transaction times that reads pick anywhere in a key's timeline (a
+// version at a past valid time, a record at a past transaction, an event),
+// and then each such read pays a second block read for the value (a Get at
+// an old transaction time reads history records that are almost never the
+// first of their key). See writerOptions for the tables bitempo writes
+// itself, and BENCHMARKS.md for the measurement.
 func applyLayoutOptions(o *pebble.Options) {
 	o.Comparer = layoutComparer
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(filterBitsPerKey)
 		o.Levels[i].FilterType = pebble.TableFilter
 	}
+	o.Experimental.SpanPolicyFunc = valuesInPlace
+}
+
+// valuesInPlace is the span policy of every key: values stay in the data
+// blocks (see applyLayoutOptions).
+func valuesInPlace([]byte) (pebble.SpanPolicy, []byte, error) {
+	return pebble.SpanPolicy{DisableValueSeparationBySuffix: true}, nil, nil
+}
+
+// writerOptions are the options of a table bitempo writes itself for an
+// ingest: the store's comparer, filters and compression, with values in place
+// like the tables Pebble writes (applyLayoutOptions).
+func writerOptions(o *pebble.Options, format sstable.TableFormat) sstable.WriterOptions {
+	wo := o.MakeWriterOptions(0, format)
+	wo.DisableValueBlocks = true
+	return wo
 }
 
 // splitKey returns the length of the prefix of key k: the part that names one

@@ -206,22 +206,33 @@ func BenchmarkGetCorrections(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	s, _ := db.Snapshot()
-	defer s.Close()
-	for _, id := range []string{"clean", "corrected"} {
-		for _, tc := range []struct {
-			name string
-			tx   int64
-		}{{"latest-tx", Infinity}, {"first-tx", firstTx}} {
-			b.Run(id+"/"+tc.name, func(b *testing.B) {
-				tuple, _ := tb.AppendKey(nil, Key{id})
-				for i := 0; b.Loop(); i++ {
-					_, reason, err := s.VersionAt(tb, tuple, int64(i%1000), tc.tx)
-					if err != nil || reason != Found {
-						b.Fatal(reason, err)
-					}
-				}
-			})
+	// "memtable": the corrections are all in the memtable, which keeps every
+	// overwrite of the corrected version's current-index record, and a read
+	// that steps past that record steps over them all. "compacted": after a
+	// compaction, as a service's store is once its memtable has been flushed.
+	for _, stage := range []string{"memtable", "compacted"} {
+		if stage == "compacted" {
+			if err := db.Compact(context.Background()); err != nil {
+				b.Fatal(err)
+			}
 		}
+		s, _ := db.Snapshot()
+		for _, id := range []string{"clean", "corrected"} {
+			for _, tc := range []struct {
+				name string
+				tx   int64
+			}{{"latest-tx", Infinity}, {"first-tx", firstTx}} {
+				b.Run(stage+"/"+id+"/"+tc.name, func(b *testing.B) {
+					tuple, _ := tb.AppendKey(nil, Key{id})
+					for i := 0; b.Loop(); i++ {
+						_, reason, err := s.VersionAt(tb, tuple, int64(i%1000), tc.tx)
+						if err != nil || reason != Found {
+							b.Fatal(reason, err)
+						}
+					}
+				})
+			}
+		}
+		s.Close()
 	}
 }

@@ -282,7 +282,7 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 	}
 	prefix := currentKeys.keyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = currentKeys.appendValid(prefix, valid)
-	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); {
 		from, err := currentKeys.validFrom(it.Key(), len(prefix))
 		if err != nil {
 			return Version{}, false, err
@@ -294,6 +294,17 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 		if head.TxFrom <= tx { // decode the attributes of the answer only
 			return s.candidate(t, tuple, from, 0, head, it.Value(), full)
 		}
+		if from == NegInfinity {
+			break
+		}
+		// A seek to the next valid_from rather than Next: a record asserted
+		// after tx is one a later transaction wrote, often over an older
+		// record of the same key (a correction), and until a flush the
+		// memtable keeps every such overwrite, which Next steps over one by
+		// one (1,000 corrections: 8x a latest read) while a seek skips them.
+		// On flushed tables the seek continues from the position, like Next.
+		s.buf = currentKeys.appendValid(prefix, from-1)
+		ok = it.SeekPrefixGE(s.buf)
 	}
 	return Version{}, false, it.Error()
 }
