@@ -214,3 +214,88 @@ func TestScanNextPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesInPlace checks that no table the store writes keeps values in
+// separate value blocks (applyLayoutOptions): not a flush, not a compaction,
+// not an ingested table, although every key below shares its prefix with the
+// key before it, which is when Pebble would move a value out.
+func TestValuesInPlace(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb, err := db.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuple, _ := tb.AppendKey(nil, Key{"k"})
+	for c := 0; c < 50; c++ { // 50 transactions, each rewriting all ten versions
+		w, err := db.BeginWrite()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for v := 0; v < 10; v++ {
+			if c > 0 {
+				cur, _, err := w.Snapshot().VersionAt(tb, tuple, int64(v*100), Infinity)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Retire(tb, cur); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ver := tb.NewVersion(Key{"k"}, tuple, int64(v*100), int64(v*100+100), w.AllocSK(tb), Attrs{"v": int64(v), "c": int64(c)})
+			if err := w.Assert(tb, ver); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Verify(db); err != nil || !rep.OK() {
+		t.Fatal(rep, err)
+	}
+	checkNoValueBlocks(t, db)
+
+	// An ingested table (bulk.go), in a store of its own.
+	other, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var i int
+	err = other.engine.(*pebbleEngine).ingestSorted(t.TempDir(), func() (Write, bool, error) {
+		if i == 100 {
+			return Write{}, false, nil
+		}
+		i++
+		key := historyKeys.key(nil, 7, tuple, int64(1000-i), 5) // one prefix, 100 suffixes, newest valid_from first
+		return Write{Key: key, Value: []byte("a value Pebble would move")}, true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoValueBlocks(t, other)
+}
+
+func checkNoValueBlocks(t *testing.T, db *DB) {
+	t.Helper()
+	m := db.engine.(*pebbleEngine).db.Metrics()
+	var tables int64
+	var valueBlocks uint64
+	for _, l := range m.Levels {
+		tables += l.TablesCount
+		valueBlocks += l.Additional.ValueBlocksSize + l.Additional.BytesWrittenValueBlocks
+	}
+	if tables == 0 {
+		t.Fatal("no tables written")
+	}
+	if valueBlocks != 0 {
+		t.Fatalf("%d bytes of value blocks in %d tables; want values in place", valueBlocks, tables)
+	}
+}
