@@ -238,8 +238,9 @@ func (tk *tableKeys) close() error {
 // ScanAt yields, in key order, the version of every key of span in effect at
 // valid time valid as known at transaction time tx; keys with no such version are
 // left out. At or after LastTx it reads the current-state index with at most two
-// seeks per key: one to the version in effect, unless it is the key's newest,
-// and one past the key's older versions, unless a few steps reach the next key.
+// seeks per key: one to the version in effect, unless a few steps from the
+// key's newest reach it, and one past the key's older versions, unless a few
+// steps reach the next key (after steps, Pebble's NextPrefix rather than a seek).
 // At an older transaction time it walks the keys of both indexes and costs a few
 // seeks per key. It never walks through a key's history.
 func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Version, error] {
@@ -270,20 +271,32 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 	defer func() { err = firstError(err, it.Close()) }()
 	pfxLen := len(lower) - len(span.Start)
 	var keyPfx, seek []byte
-	seeked := false // the last key needed a seek to its version in effect
 	for ok := it.First(); ok; {
 		kp, from, err := currentKeys.split(it.Key(), pfxLen)
 		if err != nil {
 			return err
 		}
 		keyPfx = append(keyPfx[:0], kp...)
-		if seeked = from > valid; seeked { // the newest version starts later: seek to the one in effect
-			seek = currentKeys.appendValid(append(seek[:0], keyPfx...), valid)
-			if ok = it.SeekGE(seek); !ok || !bytes.HasPrefix(it.Key(), keyPfx) {
-				continue // no version starts at or before valid; at the next key
-			}
-			if _, from, err = currentKeys.split(it.Key(), pfxLen); err != nil {
+		seeked := false   // the key needed a seek to its version in effect
+		if from > valid { // the newest version starts later: find the one in effect
+			var step stepResult
+			if step, from, err = stepToValid(it, keyPfx, pfxLen, valid); err != nil {
 				return err
+			}
+			switch step {
+			case stepEnd:
+				return it.Error()
+			case stepNextKey:
+				continue // no version starts at or before valid; at the next key
+			case stepSeek:
+				seeked = true
+				seek = currentKeys.appendValid(append(seek[:0], keyPfx...), valid)
+				if ok = it.SeekGE(seek); !ok || !bytes.HasPrefix(it.Key(), keyPfx) {
+					continue // likewise
+				}
+				if _, from, err = currentKeys.split(it.Key(), pfxLen); err != nil {
+					return err
+				}
 			}
 		}
 		head, err := decodeHead(t, it.Value(), 0)
@@ -302,6 +315,37 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 		ok = skipKey(it, keyPfx, seeked)
 	}
 	return it.Error()
+}
+
+// stepResult is where stepToValid left its iterator.
+type stepResult uint8
+
+const (
+	stepFound   stepResult = iota // on the key's version in effect
+	stepNextKey                   // on the next key: the key has no version in effect
+	stepEnd                       // past the last key (or failed: see Error)
+	stepSeek                      // still inside the key: seek to the version
+)
+
+// stepToValid steps a current-index iterator from a version of the key keyPfx
+// that starts after valid towards the version in effect at valid, with at most
+// nextsBeforeSeek Next calls. A key's versions are newest first, so a snapshot
+// at a valid time a few versions back costs a few steps instead of a seek, and
+// the scan then leaves the key with NextPrefix rather than a second seek. from
+// is the valid_from of the version found.
+func stepToValid(it Iter, keyPfx []byte, pfxLen int, valid int64) (step stepResult, from int64, err error) {
+	for range nextsBeforeSeek {
+		if !it.Next() {
+			return stepEnd, 0, nil
+		}
+		if !bytes.HasPrefix(it.Key(), keyPfx) {
+			return stepNextKey, 0, nil
+		}
+		if _, from, err = currentKeys.split(it.Key(), pfxLen); err != nil || from <= valid {
+			return stepFound, from, err
+		}
+	}
+	return stepSeek, 0, nil
 }
 
 func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[Version]) (err error) {
