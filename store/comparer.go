@@ -53,10 +53,22 @@ var optionsParseHooks = &pebble.ParseHooks{
 // distinct prefix, a false-positive rate of about 1%.
 const filterBitsPerKey = 10
 
+// indexBlockSize is the target size of a table file's index blocks: large
+// enough that nearly every file has a one-level index. Pebble's default (the
+// data block size, 4 KiB) splits the index of a file of more than a few hundred
+// blocks into partitions under a top-level index, and every seek into such a
+// file reads two index blocks. Measured in BenchmarkGet (100k keys x 10
+// versions, compacted): blocks asked of the cache per read 2.75 -> 1.76 for a
+// latest Get, 11.4 -> 4.4 for a Get at an old transaction time. (Index blocks
+// are the hottest blocks of the cache; a larger one costs more only when it is
+// evicted.)
+const indexBlockSize = 256 << 10
+
 // applyLayoutOptions sets the Pebble options the layout needs: the comparer
 // (key order and where a version suffix starts) and a bloom filter of key
 // prefixes on every level. Level 0 has one too: a store under a write load
 // keeps many level-0 files, and a point read would otherwise search each.
+// Index blocks are large (indexBlockSize).
 //
 // It also keeps every value beside its key. Given a Split, Pebble's table
 // writer by default moves the value of every key but the first of a prefix
@@ -73,6 +85,7 @@ func applyLayoutOptions(o *pebble.Options) {
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(filterBitsPerKey)
 		o.Levels[i].FilterType = pebble.TableFilter
+		o.Levels[i].IndexBlockSize = indexBlockSize
 	}
 	o.Experimental.SpanPolicyFunc = valuesInPlace
 }

@@ -133,6 +133,8 @@ func BenchmarkGet(b *testing.B) {
 	read := func(tx int64) func(b *testing.B) {
 		return func(b *testing.B) {
 			var buf []byte
+			blocks := blockReads(db)
+			defer func() { reportBlockReads(b, db, blocks) }()
 			for i := 0; b.Loop(); i++ {
 				t, err := s.Table("dim")
 				if err != nil {
@@ -152,6 +154,8 @@ func BenchmarkGet(b *testing.B) {
 	b.Run("floor-raw-seekge", func(b *testing.B) {
 		it, _ := s.iter(ksCurrent)
 		var buf []byte
+		blocks := blockReads(db)
+		defer func() { reportBlockReads(b, db, blocks) }()
 		for i := 0; b.Loop(); i++ {
 			tuple, _ := tb.AppendKey(nil, keys[i%n])
 			buf = currentKeys.key(buf[:0], tb.ID, tuple, valids[i%n], 0)
@@ -163,6 +167,19 @@ func BenchmarkGet(b *testing.B) {
 	})
 	b.Run("latest-tx", read(Infinity))
 	b.Run("old-tx", read(benchTxs[benchVersions/2]))
+}
+
+// blockReads is how many blocks the store's reads have asked Pebble's block
+// cache for (hits and misses): the blocks a read touched, a measure of its
+// work that a busy machine does not change, unlike its time.
+func blockReads(db *DB) int64 {
+	m := db.engine.(*pebbleEngine).db.Metrics()
+	return m.BlockCache.Hits + m.BlockCache.Misses
+}
+
+// reportBlockReads reports the blocks per op since blockReads returned since.
+func reportBlockReads(b *testing.B, db *DB, since int64) {
+	b.ReportMetric(float64(blockReads(db)-since)/float64(b.N), "blocks/op")
 }
 
 // BenchmarkGetCorrections reads one key with 0 and one with 1,000 corrections (a
@@ -224,6 +241,8 @@ func BenchmarkGetCorrections(b *testing.B) {
 			}{{"latest-tx", Infinity}, {"first-tx", firstTx}} {
 				b.Run(stage+"/"+id+"/"+tc.name, func(b *testing.B) {
 					tuple, _ := tb.AppendKey(nil, Key{id})
+					blocks := blockReads(db)
+					defer func() { reportBlockReads(b, db, blocks) }()
 					for i := 0; b.Loop(); i++ {
 						_, reason, err := s.VersionAt(tb, tuple, int64(i%1000), tc.tx)
 						if err != nil || reason != Found {
