@@ -7,12 +7,16 @@
 // # Key layout (format 2)
 //
 // Every key starts with a one-byte keyspace prefix; the keyspaces that belong to
-// a table continue with its 4-byte big-endian table id ("tid"), so a table is one
-// contiguous range of each. "tuple" is the natural key in encoding.AppendKey form
+// a table continue with its table id ("tid") as an ordered uvarint ("ord(n)",
+// layout.go's appendOrdered: one byte below 248, else a length byte and the
+// value's bytes big-endian; bytewise order is numeric order and no form is a
+// prefix of another), so a table is one contiguous range of each and a store's
+// first 248 tables cost one byte per key. "tuple" is the natural key in encoding.AppendKey form
 // (self-delimiting, so a key's records share a prefix that no other key's
 // records start with), "desc(t)" a time in encoding.AppendTimeDesc form (newest
-// first) and "asc(t)" in AppendTimeAsc form. Keys keep times and ordinals at
-// fixed width, since their byte order is the index; values, whose order nothing
+// first) and "asc(t)" in AppendTimeAsc form. Keys keep times at fixed width
+// and other integers in ordered-uvarint form, since their byte order is the
+// index; values, whose order nothing
 // depends on, write integers as varints. layout.go owns every key kind (the
 // keyspace table, and one codec per kind that builds, splits and knows the
 // lengths of its keys); the files named below own the values.

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/bitempo/bitempo/encoding"
 )
@@ -35,8 +36,8 @@ const (
 type keyspace struct {
 	prefix byte
 	name   string
-	// perTable: the keys continue with a 4-byte table id, so a table is one
-	// contiguous range of the keyspace.
+	// perTable: the keys continue with a table id (an ordered uvarint, see
+	// appendOrdered), so a table is one contiguous range of the keyspace.
 	perTable bool
 	// split: where the engine's key prefix ends (comparer.go), the part its
 	// bloom filters hold and a read of one key seeks with SeekPrefixGE.
@@ -63,7 +64,7 @@ const (
 	// every record key; and a split at the fixed-width times from the key's
 	// end, which a planted key of another shape breaks.)
 	splitFirstComponent
-	// splitSK: ks | tid | sk (8 bytes); the suffix is the entry's tx_from.
+	// splitSK: ks | tid | sk; the suffix is the entry's tx_from.
 	splitSK
 )
 
@@ -134,10 +135,78 @@ func perTableKeyspaces() []byte {
 // Lengths of the fixed-width parts of keys.
 const (
 	timeLen    = 8 // encoding.AppendTimeAsc / AppendTimeDesc
-	tidLen     = 4 // a table id
 	skLen      = 8 // a surrogate key
 	ordinalLen = 4 // an ordinal (attribute names, transaction-log entries)
 )
+
+// The ordered uvarint: the form of the integers of keys whose order matters
+// but whose values are mostly small (table ids; the package doc lists the
+// others). A value below orderedOneByte is one byte, itself; a larger one is
+// a length byte orderedOneByte-1+n (n = 1..8) and then its n bytes big-endian,
+// with no leading zero byte (and, for n = 1, at least orderedOneByte), so each
+// value has exactly one form. Bytewise order of the forms is the order of the
+// values (a longer form has a greater first byte, and more bytes means a
+// greater value), and no form is a prefix of another, so a key that holds one
+// sorts by it and the keys of one value are one contiguous range, ended by
+// the form of the next value. In the style of CockroachDB's
+// EncodeUvarintAscending, with the one-byte range at the bottom of the byte
+// (rather than CockroachDB's 136+v, which keeps room for negative values that
+// no key here holds).
+//
+// Decision: a variable width rather than the fixed 4 bytes (table ids) and 8
+// (surrogate keys) of the first layout: a store has a handful of tables, so
+// its ids take one byte in every key instead of four. Rejected: a LEB128
+// varint, whose byte order is not its numeric order.
+const orderedOneByte = 0xf8
+
+// appendOrdered appends the ordered-uvarint form of v.
+func appendOrdered(dst []byte, v uint64) []byte {
+	if v < orderedOneByte {
+		return append(dst, byte(v))
+	}
+	n := (bits.Len64(v) + 7) / 8
+	dst = append(dst, byte(orderedOneByte-1+n))
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, byte(v>>(8*i)))
+	}
+	return dst
+}
+
+// decodeOrdered decodes the ordered uvarint at the front of b and returns its
+// length, or 0 when b does not start with one in its only form (truncated, a
+// leading zero byte, or a short value in a long form).
+func decodeOrdered(b []byte) (v uint64, n int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	if b[0] < orderedOneByte {
+		return uint64(b[0]), 1
+	}
+	n = int(b[0]) - (orderedOneByte - 1)
+	if len(b) < 1+n || (n > 1 && b[1] == 0) {
+		return 0, 0
+	}
+	for _, c := range b[1 : 1+n] {
+		v = v<<8 | uint64(c)
+	}
+	if v < orderedOneByte {
+		return 0, 0
+	}
+	return v, 1 + n
+}
+
+// tableIDEnd returns the length of ks | tid at the front of key k, or 0 when
+// k holds no well-formed table id after its keyspace byte.
+func tableIDEnd(k []byte) int {
+	if len(k) < 2 {
+		return 0
+	}
+	v, n := decodeOrdered(k[1:])
+	if n == 0 || v > 1<<32-1 {
+		return 0
+	}
+	return 1 + n
+}
 
 // formatVersion is the layout version written to meta "format". Open refuses a
 // store with another one (format.go).
@@ -152,18 +221,25 @@ var (
 	metaPurgePending = []byte("\x01purge_pending")
 )
 
-// tablePrefix returns ks | tid.
+// tablePrefix returns ks | tid: every key of the table in keyspace ks, and
+// nothing else, starts with it; tablePrefix(ks, tid+1) ends that range.
 func tablePrefix(dst []byte, ks byte, tid uint32) []byte {
-	return encoding.AppendUint32(append(dst, ks), tid)
+	return appendOrdered(append(dst, ks), uint64(tid))
 }
+
+// TablePrefix returns the first bytes of every key of table tid in keyspace
+// ks (one of Keyspaces' per-table keyspaces), for tools and tests that scan a
+// table's raw keys (Snapshot.RawScan).
+func TablePrefix(ks byte, tid uint32) []byte { return tablePrefix(nil, ks, tid) }
 
 // splitTableID splits ks | tid | rest, for the keyspaces that are per table.
 func splitTableID(k []byte) (tid uint32, rest []byte, err error) {
-	if len(k) < 1+tidLen {
+	n := tableIDEnd(k)
+	if n == 0 {
 		return 0, nil, fmt.Errorf("%w: key %x has no table id", ErrCorrupt, k)
 	}
-	tid, rest, err = encoding.DecodeUint32(k[1:])
-	return tid, rest, err
+	v, _ := decodeOrdered(k[1:])
+	return uint32(v), k[n:], nil
 }
 
 // recordKeys is the codec of the keys of one record keyspace:
