@@ -29,7 +29,7 @@ const comparerName = "bitempo.layout.v3"
 
 // devComparerNames are the comparers of development builds of format 2 whose
 // keys this build would misread: bitempo.layout.v2 wrote 4-byte table ids,
-// under the same format marker.
+// 8-byte surrogate keys and 4-byte log ordinals, under the same format marker.
 var devComparerNames = []string{"bitempo.layout.v2"}
 
 // layoutComparer orders keys bytewise and splits them with splitKey. Split
@@ -105,7 +105,7 @@ func splitKey(k []byte) int {
 	case splitFirstComponent:
 		n = firstComponentEnd(k[t:])
 	case splitSK:
-		n = skLen
+		_, n = decodeOrdered(k[t:])
 	}
 	if n <= 0 || t+n >= len(k) {
 		return len(k)

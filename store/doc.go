@@ -64,7 +64,7 @@
 //	    index; for each distinct valid_from it needs one seek (at most one record
 //	    per (key, valid_from) is alive at any T), plus a point read per shared
 //	    record whose attributes it returns. See Writer.shareAttrs.
-//	0x12 sk index| tid | sk (8 bytes BE) | desc(tx_from) -> tuple | varint(valid_from)
+//	0x12 sk index| tid | ord(sk) | desc(tx_from) -> tuple | varint(valid_from)
 //	    Where a surrogate key's records are, newest first: from tx_from on, the
 //	    records of sk are those of the key and valid_from in the value. A record
 //	    asserted with the sk, key and valid_from of a record its own transaction
@@ -72,7 +72,7 @@
 //	    record's entry already names it. GetBySK at T is one seek here, then the
 //	    record of sk with the greatest tx_from <= T among that key and
 //	    valid_from's records: one point read in 0x10 and one seek in 0x11.
-//	0x13 txlog   | tid | asc(tx) | ordinal (4 bytes BE) -> tuple | change...
+//	0x13 txlog   | tid | asc(tx) | ord(ordinal)     -> tuple | change...
 //	    change: op (1 byte) | varint valid_from [| uvarint (tx - tx_from) for a retire]
 //	    One entry per key a transaction changed, holding its changes in commit
 //	    order: records asserted (op 0; their tx_from is tx) and retired (op 1).
@@ -95,7 +95,7 @@
 //	    group attributes' values, current records (0x00)
 //	    apart from retired ones (0x01), so "the versions of group G active at
 //	    (V, T)" is a range scan of G that touches no other group. See groups.go.
-//	0x40 erased-sk  | tid | sk (8 bytes BE)          -> asc(erasing tx)
+//	0x40 erased-sk  | tid | ord(sk)                  -> asc(erasing tx)
 //	    The surrogate keys whose records an erasure removed, so GetBySK says
 //	    "erased" rather than "unknown". See erase.go.
 //	0x41 erased-key | tid | hash (32 bytes) | asc(erasing tx) -> empty

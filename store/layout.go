@@ -64,7 +64,7 @@ const (
 	// every record key; and a split at the fixed-width times from the key's
 	// end, which a planted key of another shape breaks.)
 	splitFirstComponent
-	// splitSK: ks | tid | sk; the suffix is the entry's tx_from.
+	// splitSK: ks | tid | ord(sk); the suffix is the entry's tx_from.
 	splitSK
 )
 
@@ -135,8 +135,7 @@ func perTableKeyspaces() []byte {
 // Lengths of the fixed-width parts of keys.
 const (
 	timeLen    = 8 // encoding.AppendTimeAsc / AppendTimeDesc
-	skLen      = 8 // a surrogate key
-	ordinalLen = 4 // an ordinal (attribute names, transaction-log entries)
+	ordinalLen = 4 // an attribute-name ordinal
 )
 
 // The ordered uvarint: the form of the integers of keys whose order matters
@@ -153,10 +152,12 @@ const (
 // (rather than CockroachDB's 136+v, which keeps room for negative values that
 // no key here holds).
 //
-// Decision: a variable width rather than the fixed 4 bytes (table ids) and 8
-// (surrogate keys) of the first layout: a store has a handful of tables, so
-// its ids take one byte in every key instead of four. Rejected: a LEB128
-// varint, whose byte order is not its numeric order.
+// Decision: a variable width rather than the fixed 4 bytes (table ids,
+// log ordinals) and 8 (surrogate keys) of the first layout: a store has a
+// handful of tables, so its ids take one byte in every key instead of four; a
+// surrogate key of a table of a million keys takes four bytes instead of
+// eight; most log ordinals take one to four. Rejected: a LEB128 varint, whose
+// byte order is not its numeric order.
 const orderedOneByte = 0xf8
 
 // appendOrdered appends the ordered-uvarint form of v.
@@ -348,14 +349,14 @@ func (r recordKeys) decode(t *Table, b []byte) (tuple []byte, validFrom, txFrom 
 
 // skIndexKeys is the codec of the sk index (0x12):
 //
-//	0x12 | tid | sk (8 bytes BE) | desc(tx_from) -> tuple | varint(valid_from)
+//	0x12 | tid | ord(sk) | desc(tx_from) -> tuple | varint(valid_from)
 type skIndexKeys struct{}
 
 var skIndex skIndexKeys
 
 // prefix returns 0x12 | tid | sk: every entry of one surrogate key.
 func (skIndexKeys) prefix(dst []byte, tid uint32, sk uint64) []byte {
-	return encoding.AppendUint64(tablePrefix(dst, ksSKIndex, tid), sk)
+	return appendOrdered(tablePrefix(dst, ksSKIndex, tid), sk)
 }
 
 // key returns the key of the entry of sk asserted at txFrom; as a seek key it
@@ -365,13 +366,22 @@ func (c skIndexKeys) key(dst []byte, tid uint32, sk uint64, txFrom int64) []byte
 }
 
 // decodeKey parses the part of a key after 0x12 | tid.
-func (skIndexKeys) decodeKey(b []byte) (sk uint64, txFrom int64, err error) {
-	if len(b) != skLen+timeLen {
-		return 0, 0, fmt.Errorf("%w: sk index key of %d bytes after the table id", ErrCorrupt, len(b))
+func (c skIndexKeys) decodeKey(b []byte) (sk uint64, txFrom int64, err error) {
+	sk, n := decodeOrdered(b)
+	if n == 0 {
+		return 0, 0, fmt.Errorf("%w: sk index key %x: no surrogate key after the table id", ErrCorrupt, b)
 	}
-	sk, b, _ = encoding.DecodeUint64(b)
-	txFrom, _, _ = encoding.DecodeTimeDesc(b)
-	return sk, txFrom, nil
+	txFrom, err = c.decodeTxFrom(b[n:])
+	return sk, txFrom, err
+}
+
+// decodeTxFrom parses the part of a key after its prefix (0x12 | tid | sk).
+func (skIndexKeys) decodeTxFrom(b []byte) (int64, error) {
+	if len(b) != timeLen {
+		return 0, fmt.Errorf("%w: sk index key: %d bytes after the surrogate key, want %d", ErrCorrupt, len(b), timeLen)
+	}
+	txFrom, _, err := encoding.DecodeTimeDesc(b)
+	return txFrom, err
 }
 
 // value returns the entry's value: the record's tuple and its valid_from as a
@@ -395,7 +405,7 @@ func (skIndexKeys) decodeValue(t *Table, b []byte) (tuple []byte, validFrom int6
 
 // txLogKeys is the codec of transaction-log keys (0x13):
 //
-//	0x13 | tid | asc(tx) | ordinal (4 bytes BE)
+//	0x13 | tid | asc(tx) | ord(ordinal)
 type txLogKeys struct{}
 
 var txLogKey txLogKeys
@@ -406,17 +416,20 @@ func (txLogKeys) tablePrefix(tid uint32) []byte { return tablePrefix(nil, ksTxLo
 // key returns the key of entry ordinal of transaction tx.
 func (txLogKeys) key(dst []byte, tid uint32, tx int64, ordinal uint32) []byte {
 	dst = encoding.AppendTimeAsc(tablePrefix(dst, ksTxLog, tid), tx)
-	return encoding.AppendUint32(dst, ordinal)
+	return appendOrdered(dst, uint64(ordinal))
 }
 
 // decode parses the part of a key after 0x13 | tid.
 func (txLogKeys) decode(b []byte) (tx int64, ordinal uint32, err error) {
-	if len(b) != timeLen+ordinalLen {
+	if len(b) <= timeLen {
 		return 0, 0, fmt.Errorf("%w: txlog key of %d bytes after the table id", ErrCorrupt, len(b))
 	}
 	tx, b, _ = encoding.DecodeTimeAsc(b)
-	ordinal, _, _ = encoding.DecodeUint32(b)
-	return tx, ordinal, nil
+	ord, n := decodeOrdered(b)
+	if n == 0 || n != len(b) || ord > 1<<32-1 {
+		return 0, 0, fmt.Errorf("%w: txlog key: ordinal %x", ErrCorrupt, b)
+	}
+	return tx, uint32(ord), nil
 }
 
 // eventKeys is the codec of the event-log keys of changes tables (0x20):
@@ -482,23 +495,23 @@ func decodeAttrNameKey(b []byte) (uint32, error) {
 
 // erasedSKKeys is the codec of the erased surrogate keys (0x40):
 //
-//	0x40 | tid | sk (8 bytes BE) -> asc(erasing tx)
+//	0x40 | tid | ord(sk) -> asc(erasing tx)
 type erasedSKKeys struct{}
 
 var erasedSK erasedSKKeys
 
 // key returns the entry of sk.
 func (erasedSKKeys) key(tid uint32, sk uint64) []byte {
-	return encoding.AppendUint64(tablePrefix(nil, ksErasedSK, tid), sk)
+	return appendOrdered(tablePrefix(nil, ksErasedSK, tid), sk)
 }
 
 // decodeKey parses the part of a key after 0x40 | tid.
 func (erasedSKKeys) decodeKey(b []byte) (uint64, error) {
-	if len(b) != skLen {
-		return 0, fmt.Errorf("%w: erased-sk key of %d bytes after the table id", ErrCorrupt, len(b))
+	sk, n := decodeOrdered(b)
+	if n == 0 || n != len(b) {
+		return 0, fmt.Errorf("%w: erased-sk key %x after the table id", ErrCorrupt, b)
 	}
-	sk, _, err := encoding.DecodeUint64(b)
-	return sk, err
+	return sk, nil
 }
 
 // erasedKeyKeys is the codec of the keyed hashes of erased natural keys (0x41):

@@ -519,7 +519,7 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 	if !it.SeekPrefixGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return Version{}, false, it.Error()
 	}
-	_, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix)-skLen:])
+	txFrom, err := skIndex.decodeTxFrom(it.Key()[len(prefix):])
 	if err != nil {
 		return Version{}, false, err
 	}

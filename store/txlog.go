@@ -11,7 +11,7 @@ import (
 
 // This file owns the transaction log (keyspace 0x13), the change feed of a table:
 //
-//	0x13 | tid | asc(tx) | ordinal (4 bytes BE) -> tuple | change...
+//	0x13 | tid | asc(tx) | ord(ordinal) -> tuple | change...
 //	change: op (1 byte) | zigzag varint valid_from [| uvarint (tx - tx_from) for a retire]
 //
 // One entry holds every change one transaction made to one key, in commit
