@@ -28,8 +28,10 @@ import (
 const comparerName = "bitempo.layout.v3"
 
 // devComparerNames are the comparers of development builds of format 2 whose
-// keys this build would misread: bitempo.layout.v2 wrote 4-byte table ids,
-// 8-byte surrogate keys and 4-byte log ordinals, under the same format marker.
+// keys and values this build would misread: bitempo.layout.v2 wrote 4-byte
+// table ids, 8-byte surrogate keys and 4-byte log ordinals, and
+// transaction-log changes without re-asserts or valid_from deltas, under the
+// same format marker.
 var devComparerNames = []string{"bitempo.layout.v2"}
 
 // layoutComparer orders keys bytewise and splits them with splitKey. Split

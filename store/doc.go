@@ -73,9 +73,12 @@
 //	    record of sk with the greatest tx_from <= T among that key and
 //	    valid_from's records: one point read in 0x10 and one seek in 0x11.
 //	0x13 txlog   | tid | asc(tx) | ord(ordinal)     -> tuple | change...
-//	    change: op (1 byte) | varint valid_from [| uvarint (tx - tx_from) for a retire]
+//	    change: kind (1 byte) | varint (valid_from - the previous change's, or 0)
+//	            [| uvarint (tx - tx_from) for a retire or a re-assert]
 //	    One entry per key a transaction changed, holding its changes in commit
-//	    order: records asserted (op 0; their tx_from is tx) and retired (op 1).
+//	    order: records asserted (kind 0; their tx_from is tx), retired (kind 1),
+//	    and retired then re-asserted at the same valid_from (kind 2, the SCD2
+//	    close: two changes, with two ordinals, written as one).
 //	    The key's ordinal is that of the entry's first change among the
 //	    transaction's changes to the table, so every change keeps the position
 //	    (tx, ordinal) that change-feed cursors name. Changes(T1, T2] scans one
