@@ -29,9 +29,9 @@ const comparerName = "bitempo.layout.v3"
 
 // devComparerNames are the comparers of development builds of format 2 whose
 // keys and values this build would misread: bitempo.layout.v2 wrote 4-byte
-// table ids, 8-byte surrogate keys and 4-byte log ordinals, and
-// transaction-log changes without re-asserts or valid_from deltas, under the
-// same format marker.
+// table ids, 8-byte surrogate keys and 4-byte log ordinals, transaction-log
+// changes without re-asserts or valid_from deltas, and record values with an
+// absolute valid_to, under the same format marker.
 var devComparerNames = []string{"bitempo.layout.v2"}
 
 // layoutComparer orders keys bytewise and splits them with splitKey. Split

@@ -23,8 +23,10 @@
 //
 // A "record value" (encoding/positional.go) is a head byte (the record's flags,
 // whether valid_to and tx_to are open, whether tx_from is left to the key and
-// whether the attributes are shared), valid_to as a varint unless open, tx_from
-// as a varint unless the key holds it (a retired record's history key does), tx_to
+// whether the attributes are shared), valid_to as a varint distance from the
+// valid_from its key holds unless open (every stored record's key holds one:
+// current, history and group index keys; encoding.AppendRecordPositionalAt),
+// tx_from as a varint unless the key holds it (a retired record's history key does), tx_to
 // as a varint distance from tx_from unless open, the sk as a varint, then the
 // attributes in positional form: a count, then per attribute its ordinal (a varint gap from the previous
 // one) and its value in msgpack (encoding/value.go's per-value encoding). The
@@ -55,7 +57,7 @@
 //	0x11 history | tid | tuple | desc(valid_from) | desc(tx_from) -> record value
 //	    Retired records (tx_to set). A record moves here, unchanged but for tx_to,
 //	    in the transaction that retires it; its value leaves out the tx_from its
-//	    key holds (encoding.AppendRecordRetired), and a record its transaction
+//	    key holds (encoding.AppendRecordRetiredAt), and a record its transaction
 //	    re-asserts with the same sk, key, valid_from and attributes (an SCD2
 //	    close) keeps no attributes of its own: its value is marked as sharing
 //	    those of its successor, the record of its key and valid_from asserted at

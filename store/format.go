@@ -26,8 +26,9 @@ import (
 //	   Their stores are refused by the comparer name Pebble records
 //	   (checkComparer), with the same way out as any other format. So are
 //	   those of the development builds whose comparer was bitempo.layout.v2
-//	   (4-byte table ids and log ordinals, 8-byte surrogate keys in keys):
-//	   bitempo.layout.v3 is the layout of the package doc.
+//	   (4-byte table ids and log ordinals, 8-byte surrogate keys in keys,
+//	   an absolute valid_to in record values): bitempo.layout.v3 is the
+//	   layout of the package doc.
 //
 // Decision: a store of another format is refused, not upgraded in place. An
 // in-place rewrite would have to rewrite every record of a store users trust

@@ -275,7 +275,7 @@ func importShared(records []Version, values [][]byte, i int) ([]byte, error) {
 	if err != nil || !bytes.Equal(mine, theirs) {
 		return values[i], err
 	}
-	return encoding.AppendRecordShared(nil, r.recordValue())
+	return encoding.AppendRecordSharedAt(nil, r.recordValue(), r.ValidFrom)
 }
 
 func (im *Importer) noteAttrs(t *Table, attrs Attrs) {

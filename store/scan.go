@@ -286,7 +286,7 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 				return err
 			}
 		}
-		head, err := decodeHead(t, it.Value(), 0)
+		head, err := decodeHead(t, it.Value(), from, 0)
 		if err != nil {
 			return err
 		}
@@ -542,7 +542,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
-		head, err := decodeHead(t, cur.Value(), 0)
+		head, err := decodeHead(t, cur.Value(), validFrom, 0)
 		if err != nil {
 			return Version{}, err
 		}
@@ -560,7 +560,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		if err != nil {
 			return Version{}, err
 		}
-		head, err := decodeHead(t, hist.Value(), keyTx)
+		head, err := decodeHead(t, hist.Value(), validFrom, keyTx)
 		if err != nil {
 			return Version{}, err
 		}
