@@ -35,7 +35,10 @@
 //
 //	0x01 meta    | name                              -> msgpack scalar
 //	    "format" (uint) the layout version: 2, and Open refuses any other before
-//	    it writes anything (format.go); "last_tx" (int64) the newest committed
+//	    it writes anything (format.go); "layout" (string) the key layout
+//	    within the format, the comparer's name (bitempo.layout.v3), which an
+//	    engine without a comparer of its own (etcd) needs to refuse a store of
+//	    an earlier development layout; "last_tx" (int64) the newest committed
 //	    transaction time; "next_table" (uint) the next table id. They make the
 //	    directory recognisable as bitempo's and transaction time monotonic across
 //	    restarts.

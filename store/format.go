@@ -54,7 +54,7 @@ type FormatError struct {
 func (e *FormatError) Error() string {
 	if e.Comparer != "" && e.Comparer != pebble.DefaultComparer.Name {
 		return fmt.Sprintf("bitempo: %s has store format %d as written by a development build "+
-			"(keys laid out for bitempo's comparer %q, an earlier layout of format %d that this build would misread; this build orders them with %q), "+
+			"(keys laid out for bitempo's comparer %q, another layout of format %d that this build would misread; this build lays them out for %q), "+
 			"this build reads only the released format %d; it was not changed. To move its data, export it with the bitempo version that wrote it "+
 			"(`bitempo export --all --history -o DIR`, which keeps every past record) and import it "+
 			"into a new store with this one (`bitempo import DIR --db NEW`)", e.Dir, e.Found, e.Comparer, e.Found, comparerName, e.Want)
@@ -201,6 +201,26 @@ func manifestComparer(fsys vfs.FS, dir string) (name string, ok bool) {
 		return "", false
 	}
 	return name, ok
+}
+
+// layoutOK refuses a store of format 2 whose meta "layout" (raw, present
+// when ok) does not name this build's layout. Pebble stores of an earlier
+// layout are refused before this by the comparer their MANIFEST names
+// (checkComparer); on an engine that records no comparer (etcd), a store
+// written by a development build before the marker existed has none, and
+// its keys would be misread.
+func layoutOK(dir string, raw []byte, ok bool) error {
+	if !ok {
+		return &FormatError{Dir: dir, Found: formatVersion, Want: formatVersion, Comparer: devComparerNames[len(devComparerNames)-1]}
+	}
+	var name string
+	if err := encoding.UnmarshalBounded(raw, &name); err != nil {
+		return fmt.Errorf("%w: layout marker: %v", ErrCorrupt, err)
+	}
+	if name != comparerName {
+		return &FormatError{Dir: dir, Found: formatVersion, Want: formatVersion, Comparer: name}
+	}
+	return nil
 }
 
 // formatOK decodes a format marker and refuses any format but formatVersion.

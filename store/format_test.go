@@ -177,3 +177,38 @@ func TestOpenForeignComparer(t *testing.T) {
 		}
 	}
 }
+
+// A store whose meta "layout" does not name this build's layout, or that has
+// none (as on an engine that records no comparer, written before the marker
+// existed), is refused with a *FormatError naming what it found.
+func TestOpenOtherLayoutRefused(t *testing.T) {
+	for _, c := range []struct {
+		value []byte // nil: the marker deleted
+		want  string
+	}{
+		{nil, "bitempo.layout.v2"},
+		{mustMarshal("bitempo.layout.v9"), "bitempo.layout.v9"},
+	} {
+		dir := t.TempDir()
+		db, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RawSet(metaLayout, c.value); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err = Open(dir, Options{})
+		if err == nil {
+			db.Close()
+			t.Fatalf("%s: opened a store of another layout", c.want)
+		}
+		var fe *FormatError
+		if !errors.Is(err, ErrFormat) || !errors.As(err, &fe) || fe.Comparer != c.want || fe.Found != formatVersion ||
+			!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "bitempo export --all --history") {
+			t.Fatalf("%s: got %v (%#v)", c.want, err, fe)
+		}
+	}
+}

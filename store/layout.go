@@ -217,6 +217,9 @@ var (
 	metaFormat    = []byte{ksMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 	metaLastTx    = []byte{ksMeta, 'l', 'a', 's', 't', '_', 't', 'x'}
 	metaNextTable = []byte{ksMeta, 'n', 'e', 'x', 't', '_', 't', 'a', 'b', 'l', 'e'}
+	// metaLayout names the key layout within format 2 (comparerName), for
+	// engines that record no comparer (format.go's layoutOK).
+	metaLayout = []byte("\x01layout")
 	// metaEraseSecret and metaPurgePending are described in erase.go.
 	metaEraseSecret  = []byte("\x01erase_secret")
 	metaPurgePending = []byte("\x01purge_pending")
