@@ -76,10 +76,7 @@ func TestSplitKey(t *testing.T) {
 // The ordered uvarint has one form per value, its forms sort as their values,
 // none is a prefix of another, and a decoder refuses every other byte string.
 func TestOrderedUvarint(t *testing.T) {
-	var vals []uint64
-	for _, v := range []uint64{0, 1, orderedOneByte - 1, orderedOneByte, 255, 256, 1<<16 - 1, 1 << 16, 1<<32 - 1, 1 << 32, 1<<56 - 1, 1 << 56, 1<<64 - 1} {
-		vals = append(vals, v)
-	}
+	vals := []uint64{0, 1, orderedOneByte - 1, orderedOneByte, 255, 256, 1<<16 - 1, 1 << 16, 1<<32 - 1, 1 << 32, 1<<56 - 1, 1 << 56, 1<<64 - 1}
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 10_000 {
 		vals = append(vals, r.Uint64()>>r.IntN(64))
