@@ -22,7 +22,9 @@
 // or hostile value returns ErrCorrupt instead of panicking or allocating beyond its
 // own size. A stored record (RecordValue) is written in a positional form
 // (AppendRecordPositional and its retired and shared variants): a varint head and
-// the attributes by per-table ordinal, not by name. The named msgpack record of
+// the attributes by per-table ordinal, not by name. The store writes them with
+// the *At variants, which hold valid_to as its distance from the valid_from of
+// the record's key. The named msgpack record of
 // format 1 has no encoder or decoder here any more: a format-1 store is refused
 // when it is opened, never read.
 //

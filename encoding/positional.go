@@ -18,7 +18,7 @@ import (
 //
 //	attrs  = uvarint count | per attribute, by ascending ordinal:
 //	         uvarint (ordinal - previous ordinal - 1; the first: ordinal) | value
-//	record = head byte | [zigzag varint valid_to] | [zigzag varint tx_from]
+//	record = head byte | [zigzag varint (valid_to - base)] | [zigzag varint tx_from]
 //	         | [uvarint (tx_to - tx_from)] | uvarint sk | attrs
 //	head   = the record's flags (FlagInferred, ...) in its low four bits, then
 //	         headOpenValid (0x80): valid_to is +∞ and absent,
@@ -30,7 +30,12 @@ import (
 //
 // Integers are varints because nothing orders values (keys keep fixed widths):
 // an open end costs nothing, tx_to is a short distance from tx_from, and a
-// surrogate key costs what its magnitude needs.
+// surrogate key costs what its magnitude needs. valid_to is a distance too,
+// from a base the caller passes and the decoder is given again: a stored
+// record's valid_from, which its key holds (the *At functions), so a closed
+// version of a timestamp axis costs the bytes of its length, not of the
+// time; the functions without At take base 0, which stores valid_to itself.
+// The difference is taken modulo 2^64, so every pair of times has one.
 //
 // A value is one scalar in exactly the form AppendAttrs gives it (encodeScalar
 // and parseScalar), so every attribute type flows into both forms. The gaps
@@ -123,10 +128,17 @@ func parseAttrsPositional(b []byte, name func(ord uint32) (string, bool)) (Attrs
 	return a, b, nil
 }
 
-// AppendRecordPositional appends r with positional attributes (see above).
+// AppendRecordPositional appends r with positional attributes (see above),
+// valid_to from base 0.
 func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	return AppendRecordPositionalAt(dst, r, 0, ordinal)
+}
+
+// AppendRecordPositionalAt is AppendRecordPositional storing valid_to as its
+// distance from validFrom, which decoders must be given again.
+func AppendRecordPositionalAt(dst []byte, r *RecordValue, validFrom int64, ordinal func(name string) (uint32, bool)) ([]byte, error) {
 	n := len(dst)
-	dst, err := appendPositionalHead(dst, r, 0)
+	dst, err := appendPositionalHead(dst, r, 0, validFrom)
 	if err != nil {
 		return dst[:n], err
 	}
@@ -140,11 +152,17 @@ func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string
 // AppendRecordRetired is AppendRecordPositional for a retired record (tx_to
 // set) whose key holds its tx_from: the value leaves tx_from out.
 func AppendRecordRetired(dst []byte, r *RecordValue, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	return AppendRecordRetiredAt(dst, r, 0, ordinal)
+}
+
+// AppendRecordRetiredAt is AppendRecordRetired storing valid_to as its
+// distance from validFrom.
+func AppendRecordRetiredAt(dst []byte, r *RecordValue, validFrom int64, ordinal func(name string) (uint32, bool)) ([]byte, error) {
 	if r.TxTo == math.MaxInt64 {
 		return dst, fmt.Errorf("bitempo: a current record (tx_to +inf) stored as retired")
 	}
 	n := len(dst)
-	dst, err := appendPositionalHead(dst, r, headKeyedTx)
+	dst, err := appendPositionalHead(dst, r, headKeyedTx, validFrom)
 	if err != nil {
 		return dst[:n], err
 	}
@@ -160,11 +178,17 @@ func AppendRecordRetired(dst []byte, r *RecordValue, ordinal func(name string) (
 // is ignored). Decoders return such a record with nil attributes and
 // SharesAttrs reports it; the store decides which record holds them.
 func AppendRecordShared(dst []byte, r *RecordValue) ([]byte, error) {
+	return AppendRecordSharedAt(dst, r, 0)
+}
+
+// AppendRecordSharedAt is AppendRecordShared storing valid_to as its distance
+// from validFrom.
+func AppendRecordSharedAt(dst []byte, r *RecordValue, validFrom int64) ([]byte, error) {
 	if r.TxTo == math.MaxInt64 {
 		return dst, fmt.Errorf("bitempo: a current record (tx_to +inf) stored as sharing attributes")
 	}
 	n := len(dst)
-	dst, err := appendPositionalHead(dst, r, headSharedAttrs|headKeyedTx)
+	dst, err := appendPositionalHead(dst, r, headSharedAttrs|headKeyedTx, validFrom)
 	if err != nil {
 		return dst[:n], err
 	}
@@ -183,13 +207,13 @@ func SharesAttrs(b []byte) bool { return len(b) > 0 && b[0]&headSharedAttrs != 0
 // AppendRecordPositional or AppendRecordRetired, for comparing two records'
 // attributes exactly.
 func PositionalAttrs(b []byte) ([]byte, error) {
-	_, rest, err := positionalHead(b, 0)
+	_, rest, err := positionalHead(b, 0, 0)
 	return rest, err
 }
 
 // appendPositionalHead appends the fields of r before its attributes, with
-// extra bits in the head byte.
-func appendPositionalHead(dst []byte, r *RecordValue, extra byte) ([]byte, error) {
+// extra bits in the head byte and valid_to from base.
+func appendPositionalHead(dst []byte, r *RecordValue, extra byte, base int64) ([]byte, error) {
 	if r.Flags&^headFlags != 0 {
 		return dst, fmt.Errorf("bitempo: record flags %#x do not fit a positional record", r.Flags)
 	}
@@ -205,7 +229,7 @@ func appendPositionalHead(dst []byte, r *RecordValue, extra byte) ([]byte, error
 	}
 	dst = append(dst, head)
 	if head&headOpenValid == 0 {
-		dst = binary.AppendVarint(dst, r.ValidTo)
+		dst = binary.AppendVarint(dst, int64(uint64(r.ValidTo)-uint64(base)))
 	}
 	if head&headKeyedTx == 0 {
 		dst = binary.AppendVarint(dst, r.TxFrom)
@@ -221,13 +245,19 @@ func appendPositionalHead(dst []byte, r *RecordValue, extra byte) ([]byte, error
 // leaves nil and does not check. keyTxFrom is the tx_from its key holds, used
 // when the value leaves it out.
 func DecodeRecordHeadPositional(b []byte, keyTxFrom int64) (RecordValue, error) {
-	r, _, err := positionalHead(b, keyTxFrom)
+	return DecodeRecordHeadAt(b, 0, keyTxFrom)
+}
+
+// DecodeRecordHeadAt is DecodeRecordHeadPositional for a value whose valid_to
+// is a distance from validFrom (the *At encoders).
+func DecodeRecordHeadAt(b []byte, validFrom, keyTxFrom int64) (RecordValue, error) {
+	r, _, err := positionalHead(b, validFrom, keyTxFrom)
 	return r, err
 }
 
 // positionalHead decodes the fields of a positional record before its
-// attributes and returns the bytes after them.
-func positionalHead(b []byte, keyTxFrom int64) (RecordValue, []byte, error) {
+// attributes, valid_to from base, and returns the bytes after them.
+func positionalHead(b []byte, base, keyTxFrom int64) (RecordValue, []byte, error) {
 	var r RecordValue
 	bad := func(field string) (RecordValue, []byte, error) {
 		return RecordValue{}, nil, fmt.Errorf("%w: positional record %s", ErrCorrupt, field)
@@ -249,7 +279,11 @@ func positionalHead(b []byte, keyTxFrom int64) (RecordValue, []byte, error) {
 	r.Flags, r.ValidTo, r.TxTo = head&headFlags, math.MaxInt64, math.MaxInt64
 	var n int
 	if head&headOpenValid == 0 {
-		if r.ValidTo, n = binary.Varint(b); n <= 0 || r.ValidTo == math.MaxInt64 {
+		var d int64
+		if d, n = binary.Varint(b); n <= 0 {
+			return bad("valid_to")
+		}
+		if r.ValidTo = int64(uint64(base) + uint64(d)); r.ValidTo == math.MaxInt64 {
 			return bad("valid_to")
 		}
 		b = b[n:]
@@ -279,7 +313,13 @@ func positionalHead(b []byte, keyTxFrom int64) (RecordValue, []byte, error) {
 // holds (used when the value leaves it out) and name gives the name of an
 // attribute ordinal.
 func DecodeRecordPositional(b []byte, keyTxFrom int64, name func(ord uint32) (string, bool)) (RecordValue, error) {
-	r, rest, err := positionalHead(b, keyTxFrom)
+	return DecodeRecordAt(b, 0, keyTxFrom, name)
+}
+
+// DecodeRecordAt is DecodeRecordPositional for a value whose valid_to is a
+// distance from validFrom (the *At encoders).
+func DecodeRecordAt(b []byte, validFrom, keyTxFrom int64, name func(ord uint32) (string, bool)) (RecordValue, error) {
+	r, rest, err := positionalHead(b, validFrom, keyTxFrom)
 	if err != nil {
 		return r, err
 	}

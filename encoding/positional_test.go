@@ -109,3 +109,54 @@ func TestRecordPositionalMalformed(t *testing.T) {
 		t.Fatalf("duplicate name: %v, want ErrCorrupt", err)
 	}
 }
+
+// The *At encoders store valid_to as its distance from the valid_from their
+// caller passes: decoders given the same valid_from get every field back (any
+// two times, open ends included), a base of 0 writes the bytes of the plain
+// encoders, and a short distance costs fewer bytes than the time itself.
+func TestRecordPositionalAt(t *testing.T) {
+	ordinal := func(name string) (uint32, bool) { return 0, name == "a" }
+	name := func(ord uint32) (string, bool) { return "a", ord == 0 }
+	times := []int64{math.MinInt64, math.MinInt64 + 1, -1 << 40, -1, 0, 1, 1_700_000_000_000_000, math.MaxInt64 - 1}
+	for _, from := range times {
+		for _, to := range append(slices.Clone(times), math.MaxInt64) {
+			for _, retired := range []bool{false, true} {
+				r := RecordValue{ValidTo: to, TxFrom: 3, TxTo: math.MaxInt64, SK: 9, Attrs: Attrs{"a": int64(1)}}
+				enc := AppendRecordPositionalAt
+				if retired {
+					r.TxTo, enc = 8, AppendRecordRetiredAt
+				}
+				b, err := enc(nil, &r, from, ordinal)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := DecodeRecordAt(b, from, 3, name)
+				if err != nil || got.ValidTo != to || got.TxFrom != 3 || got.TxTo != r.TxTo || got.SK != 9 || got.Attrs["a"] != int64(1) {
+					t.Fatalf("from %d to %d: %+v, %v", from, to, got, err)
+				}
+				if head, err := DecodeRecordHeadAt(b, from, 3); err != nil || head.ValidTo != to {
+					t.Fatalf("head from %d to %d: %+v, %v", from, to, head, err)
+				}
+				if p, err := DecodeRecordProjectedAt(b, from, 3, name, &Projection{Names: []string{"a"}}); err != nil || p.ValidTo != to {
+					t.Fatalf("projected from %d to %d: %+v, %v", from, to, p, err)
+				}
+				if retired {
+					s, err := AppendRecordSharedAt(nil, &r, from)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got, err := DecodeRecordAt(s, from, 3, name); err != nil || got.ValidTo != to || got.Attrs != nil {
+						t.Fatalf("shared from %d to %d: %+v, %v", from, to, got, err)
+					}
+				}
+			}
+		}
+	}
+	r := RecordValue{ValidTo: 1_700_000_000_000_100, TxFrom: 3, TxTo: math.MaxInt64, SK: 9}
+	plain, _ := AppendRecordPositional(nil, &r, ordinal)
+	zero, _ := AppendRecordPositionalAt(nil, &r, 0, ordinal)
+	near, _ := AppendRecordPositionalAt(nil, &r, 1_700_000_000_000_000, ordinal)
+	if !slices.Equal(plain, zero) || len(near)+6 > len(plain) {
+		t.Fatalf("plain %x, base 0 %x, base near %x", plain, zero, near)
+	}
+}

@@ -71,7 +71,13 @@ func (p *Projection) keeps(ord uint32, name func(ord uint32) (string, bool)) boo
 // after the last attribute p can keep. Attrs is an empty map when the record
 // holds none of them (nil when the record shares its attributes).
 func DecodeRecordProjected(b []byte, keyTxFrom int64, name func(ord uint32) (string, bool), p *Projection) (RecordValue, error) {
-	r, rest, err := positionalHead(b, keyTxFrom)
+	return DecodeRecordProjectedAt(b, 0, keyTxFrom, name, p)
+}
+
+// DecodeRecordProjectedAt is DecodeRecordProjected for a value whose valid_to
+// is a distance from validFrom (the *At encoders).
+func DecodeRecordProjectedAt(b []byte, validFrom, keyTxFrom int64, name func(ord uint32) (string, bool), p *Projection) (RecordValue, error) {
+	r, rest, err := positionalHead(b, validFrom, keyTxFrom)
 	if err != nil {
 		return r, err
 	}

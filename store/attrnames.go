@@ -14,7 +14,7 @@ import (
 //
 // A table's names are numbered 0, 1, 2... in the order its writes (or
 // DeclareAttrNames) first used them; a record's attributes are stored by ordinal
-// (encoding.AppendRecordPositional). Ordinals are never reused or renumbered. A
+// (encoding.AppendRecordPositionalAt). Ordinals are never reused or renumbered. A
 // new name is persisted in the commit that first writes a record using it, so a
 // reader that meets an ordinal finds its name in the same view. The DB keeps the
 // names in memory and learns new ones after each commit; a snapshot that meets an
@@ -83,11 +83,11 @@ func (w *Writer) encodeRecord(t *Table, v *Version) ([]byte, error) {
 // write in progress numbers after them. A retired record leaves its tx_from to
 // its history key.
 func encodeRecordOrdinals(v *Version, ords map[string]uint32, base int, added []string) ([]byte, error) {
-	appendRecord := encoding.AppendRecordPositional
+	appendRecord := encoding.AppendRecordPositionalAt
 	if v.TxTo != Infinity {
-		appendRecord = encoding.AppendRecordRetired
+		appendRecord = encoding.AppendRecordRetiredAt
 	}
-	return appendRecord(nil, v.recordValue(), func(name string) (uint32, bool) {
+	return appendRecord(nil, v.recordValue(), v.ValidFrom, func(name string) (uint32, bool) {
 		if o, ok := ords[name]; ok {
 			return o, true
 		}
@@ -138,12 +138,13 @@ func (s *Snapshot) attrNames(t *Table) *attrNames {
 }
 
 // decodeRecord decodes a stored record value of table t, attributes included;
-// keyTxFrom is the tx_from of its key (history) or 0 (current index).
-func (s *Snapshot) decodeRecord(t *Table, value []byte, keyTxFrom int64) (encoding.RecordValue, error) {
+// validFrom is the valid_from of its key, keyTxFrom the tx_from of its key
+// (history) or 0 (current index).
+func (s *Snapshot) decodeRecord(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, error) {
 	if t.proj != nil {
-		return s.decodeProjected(t, value, keyTxFrom)
+		return s.decodeProjected(t, value, validFrom, keyTxFrom)
 	}
-	rv, err := encoding.DecodeRecordPositional(value, keyTxFrom, s.attrNames(t).name)
+	rv, err := encoding.DecodeRecordAt(value, validFrom, keyTxFrom, s.attrNames(t).name)
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
@@ -152,9 +153,9 @@ func (s *Snapshot) decodeRecord(t *Table, value []byte, keyTxFrom int64) (encodi
 
 // decodeHeadSplit decodes a stored record value of table t but its attributes,
 // which it returns in their positional form, unchecked (RawAttrs.Walk checks);
-// keyTxFrom is the tx_from of its key (history) or 0 (current index).
-func decodeHeadSplit(t *Table, value []byte, keyTxFrom int64) (encoding.RecordValue, []byte, error) {
-	rv, err := encoding.DecodeRecordHeadPositional(value, keyTxFrom)
+// validFrom and keyTxFrom are as for decodeRecord.
+func decodeHeadSplit(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, []byte, error) {
+	rv, err := encoding.DecodeRecordHeadAt(value, validFrom, keyTxFrom)
 	if err != nil {
 		return rv, nil, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
@@ -166,9 +167,9 @@ func decodeHeadSplit(t *Table, value []byte, keyTxFrom int64) (encoding.RecordVa
 }
 
 // decodeHead decodes a stored record value of table t but its attributes;
-// keyTxFrom is the tx_from of its key (history) or 0 (current index).
-func decodeHead(t *Table, value []byte, keyTxFrom int64) (encoding.RecordValue, error) {
-	rv, err := encoding.DecodeRecordHeadPositional(value, keyTxFrom)
+// validFrom and keyTxFrom are as for decodeRecord.
+func decodeHead(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, error) {
+	rv, err := encoding.DecodeRecordHeadAt(value, validFrom, keyTxFrom)
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
@@ -210,7 +211,7 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 		var head encoding.RecordValue
 		var keyTx int64 // the tx_from of value's key: 0 in the current index
 		if ok {
-			if head, err = decodeHead(t, value, 0); err != nil {
+			if head, err = decodeHead(t, value, validFrom, 0); err != nil {
 				return nil, err
 			}
 		}
@@ -219,7 +220,7 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 				return nil, err
 			}
 			if keyTx = txTo; ok {
-				head, err = decodeHead(t, value, keyTx)
+				head, err = decodeHead(t, value, validFrom, keyTx)
 			}
 		}
 		switch {
@@ -228,7 +229,7 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 		case !ok || head.SK != sk || head.TxFrom != txTo:
 			return nil, fmt.Errorf("%w: table %q: record of key %x valid from %d shares the attributes of a record of sk %d asserted at %d, which does not exist", ErrCorrupt, t.Name, tuple, validFrom, sk, txTo)
 		case !encoding.SharesAttrs(value):
-			rv, err := s.decodeRecord(t, value, keyTx)
+			rv, err := s.decodeRecord(t, value, validFrom, keyTx)
 			return rv.Attrs, err
 		}
 		txTo = head.TxTo

@@ -20,11 +20,20 @@ import (
 // layout.go (keyspace.split); this file only turns that into Pebble options.
 
 // comparerName is the name Pebble records in a store's MANIFEST and OPTIONS
-// files. A store written with another comparer (Pebble's default, by the
-// development builds of format 2 before the split existed) is refused before
-// Pebble opens it (checkComparer in format.go): Pebble would refuse it anyway,
-// with a message that says nothing about how to move the data.
-const comparerName = "bitempo.layout.v2"
+// files. It names the key layout, not only the order: a store written with
+// another comparer is refused before Pebble opens it (checkComparer in
+// format.go), whether Pebble's default (the development builds of format 2
+// before the split existed) or an earlier layout of bitempo's own
+// (devComparerNames). Pebble would refuse it anyway, with a message that says
+// nothing about how to move the data.
+const comparerName = "bitempo.layout.v3"
+
+// devComparerNames are the comparers of development builds of format 2 whose
+// keys and values this build would misread: bitempo.layout.v2 wrote 4-byte
+// table ids, 8-byte surrogate keys and 4-byte log ordinals, transaction-log
+// changes without re-asserts or valid_from deltas, and record values with an
+// absolute valid_to, under the same format marker.
+var devComparerNames = []string{"bitempo.layout.v2"}
 
 // layoutComparer orders keys bytewise and splits them with splitKey. Split
 // satisfies Pebble's contract for every byte string, not only for the keys the
@@ -119,23 +128,32 @@ func writerOptions(o *pebble.Options, format sstable.TableFormat) sstable.Writer
 // found from the end, at the fixed-width times, would agree only for keys of
 // the same table schema; a planted key of another shape would then make
 // Pebble's table writer fail its order check on flush.)
+//
+// The table id is an ordered uvarint, read from the front too: a key whose
+// bytes after its keyspace are not one in its only form is all prefix.
 func splitKey(k []byte) int {
-	if len(k) <= 1+tidLen {
+	if len(k) == 0 {
+		return 0
+	}
+	rule := keyspaceSplit(k[0])
+	if rule == splitNone {
+		return len(k)
+	}
+	t := tableIDEnd(k)
+	if t == 0 || t >= len(k) {
 		return len(k)
 	}
 	var n int
-	switch keyspaceSplit(k[0]) {
+	switch rule {
 	case splitFirstComponent:
-		n = firstComponentEnd(k[1+tidLen:])
+		n = firstComponentEnd(k[t:])
 	case splitSK:
-		n = skLen
-	default:
+		_, n = decodeOrdered(k[t:])
+	}
+	if n <= 0 || t+n >= len(k) {
 		return len(k)
 	}
-	if n <= 0 || 1+tidLen+n >= len(k) {
-		return len(k)
-	}
-	return 1 + tidLen + n
+	return t + n
 }
 
 // immediateSuccessor appends the smallest prefix key greater than the prefix
@@ -147,7 +165,7 @@ func splitKey(k []byte) int {
 // prefix a, sorting before a's versions: NextPrefix would stay on the key.)
 // For any other prefix key, a | 0x00 is one.
 func immediateSuccessor(dst, a []byte) []byte {
-	if len(a) > 1+tidLen && splitKey(append(a[:len(a):len(a)], 0)) == len(a) {
+	if t := tableIDEnd(a); t > 0 && len(a) > t && splitKey(append(a[:len(a):len(a)], 0)) == len(a) {
 		if end := encoding.PrefixEnd(a); end != nil {
 			return append(dst, end...)
 		}

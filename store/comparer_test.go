@@ -23,33 +23,102 @@ func TestSplitKey(t *testing.T) {
 	}
 	one := tuple("k\x00y")
 	two := tuple(int64(-3), "b")
-	cases := []struct {
-		key    []byte
-		prefix int
-	}{
-		{currentKeys.key(nil, 7, one, 10, 0), 5 + len(one)},
-		{currentKeys.keyPrefix(nil, 7, one), 5 + len(one)},
-		{currentKeys.appendValid(currentKeys.keyPrefix(nil, 7, one), 3), 5 + len(one)},
-		{historyKeys.key(nil, 7, one, 10, 20), 5 + len(one)},
-		{historyKeys.key(nil, 7, two, 10, 20), 5 + 9},
-		{currentKeys.keyPrefix(nil, 7, two), 5 + 9},
-		{eventKey.key(nil, 7, one, 1, 2), 5 + len(one)},
-		{skIndex.key(nil, 7, 99, 5), 5 + 8},
-		{skIndex.prefix(nil, 7, 99), 5 + 8},
-		{txLogKey.key(nil, 7, 5, 1), 5 + 8 + 4},
-		{checkpointKey(7, one), 5 + len(one)},
-		{currentKeys.tablePrefix(nil, 7), 5},
-		{[]byte{ksCurrent}, 1},
-		{append(currentKeys.tablePrefix(nil, 7), 0x30, 'a', 0x00), 5 + 3},        // unterminated: all prefix
-		{append(currentKeys.tablePrefix(nil, 7), 0x30, 0x00, 0x05, 0x01), 5 + 4}, // bad escape
-		{append(currentKeys.tablePrefix(nil, 7), 0x20, 1, 2, 3), 5 + 4},          // short integer
-		{append(currentKeys.tablePrefix(nil, 7), 0x99, 1, 2, 3), 5 + 4},          // unknown tag
-	}
-	for _, c := range cases {
-		if got := splitKey(c.key); got != c.prefix {
-			t.Errorf("splitKey(%x) = %d, want %d", c.key, got, c.prefix)
+	for _, tid := range []uint32{7, orderedOneByte - 1, orderedOneByte, 300, 1 << 20, 1<<32 - 1} {
+		h := len(tablePrefix(nil, ksCurrent, tid)) // ks | tid: 2 to 6 bytes
+		cases := []struct {
+			key    []byte
+			prefix int
+		}{
+			{currentKeys.key(nil, tid, one, 10, 0), h + len(one)},
+			{currentKeys.keyPrefix(nil, tid, one), h + len(one)},
+			{currentKeys.appendValid(currentKeys.keyPrefix(nil, tid, one), 3), h + len(one)},
+			{historyKeys.key(nil, tid, one, 10, 20), h + len(one)},
+			{historyKeys.key(nil, tid, two, 10, 20), h + 9},
+			{currentKeys.keyPrefix(nil, tid, two), h + 9},
+			{eventKey.key(nil, tid, one, 1, 2), h + len(one)},
+			{skIndex.key(nil, tid, 99, 5), h + 1},
+			{skIndex.prefix(nil, tid, 99), h + 1},
+			{skIndex.key(nil, tid, 1<<40, 5), h + 7},
+			{skIndex.key(nil, tid, 1<<64-1, 5), h + 9},
+			{skIndex.prefix(nil, tid, 300), h + 3},
+			{skIndex.prefix(nil, tid, 300)[:h+2], h + 2}, // truncated sk: all prefix
+			{txLogKey.key(nil, tid, 5, 1), h + 8 + 1},
+			{txLogKey.key(nil, tid, 5, 1<<20), h + 8 + 4},
+			{checkpointKey(tid, one), h + len(one)},
+			{currentKeys.tablePrefix(nil, tid), h},
+			{[]byte{ksCurrent}, 1},
+			{append(currentKeys.tablePrefix(nil, tid), 0x30, 'a', 0x00), h + 3},        // unterminated: all prefix
+			{append(currentKeys.tablePrefix(nil, tid), 0x30, 0x00, 0x05, 0x01), h + 4}, // bad escape
+			{append(currentKeys.tablePrefix(nil, tid), 0x20, 1, 2, 3), h + 4},          // short integer
+			{append(currentKeys.tablePrefix(nil, tid), 0x99, 1, 2, 3), h + 4},          // unknown tag
+		}
+		for _, c := range cases {
+			if got := splitKey(c.key); got != c.prefix {
+				t.Errorf("tid %d: splitKey(%x) = %d, want %d", tid, c.key, got, c.prefix)
+			}
 		}
 	}
+	// A table id that is not an ordered uvarint in its only form makes the
+	// whole key its prefix.
+	for _, bad := range [][]byte{
+		{ksCurrent, 0xf8, 0x05, 0x20, 0, 0, 0, 0, 0, 0, 0, 1, 1},    // 5 in a long form
+		{ksCurrent, 0xf9, 0x00, 0xff, 0x20, 0, 0, 0, 0, 0, 0, 0, 1}, // leading zero byte
+		{ksCurrent, 0xfb},                      // truncated
+		{ksCurrent, 0xfc, 1, 2, 3, 4, 5, 0x20}, // over 32 bits
+		{ksSKIndex, 0xf9, 0x01},
+	} {
+		if got := splitKey(bad); got != len(bad) {
+			t.Errorf("splitKey(%x) = %d, want all prefix", bad, got)
+		}
+	}
+}
+
+// The ordered uvarint has one form per value, its forms sort as their values,
+// none is a prefix of another, and a decoder refuses every other byte string.
+func TestOrderedUvarint(t *testing.T) {
+	vals := []uint64{0, 1, orderedOneByte - 1, orderedOneByte, 255, 256, 1<<16 - 1, 1 << 16, 1<<32 - 1, 1 << 32, 1<<56 - 1, 1 << 56, 1<<64 - 1}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 10_000 {
+		vals = append(vals, r.Uint64()>>r.IntN(64))
+	}
+	for i, v := range vals {
+		b := appendOrdered(nil, v)
+		got, n := decodeOrdered(append(bytes.Clone(b), 0x42))
+		if got != v || n != len(b) {
+			t.Fatalf("%d: form %x decodes as %d (%d bytes)", v, b, got, n)
+		}
+		if _, n := decodeOrdered(b[:len(b)-1]); n != 0 {
+			t.Fatalf("%d: truncated form %x decodes", v, b[:len(b)-1])
+		}
+		for _, w := range vals[max(0, i-20):i] {
+			c := appendOrdered(nil, w)
+			if bytes.Compare(b, c) != cmpU64(v, w) {
+				t.Fatalf("forms %x (%d) and %x (%d) out of order", b, v, c, w)
+			}
+			if v != w && (bytes.HasPrefix(b, c) || bytes.HasPrefix(c, b)) {
+				t.Fatalf("form %x (%d) and %x (%d): one is a prefix of the other", b, v, c, w)
+			}
+		}
+	}
+	// Every two-byte string either decodes to a value whose form it is, or
+	// is refused.
+	for x := range 1 << 16 {
+		b := []byte{byte(x >> 8), byte(x)}
+		v, n := decodeOrdered(b)
+		if n != 0 && !bytes.Equal(appendOrdered(nil, v), b[:n]) {
+			t.Fatalf("%x decodes as %d, whose form is %x", b, v, appendOrdered(nil, v))
+		}
+	}
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // Pebble's contract for Split (base.Comparer's docs), on prefixes and
@@ -65,7 +134,8 @@ func TestLayoutComparer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prefixes = append(prefixes, currentKeys.keyPrefix(nil, 1, tuple), historyKeys.keyPrefix(nil, 2, tuple), eventKey.keyPrefix(nil, 1, tuple))
+		prefixes = append(prefixes, currentKeys.keyPrefix(nil, 1, tuple), historyKeys.keyPrefix(nil, 2, tuple), eventKey.keyPrefix(nil, 1, tuple),
+			currentKeys.keyPrefix(nil, 300, tuple), historyKeys.keyPrefix(nil, 1<<20, tuple), eventKey.keyPrefix(nil, 1<<32-1, tuple))
 	}
 	var suffixes [][]byte
 	for _, v := range []int64{1 << 62, 1, 0, -1, -1 << 62} { // newest first: ascending bytes
@@ -88,7 +158,7 @@ func TestLayoutComparer(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range append(prefixes, skIndex.prefix(nil, 1, 1<<40-1), skIndex.prefix(nil, 1, 255), []byte{ksMeta, 'x'}) {
+	for _, p := range append(prefixes, skIndex.prefix(nil, 1, 1<<40-1), skIndex.prefix(nil, 1, 255), skIndex.prefix(nil, 1<<32-1, 1<<64-1), []byte{ksMeta, 'x'}) {
 		succ := layoutComparer.ImmediateSuccessor(nil, p)
 		if n := layoutComparer.Split(succ); n != len(succ) || bytes.Compare(p, succ) >= 0 {
 			t.Fatalf("successor %x of prefix %x: split %d, order %d", succ, p, n, bytes.Compare(p, succ))
@@ -102,9 +172,12 @@ func TestLayoutComparer(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	alphabet := []byte{0x00, 0x01, 0x10, 0x11, 0x12, 0x20, 0x21, 0x30, 0x31, 0xff, 'a'}
+	alphabet := []byte{0x00, 0x01, 0x10, 0x11, 0x12, 0x20, 0x21, 0x30, 0x31, 0xf8, 0xf9, 0xff, 'a'}
+	// Table ids of every width, and byte strings that are no table id.
+	tids := [][]byte{{0}, {1}, {orderedOneByte - 1}, {0xf8, 0xf8}, {0xf8, 0xff}, {0xf9, 0x01, 0x00},
+		{0xfb, 0xff, 0xff, 0xff, 0xff}, {0xf8, 0x05}, {0xf9, 0x00, 0x01}, {0xf9}, {0xfa, 0x01}, {0xfc, 1, 2, 3, 4, 5}}
 	gen := func() []byte {
-		k := []byte{[]byte{ksCurrent, ksHistory, ksSKIndex, ksEvents, ksMeta}[r.IntN(5)], 0, 0, 0, byte(r.IntN(2))}
+		k := append([]byte{[]byte{ksCurrent, ksHistory, ksSKIndex, ksEvents, ksMeta}[r.IntN(5)]}, tids[r.IntN(len(tids))]...)
 		for range r.IntN(24) {
 			k = append(k, alphabet[r.IntN(len(alphabet))])
 		}

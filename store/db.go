@@ -178,6 +178,12 @@ func (db *DB) load() error {
 	if err := formatOK(db.dir, raw); err != nil {
 		return err
 	}
+	if raw, ok, err = v.Get(metaLayout); err != nil {
+		return err
+	}
+	if err := layoutOK(db.dir, raw, ok); err != nil {
+		return err
+	}
 	if err := getMeta(v, metaLastTx, &db.lastTx); err != nil {
 		return err
 	}
@@ -206,6 +212,7 @@ func (db *DB) initialise() error {
 	db.nextTbl = 1
 	writes := []Write{
 		{Key: metaFormat, Value: mustMarshal(uint64(formatVersion))},
+		{Key: metaLayout, Value: mustMarshal(comparerName)},
 		{Key: metaLastTx, Value: mustMarshal(int64(0))},
 		{Key: metaNextTable, Value: mustMarshal(db.nextTbl)},
 	}

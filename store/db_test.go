@@ -303,22 +303,22 @@ func TestVerifyFindsDamage(t *testing.T) {
 	}{
 		{"overlapping current records", 2, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 50, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, nil)
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 50, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 5, nil)
 			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 5, 0), Value: val}}
 		}},
 		{"inverted valid period", 1, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 1, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, nil)
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 1, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 1, nil)
 			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
 		{"record newer than the last commit", 4, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx() + 100, TxTo: Infinity, SK: 1}, nil)
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx() + 100, TxTo: Infinity, SK: 1}, 1, nil)
 			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
 		{"surrogate key shared by two keys", 3, func(db *DB, tb *Table) []Write {
 			tuple, _ := tb.AppendKey(nil, Key{"b"})
-			val, _ := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, nil)
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 1, nil)
 			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
 		{"missing sk index entry", 5, func(db *DB, tb *Table) []Write {

@@ -7,20 +7,26 @@
 // # Key layout (format 2)
 //
 // Every key starts with a one-byte keyspace prefix; the keyspaces that belong to
-// a table continue with its 4-byte big-endian table id ("tid"), so a table is one
-// contiguous range of each. "tuple" is the natural key in encoding.AppendKey form
+// a table continue with its table id ("tid") as an ordered uvarint ("ord(n)",
+// layout.go's appendOrdered: one byte below 248, else a length byte and the
+// value's bytes big-endian; bytewise order is numeric order and no form is a
+// prefix of another), so a table is one contiguous range of each and a store's
+// first 248 tables cost one byte per key. "tuple" is the natural key in encoding.AppendKey form
 // (self-delimiting, so a key's records share a prefix that no other key's
 // records start with), "desc(t)" a time in encoding.AppendTimeDesc form (newest
-// first) and "asc(t)" in AppendTimeAsc form. Keys keep times and ordinals at
-// fixed width, since their byte order is the index; values, whose order nothing
+// first) and "asc(t)" in AppendTimeAsc form. Keys keep times at fixed width
+// and other integers in ordered-uvarint form, since their byte order is the
+// index; values, whose order nothing
 // depends on, write integers as varints. layout.go owns every key kind (the
 // keyspace table, and one codec per kind that builds, splits and knows the
 // lengths of its keys); the files named below own the values.
 //
 // A "record value" (encoding/positional.go) is a head byte (the record's flags,
 // whether valid_to and tx_to are open, whether tx_from is left to the key and
-// whether the attributes are shared), valid_to as a varint unless open, tx_from
-// as a varint unless the key holds it (a retired record's history key does), tx_to
+// whether the attributes are shared), valid_to as a varint distance from the
+// valid_from its key holds unless open (every stored record's key holds one:
+// current, history and group index keys; encoding.AppendRecordPositionalAt),
+// tx_from as a varint unless the key holds it (a retired record's history key does), tx_to
 // as a varint distance from tx_from unless open, the sk as a varint, then the
 // attributes in positional form: a count, then per attribute its ordinal (a varint gap from the previous
 // one) and its value in msgpack (encoding/value.go's per-value encoding). The
@@ -29,7 +35,10 @@
 //
 //	0x01 meta    | name                              -> msgpack scalar
 //	    "format" (uint) the layout version: 2, and Open refuses any other before
-//	    it writes anything (format.go); "last_tx" (int64) the newest committed
+//	    it writes anything (format.go); "layout" (string) the key layout
+//	    within the format, the comparer's name (bitempo.layout.v3), which an
+//	    engine without a comparer of its own (etcd) needs to refuse a store of
+//	    an earlier development layout; "last_tx" (int64) the newest committed
 //	    transaction time; "next_table" (uint) the next table id. They make the
 //	    directory recognisable as bitempo's and transaction time monotonic across
 //	    restarts.
@@ -51,7 +60,7 @@
 //	0x11 history | tid | tuple | desc(valid_from) | desc(tx_from) -> record value
 //	    Retired records (tx_to set). A record moves here, unchanged but for tx_to,
 //	    in the transaction that retires it; its value leaves out the tx_from its
-//	    key holds (encoding.AppendRecordRetired), and a record its transaction
+//	    key holds (encoding.AppendRecordRetiredAt), and a record its transaction
 //	    re-asserts with the same sk, key, valid_from and attributes (an SCD2
 //	    close) keeps no attributes of its own: its value is marked as sharing
 //	    those of its successor, the record of its key and valid_from asserted at
@@ -60,7 +69,7 @@
 //	    index; for each distinct valid_from it needs one seek (at most one record
 //	    per (key, valid_from) is alive at any T), plus a point read per shared
 //	    record whose attributes it returns. See Writer.shareAttrs.
-//	0x12 sk index| tid | sk (8 bytes BE) | desc(tx_from) -> tuple | varint(valid_from)
+//	0x12 sk index| tid | ord(sk) | desc(tx_from) -> tuple | varint(valid_from)
 //	    Where a surrogate key's records are, newest first: from tx_from on, the
 //	    records of sk are those of the key and valid_from in the value. A record
 //	    asserted with the sk, key and valid_from of a record its own transaction
@@ -68,10 +77,13 @@
 //	    record's entry already names it. GetBySK at T is one seek here, then the
 //	    record of sk with the greatest tx_from <= T among that key and
 //	    valid_from's records: one point read in 0x10 and one seek in 0x11.
-//	0x13 txlog   | tid | asc(tx) | ordinal (4 bytes BE) -> tuple | change...
-//	    change: op (1 byte) | varint valid_from [| uvarint (tx - tx_from) for a retire]
+//	0x13 txlog   | tid | asc(tx) | ord(ordinal)     -> tuple | change...
+//	    change: kind (1 byte) | varint (valid_from - the previous change's, or 0)
+//	            [| uvarint (tx - tx_from) for a retire or a re-assert]
 //	    One entry per key a transaction changed, holding its changes in commit
-//	    order: records asserted (op 0; their tx_from is tx) and retired (op 1).
+//	    order: records asserted (kind 0; their tx_from is tx), retired (kind 1),
+//	    and retired then re-asserted at the same valid_from (kind 2, the SCD2
+//	    close: two changes, with two ordinals, written as one).
 //	    The key's ordinal is that of the entry's first change among the
 //	    transaction's changes to the table, so every change keeps the position
 //	    (tx, ordinal) that change-feed cursors name. Changes(T1, T2] scans one
@@ -91,7 +103,7 @@
 //	    group attributes' values, current records (0x00)
 //	    apart from retired ones (0x01), so "the versions of group G active at
 //	    (V, T)" is a range scan of G that touches no other group. See groups.go.
-//	0x40 erased-sk  | tid | sk (8 bytes BE)          -> asc(erasing tx)
+//	0x40 erased-sk  | tid | ord(sk)                  -> asc(erasing tx)
 //	    The surrogate keys whose records an erasure removed, so GetBySK says
 //	    "erased" rather than "unknown". See erase.go.
 //	0x41 erased-key | tid | hash (32 bytes) | asc(erasing tx) -> empty
@@ -111,8 +123,16 @@
 // into 0x11 (its 0x10 key is overwritten by the closed copy), the closed copy
 // and the new version into 0x10, one sk-index entry for the new version, and one
 // transaction-log entry for the key; the closed version's attributes are
-// stored once. On 20,000 keys with 5 SCD2 changes each (two attributes) they
-// took 155 logical bytes per version (format 1: 321, with eight keys).
+// stored once. On 20,000 keys with 5 SCD2 changes each (two attributes, an
+// int axis, int64 keys) they took 127 logical bytes per version (current 44,
+// history 28, sk index 24, log 31; format 1: 321, with eight keys; this
+// layout's first form, with 4-byte table ids and log ordinals, 8-byte
+// surrogate keys in keys and a change per record in the log: 145); with
+// 10-character string keys and microsecond valid times, 10 changes per key
+// loaded in four transactions, 120 (current 52, history 12, sk index 35,
+// log 22). What remains is mostly the fixed-width times of keys (8 bytes
+// each, kept for their order), the tuple that the sk index and the log
+// repeat, and the absolute tx_from of current records.
 //
 // # Key prefixes, filters and the comparer
 //

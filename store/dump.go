@@ -209,35 +209,35 @@ func (e *Entry) decodeTuple(t *Table, b []byte) ([]byte, error) {
 }
 
 func (e *Entry) decodeRecord(db *DB, t *Table, keys recordKeys, b []byte) error {
-	txFrom, err := e.decodeRecordKey(t, keys, b)
+	from, txFrom, err := e.decodeRecordKey(t, keys, b)
 	if err != nil {
 		return err
 	}
-	return e.decodeRecordValue(db, t, txFrom)
+	return e.decodeRecordValue(db, t, from, txFrom)
 }
 
 // decodeRecordKey decodes tuple | desc(valid_from) [| desc(tx_from)], the tail of
-// a record key in 0x10 / 0x11 and of a group index key, and returns its tx_from
-// (0 for a current record).
-func (e *Entry) decodeRecordKey(t *Table, keys recordKeys, b []byte) (int64, error) {
+// a record key in 0x10 / 0x11 and of a group index key, and returns its
+// valid_from and tx_from (0 for a current record).
+func (e *Entry) decodeRecordKey(t *Table, keys recordKeys, b []byte) (int64, int64, error) {
 	tuple, from, txFrom, err := keys.decode(t, b)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if e.Key, err = t.DecodeKey(tuple); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	e.addKey("valid_from", FieldValidTime, from)
 	if keys.ks == ksHistory {
 		e.addKey("tx_from", FieldTxTime, txFrom)
 	}
-	return txFrom, nil
+	return from, txFrom, nil
 }
 
 // decodeRecordValue decodes a stored record value of table t whose key holds
-// keyTxFrom (0 for a current record).
-func (e *Entry) decodeRecordValue(db *DB, t *Table, keyTxFrom int64) error {
-	rv, err := encoding.DecodeRecordPositional(e.RawKV.Value, keyTxFrom, func(ord uint32) (string, bool) { return db.attrName(t.ID, ord) })
+// validFrom and keyTxFrom (0 for a current record).
+func (e *Entry) decodeRecordValue(db *DB, t *Table, validFrom, keyTxFrom int64) error {
+	rv, err := encoding.DecodeRecordAt(e.RawKV.Value, validFrom, keyTxFrom, func(ord uint32) (string, bool) { return db.attrName(t.ID, ord) })
 	if err != nil {
 		return err
 	}
@@ -355,11 +355,11 @@ func (e *Entry) decodeGroup(db *DB, t *Table, b []byte) error {
 	if rest[0] == groupHistory {
 		keys = historyKeys
 	}
-	txFrom, err := e.decodeRecordKey(t, keys, rest[1:])
+	from, txFrom, err := e.decodeRecordKey(t, keys, rest[1:])
 	if err != nil {
 		return err
 	}
-	return e.decodeRecordValue(db, t, txFrom)
+	return e.decodeRecordValue(db, t, from, txFrom)
 }
 
 func toInt64(v any) (int64, bool) {

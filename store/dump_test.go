@@ -84,7 +84,7 @@ func TestDecodeEntry(t *testing.T) {
 		}
 	}
 	// A value that does not decode is reported, not fatal.
-	e := db.DecodeEntry(store.RawKV{Key: []byte{0x10, 0, 0, 0, 1, 0xff}, Value: []byte{0xc1}})
+	e := db.DecodeEntry(store.RawKV{Key: append(store.TablePrefix(0x10, 1), 0xff), Value: []byte{0xc1}})
 	if !errors.Is(e.Err, store.ErrCorrupt) || e.Keyspace != "current" {
 		t.Fatalf("corrupt entry: %+v", e)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/cockroachdb/pebble/v2"
@@ -23,7 +24,11 @@ import (
 //	   that wrote it before the comparer existed (with Pebble's default
 //	   comparer, so without key prefixes or filters) wrote the same marker.
 //	   Their stores are refused by the comparer name Pebble records
-//	   (checkComparer), with the same way out as any other format.
+//	   (checkComparer), with the same way out as any other format. So are
+//	   those of the development builds whose comparer was bitempo.layout.v2
+//	   (4-byte table ids and log ordinals, 8-byte surrogate keys in keys,
+//	   an absolute valid_to in record values): bitempo.layout.v3 is the
+//	   layout of the package doc.
 //
 // Decision: a store of another format is refused, not upgraded in place. An
 // in-place rewrite would have to rewrite every record of a store users trust
@@ -40,12 +45,20 @@ type FormatError struct {
 	Found uint64 // the store's format
 	Want  uint64 // the format this build reads and writes
 	// Comparer, when not empty, is the key order the store was written with,
-	// where it is not this build's: a development build of format 2 wrote
-	// Found = Want with Pebble's default comparer.
+	// where it is not this build's: development builds of format 2 wrote
+	// Found = Want with Pebble's default comparer, or with an earlier layout's
+	// comparer (bitempo.layout.v2).
 	Comparer string
 }
 
 func (e *FormatError) Error() string {
+	if e.Comparer != "" && e.Comparer != pebble.DefaultComparer.Name {
+		return fmt.Sprintf("bitempo: %s has store format %d as written by a development build "+
+			"(keys laid out for bitempo's comparer %q, another layout of format %d that this build would misread; this build lays them out for %q), "+
+			"this build reads only the released format %d; it was not changed. To move its data, export it with the bitempo version that wrote it "+
+			"(`bitempo export --all --history -o DIR`, which keeps every past record) and import it "+
+			"into a new store with this one (`bitempo import DIR --db NEW`)", e.Dir, e.Found, e.Comparer, e.Found, comparerName, e.Want)
+	}
 	if e.Comparer != "" {
 		return fmt.Sprintf("bitempo: %s has store format %d as written by a development build "+
 			"(keys ordered by Pebble's comparer %q, without the key prefixes this build's filters need; this build orders them with %q), "+
@@ -116,6 +129,11 @@ func checkComparer(fsys vfs.FS, dir string, popts *pebble.Options, mustExist boo
 	if !ok || name == comparerName {
 		return nil
 	}
+	if slices.Contains(devComparerNames, name) {
+		// Only bitempo's development builds wrote these comparers, and only
+		// with format 2's marker: no need to open the store to read it.
+		return &FormatError{Dir: dir, Found: formatVersion, Want: formatVersion, Comparer: name}
+	}
 	if name != pebble.DefaultComparer.Name {
 		return fmt.Errorf("%w: %s: a Pebble database ordered by comparer %q, not bitempo's %q", ErrNotBitempo, dir, name, comparerName)
 	}
@@ -183,6 +201,26 @@ func manifestComparer(fsys vfs.FS, dir string) (name string, ok bool) {
 		return "", false
 	}
 	return name, ok
+}
+
+// layoutOK refuses a store of format 2 whose meta "layout" (raw, present
+// when ok) does not name this build's layout. Pebble stores of an earlier
+// layout are refused before this by the comparer their MANIFEST names
+// (checkComparer); on an engine that records no comparer (etcd), a store
+// written by a development build before the marker existed has none, and
+// its keys would be misread.
+func layoutOK(dir string, raw []byte, ok bool) error {
+	if !ok {
+		return &FormatError{Dir: dir, Found: formatVersion, Want: formatVersion, Comparer: devComparerNames[len(devComparerNames)-1]}
+	}
+	var name string
+	if err := encoding.UnmarshalBounded(raw, &name); err != nil {
+		return fmt.Errorf("%w: layout marker: %v", ErrCorrupt, err)
+	}
+	if name != comparerName {
+		return &FormatError{Dir: dir, Found: formatVersion, Want: formatVersion, Comparer: name}
+	}
+	return nil
 }
 
 // formatOK decodes a format marker and refuses any format but formatVersion.

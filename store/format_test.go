@@ -115,6 +115,39 @@ func TestOpenFormat2DevRefused(t *testing.T) {
 	}
 }
 
+// A store written by a development build of format 2 with an earlier layout
+// of bitempo's own comparer (bitempo.layout.v2: 4-byte table ids) is refused
+// before Pebble opens it, read-write or read-only, with a *FormatError that
+// names the comparer it found and how to move its data; its directory is left
+// exactly as it was.
+func TestOpenFormat2LayoutV2Refused(t *testing.T) {
+	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
+		dir, before := copyFixture(t, "format2v2")
+		db, err := Open(dir, opts)
+		if err == nil {
+			db.Close()
+			t.Fatalf("%+v: opened a store of the bitempo.layout.v2 layout", opts)
+		}
+		if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
+			t.Fatalf("%+v: got %v, want ErrFormat (and not ErrNewerFormat)", opts, err)
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Found != formatVersion || fe.Want != formatVersion || fe.Dir != dir ||
+			fe.Comparer != "bitempo.layout.v2" {
+			t.Fatalf("%+v: got %#v, want a *FormatError of the bitempo.layout.v2 layout", opts, fe)
+		}
+		for _, want := range []string{"store format 2 as written by a development build", `"bitempo.layout.v2"`,
+			comparerName, "not changed", "bitempo export --all --history", "bitempo import"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+			}
+		}
+		if after := dirContents(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
+		}
+	}
+}
+
 // A Pebble database of another application (another comparer, or the
 // default one without bitempo's format marker) is not a bitempo store.
 func TestOpenForeignComparer(t *testing.T) {
@@ -141,6 +174,41 @@ func TestOpenForeignComparer(t *testing.T) {
 		}
 		if !errors.Is(err, ErrNotBitempo) {
 			t.Fatalf("%s: got %v, want ErrNotBitempo", cmp.Name, err)
+		}
+	}
+}
+
+// A store whose meta "layout" does not name this build's layout, or that has
+// none (as on an engine that records no comparer, written before the marker
+// existed), is refused with a *FormatError naming what it found.
+func TestOpenOtherLayoutRefused(t *testing.T) {
+	for _, c := range []struct {
+		value []byte // nil: the marker deleted
+		want  string
+	}{
+		{nil, "bitempo.layout.v2"},
+		{mustMarshal("bitempo.layout.v9"), "bitempo.layout.v9"},
+	} {
+		dir := t.TempDir()
+		db, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RawSet(metaLayout, c.value); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err = Open(dir, Options{})
+		if err == nil {
+			db.Close()
+			t.Fatalf("%s: opened a store of another layout", c.want)
+		}
+		var fe *FormatError
+		if !errors.Is(err, ErrFormat) || !errors.As(err, &fe) || fe.Comparer != c.want || fe.Found != formatVersion ||
+			!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "bitempo export --all --history") {
+			t.Fatalf("%s: got %v (%#v)", c.want, err, fe)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 //
 // "group tuple" is the values of the GroupBy attributes in encoding.AppendKey form
 // (self-delimiting, so the marker byte after it is unambiguous); the value is the
-// record's stored value (encoding.AppendRecordPositional), identical to its value
+// record's stored value (encoding.AppendRecordPositionalAt), identical to its value
 // in 0x10 or 0x11.
 // Assert writes the current entry; Retire deletes it and writes the history
 // entry with tx_to set. Each version is indexed under its own group values, so an
@@ -199,7 +199,7 @@ type GroupRecord struct {
 	ValidFrom, ValidTo, TxFrom, TxTo int64
 	SK                               uint64
 	Inferred                         bool
-	// Value is the record's stored value (encoding.AppendRecordPositional: its
+	// Value is the record's stored value (encoding.AppendRecordPositionalAt: its
 	// attributes are by ordinal of the table's names; decode them with Attrs).
 	Value []byte
 
@@ -213,13 +213,13 @@ func (r *GroupRecord) Attrs() (Attrs, error) {
 	if encoding.SharesAttrs(r.Value) {
 		return r.names.s.sharedAttrs(r.t, r.Tuple, r.ValidFrom, r.SK, r.TxTo)
 	}
-	decode := encoding.DecodeRecordPositional
+	decode := encoding.DecodeRecordAt
 	if r.t.proj != nil {
-		decode = func(b []byte, keyTxFrom int64, name func(uint32) (string, bool)) (encoding.RecordValue, error) {
-			return encoding.DecodeRecordProjected(b, keyTxFrom, name, r.t.proj)
+		decode = func(b []byte, validFrom, keyTxFrom int64, name func(uint32) (string, bool)) (encoding.RecordValue, error) {
+			return encoding.DecodeRecordProjectedAt(b, validFrom, keyTxFrom, name, r.t.proj)
 		}
 	}
-	rv, err := decode(r.Value, r.TxFrom, r.names.name)
+	rv, err := decode(r.Value, r.ValidFrom, r.TxFrom, r.names.name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
 	}
@@ -298,7 +298,7 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 	if err != nil {
 		return bad("%v", err)
 	}
-	rv, err := encoding.DecodeRecordHeadPositional(value, keyTxFrom)
+	rv, err := encoding.DecodeRecordHeadAt(value, from, keyTxFrom)
 	if err != nil {
 		return bad("%v", err)
 	}

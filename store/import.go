@@ -242,13 +242,13 @@ func (im *Importer) finishKey() error {
 	})
 	for i := 0; i < len(changes); {
 		tx := changes[i].tx
-		value := slices.Clone(k.tuple)
+		value := newLogEntryValue(tx, k.tuple)
 		j := i
 		for ; j < len(changes) && changes[j].tx == tx; j++ {
-			value = appendLogChange(value, tx, changes[j].c)
+			value.add(changes[j].c)
 		}
 		o := txOrdinal{tid, tx}
-		im.pending = append(im.pending, Write{Key: txLogKey.key(nil, tid, tx, im.ordinals[o]), Value: value})
+		im.pending = append(im.pending, Write{Key: txLogKey.key(nil, tid, tx, im.ordinals[o]), Value: value.b})
 		im.ordinals[o] += uint32(j - i)
 		i = j
 	}
@@ -275,7 +275,7 @@ func importShared(records []Version, values [][]byte, i int) ([]byte, error) {
 	if err != nil || !bytes.Equal(mine, theirs) {
 		return values[i], err
 	}
-	return encoding.AppendRecordShared(nil, r.recordValue())
+	return encoding.AppendRecordSharedAt(nil, r.recordValue(), r.ValidFrom)
 }
 
 func (im *Importer) noteAttrs(t *Table, attrs Attrs) {

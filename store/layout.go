@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/bitempo/bitempo/encoding"
 )
@@ -35,8 +36,8 @@ const (
 type keyspace struct {
 	prefix byte
 	name   string
-	// perTable: the keys continue with a 4-byte table id, so a table is one
-	// contiguous range of the keyspace.
+	// perTable: the keys continue with a table id (an ordered uvarint, see
+	// appendOrdered), so a table is one contiguous range of the keyspace.
 	perTable bool
 	// split: where the engine's key prefix ends (comparer.go), the part its
 	// bloom filters hold and a read of one key seeks with SeekPrefixGE.
@@ -63,7 +64,7 @@ const (
 	// every record key; and a split at the fixed-width times from the key's
 	// end, which a planted key of another shape breaks.)
 	splitFirstComponent
-	// splitSK: ks | tid | sk (8 bytes); the suffix is the entry's tx_from.
+	// splitSK: ks | tid | ord(sk); the suffix is the entry's tx_from.
 	splitSK
 )
 
@@ -134,10 +135,79 @@ func perTableKeyspaces() []byte {
 // Lengths of the fixed-width parts of keys.
 const (
 	timeLen    = 8 // encoding.AppendTimeAsc / AppendTimeDesc
-	tidLen     = 4 // a table id
-	skLen      = 8 // a surrogate key
-	ordinalLen = 4 // an ordinal (attribute names, transaction-log entries)
+	ordinalLen = 4 // an attribute-name ordinal
 )
+
+// The ordered uvarint: the form of the integers of keys whose order matters
+// but whose values are mostly small (table ids; the package doc lists the
+// others). A value below orderedOneByte is one byte, itself; a larger one is
+// a length byte orderedOneByte-1+n (n = 1..8) and then its n bytes big-endian,
+// with no leading zero byte (and, for n = 1, at least orderedOneByte), so each
+// value has exactly one form. Bytewise order of the forms is the order of the
+// values (a longer form has a greater first byte, and more bytes means a
+// greater value), and no form is a prefix of another, so a key that holds one
+// sorts by it and the keys of one value are one contiguous range, ended by
+// the form of the next value. In the style of CockroachDB's
+// EncodeUvarintAscending, with the one-byte range at the bottom of the byte
+// (rather than CockroachDB's 136+v, which keeps room for negative values that
+// no key here holds).
+//
+// Decision: a variable width rather than the fixed 4 bytes (table ids,
+// log ordinals) and 8 (surrogate keys) of the first layout: a store has a
+// handful of tables, so its ids take one byte in every key instead of four; a
+// surrogate key of a table of a million keys takes four bytes instead of
+// eight; most log ordinals take one to four. Rejected: a LEB128 varint, whose
+// byte order is not its numeric order.
+const orderedOneByte = 0xf8
+
+// appendOrdered appends the ordered-uvarint form of v.
+func appendOrdered(dst []byte, v uint64) []byte {
+	if v < orderedOneByte {
+		return append(dst, byte(v))
+	}
+	n := (bits.Len64(v) + 7) / 8
+	dst = append(dst, byte(orderedOneByte-1+n))
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, byte(v>>(8*i)))
+	}
+	return dst
+}
+
+// decodeOrdered decodes the ordered uvarint at the front of b and returns its
+// length, or 0 when b does not start with one in its only form (truncated, a
+// leading zero byte, or a short value in a long form).
+func decodeOrdered(b []byte) (v uint64, n int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	if b[0] < orderedOneByte {
+		return uint64(b[0]), 1
+	}
+	n = int(b[0]) - (orderedOneByte - 1)
+	if len(b) < 1+n || (n > 1 && b[1] == 0) {
+		return 0, 0
+	}
+	for _, c := range b[1 : 1+n] {
+		v = v<<8 | uint64(c)
+	}
+	if v < orderedOneByte {
+		return 0, 0
+	}
+	return v, 1 + n
+}
+
+// tableIDEnd returns the length of ks | tid at the front of key k, or 0 when
+// k holds no well-formed table id after its keyspace byte.
+func tableIDEnd(k []byte) int {
+	if len(k) < 2 {
+		return 0
+	}
+	v, n := decodeOrdered(k[1:])
+	if n == 0 || v > 1<<32-1 {
+		return 0
+	}
+	return 1 + n
+}
 
 // formatVersion is the layout version written to meta "format". Open refuses a
 // store with another one (format.go).
@@ -147,23 +217,33 @@ var (
 	metaFormat    = []byte{ksMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 	metaLastTx    = []byte{ksMeta, 'l', 'a', 's', 't', '_', 't', 'x'}
 	metaNextTable = []byte{ksMeta, 'n', 'e', 'x', 't', '_', 't', 'a', 'b', 'l', 'e'}
+	// metaLayout names the key layout within format 2 (comparerName), for
+	// engines that record no comparer (format.go's layoutOK).
+	metaLayout = []byte("\x01layout")
 	// metaEraseSecret and metaPurgePending are described in erase.go.
 	metaEraseSecret  = []byte("\x01erase_secret")
 	metaPurgePending = []byte("\x01purge_pending")
 )
 
-// tablePrefix returns ks | tid.
+// tablePrefix returns ks | tid: every key of the table in keyspace ks, and
+// nothing else, starts with it; tablePrefix(ks, tid+1) ends that range.
 func tablePrefix(dst []byte, ks byte, tid uint32) []byte {
-	return encoding.AppendUint32(append(dst, ks), tid)
+	return appendOrdered(append(dst, ks), uint64(tid))
 }
+
+// TablePrefix returns the first bytes of every key of table tid in keyspace
+// ks (one of Keyspaces' per-table keyspaces), for tools and tests that scan a
+// table's raw keys (Snapshot.RawScan).
+func TablePrefix(ks byte, tid uint32) []byte { return tablePrefix(nil, ks, tid) }
 
 // splitTableID splits ks | tid | rest, for the keyspaces that are per table.
 func splitTableID(k []byte) (tid uint32, rest []byte, err error) {
-	if len(k) < 1+tidLen {
+	n := tableIDEnd(k)
+	if n == 0 {
 		return 0, nil, fmt.Errorf("%w: key %x has no table id", ErrCorrupt, k)
 	}
-	tid, rest, err = encoding.DecodeUint32(k[1:])
-	return tid, rest, err
+	v, _ := decodeOrdered(k[1:])
+	return uint32(v), k[n:], nil
 }
 
 // recordKeys is the codec of the keys of one record keyspace:
@@ -272,14 +352,14 @@ func (r recordKeys) decode(t *Table, b []byte) (tuple []byte, validFrom, txFrom 
 
 // skIndexKeys is the codec of the sk index (0x12):
 //
-//	0x12 | tid | sk (8 bytes BE) | desc(tx_from) -> tuple | varint(valid_from)
+//	0x12 | tid | ord(sk) | desc(tx_from) -> tuple | varint(valid_from)
 type skIndexKeys struct{}
 
 var skIndex skIndexKeys
 
 // prefix returns 0x12 | tid | sk: every entry of one surrogate key.
 func (skIndexKeys) prefix(dst []byte, tid uint32, sk uint64) []byte {
-	return encoding.AppendUint64(tablePrefix(dst, ksSKIndex, tid), sk)
+	return appendOrdered(tablePrefix(dst, ksSKIndex, tid), sk)
 }
 
 // key returns the key of the entry of sk asserted at txFrom; as a seek key it
@@ -289,13 +369,22 @@ func (c skIndexKeys) key(dst []byte, tid uint32, sk uint64, txFrom int64) []byte
 }
 
 // decodeKey parses the part of a key after 0x12 | tid.
-func (skIndexKeys) decodeKey(b []byte) (sk uint64, txFrom int64, err error) {
-	if len(b) != skLen+timeLen {
-		return 0, 0, fmt.Errorf("%w: sk index key of %d bytes after the table id", ErrCorrupt, len(b))
+func (c skIndexKeys) decodeKey(b []byte) (sk uint64, txFrom int64, err error) {
+	sk, n := decodeOrdered(b)
+	if n == 0 {
+		return 0, 0, fmt.Errorf("%w: sk index key %x: no surrogate key after the table id", ErrCorrupt, b)
 	}
-	sk, b, _ = encoding.DecodeUint64(b)
-	txFrom, _, _ = encoding.DecodeTimeDesc(b)
-	return sk, txFrom, nil
+	txFrom, err = c.decodeTxFrom(b[n:])
+	return sk, txFrom, err
+}
+
+// decodeTxFrom parses the part of a key after its prefix (0x12 | tid | sk).
+func (skIndexKeys) decodeTxFrom(b []byte) (int64, error) {
+	if len(b) != timeLen {
+		return 0, fmt.Errorf("%w: sk index key: %d bytes after the surrogate key, want %d", ErrCorrupt, len(b), timeLen)
+	}
+	txFrom, _, err := encoding.DecodeTimeDesc(b)
+	return txFrom, err
 }
 
 // value returns the entry's value: the record's tuple and its valid_from as a
@@ -319,7 +408,7 @@ func (skIndexKeys) decodeValue(t *Table, b []byte) (tuple []byte, validFrom int6
 
 // txLogKeys is the codec of transaction-log keys (0x13):
 //
-//	0x13 | tid | asc(tx) | ordinal (4 bytes BE)
+//	0x13 | tid | asc(tx) | ord(ordinal)
 type txLogKeys struct{}
 
 var txLogKey txLogKeys
@@ -330,17 +419,20 @@ func (txLogKeys) tablePrefix(tid uint32) []byte { return tablePrefix(nil, ksTxLo
 // key returns the key of entry ordinal of transaction tx.
 func (txLogKeys) key(dst []byte, tid uint32, tx int64, ordinal uint32) []byte {
 	dst = encoding.AppendTimeAsc(tablePrefix(dst, ksTxLog, tid), tx)
-	return encoding.AppendUint32(dst, ordinal)
+	return appendOrdered(dst, uint64(ordinal))
 }
 
 // decode parses the part of a key after 0x13 | tid.
 func (txLogKeys) decode(b []byte) (tx int64, ordinal uint32, err error) {
-	if len(b) != timeLen+ordinalLen {
+	if len(b) <= timeLen {
 		return 0, 0, fmt.Errorf("%w: txlog key of %d bytes after the table id", ErrCorrupt, len(b))
 	}
 	tx, b, _ = encoding.DecodeTimeAsc(b)
-	ordinal, _, _ = encoding.DecodeUint32(b)
-	return tx, ordinal, nil
+	ord, n := decodeOrdered(b)
+	if n == 0 || n != len(b) || ord > 1<<32-1 {
+		return 0, 0, fmt.Errorf("%w: txlog key: ordinal %x", ErrCorrupt, b)
+	}
+	return tx, uint32(ord), nil
 }
 
 // eventKeys is the codec of the event-log keys of changes tables (0x20):
@@ -406,23 +498,23 @@ func decodeAttrNameKey(b []byte) (uint32, error) {
 
 // erasedSKKeys is the codec of the erased surrogate keys (0x40):
 //
-//	0x40 | tid | sk (8 bytes BE) -> asc(erasing tx)
+//	0x40 | tid | ord(sk) -> asc(erasing tx)
 type erasedSKKeys struct{}
 
 var erasedSK erasedSKKeys
 
 // key returns the entry of sk.
 func (erasedSKKeys) key(tid uint32, sk uint64) []byte {
-	return encoding.AppendUint64(tablePrefix(nil, ksErasedSK, tid), sk)
+	return appendOrdered(tablePrefix(nil, ksErasedSK, tid), sk)
 }
 
 // decodeKey parses the part of a key after 0x40 | tid.
 func (erasedSKKeys) decodeKey(b []byte) (uint64, error) {
-	if len(b) != skLen {
-		return 0, fmt.Errorf("%w: erased-sk key of %d bytes after the table id", ErrCorrupt, len(b))
+	sk, n := decodeOrdered(b)
+	if n == 0 || n != len(b) {
+		return 0, fmt.Errorf("%w: erased-sk key %x after the table id", ErrCorrupt, b)
 	}
-	sk, _, err := encoding.DecodeUint64(b)
-	return sk, err
+	return sk, nil
 }
 
 // erasedKeyKeys is the codec of the keyed hashes of erased natural keys (0x41):

@@ -165,7 +165,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 // found classifies the iterator's record, the key's version with the greatest
 // valid_from <= valid.
 func (m *merge) found(from, valid int64) (Version, MissReason, error) {
-	head, err := decodeHead(m.t, m.it.Value(), 0)
+	head, err := decodeHead(m.t, m.it.Value(), from, 0)
 	if err != nil {
 		return Version{}, 0, err
 	}
@@ -179,12 +179,12 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 	switch {
 	case m.attrs && m.t.rawAttrs && !encoding.SharesAttrs(m.it.Value()):
 		var b []byte
-		if _, b, err = decodeHeadSplit(m.t, m.it.Value(), 0); err != nil {
+		if _, b, err = decodeHeadSplit(m.t, m.it.Value(), from, 0); err != nil {
 			return Version{}, 0, err
 		}
 		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).name, proj: m.t.proj}
 	case m.attrs:
-		if head, err = m.s.decodeRecord(m.t, m.it.Value(), 0); err != nil {
+		if head, err = m.s.decodeRecord(m.t, m.it.Value(), from, 0); err != nil {
 			return Version{}, 0, err
 		}
 	}

@@ -221,7 +221,7 @@ func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
 		if err != nil {
 			return err
 		}
-		head, err := decodeHead(m.t, it.Value(), 0)
+		head, err := decodeHead(m.t, it.Value(), from, 0)
 		if err != nil {
 			return err
 		}
@@ -269,7 +269,7 @@ func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
 		if !found {
 			continue // the iterator has left the valid_from's records
 		}
-		head, err := decodeHead(m.t, it.Value(), keyTx)
+		head, err := decodeHead(m.t, it.Value(), from, keyTx)
 		if err != nil {
 			return err
 		}

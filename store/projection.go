@@ -9,7 +9,7 @@ import (
 // This file is the store's side of projections: a read through a projected
 // copy of a table (Snapshot.Project) decodes only the attributes it names,
 // stepping over the others in each record without allocating
-// (encoding.DecodeRecordProjected). Every read that decodes versions honours
+// (encoding.DecodeRecordProjectedAt). Every read that decodes versions honours
 // it: ScanAt, ScanHistory, VersionAt, KeyVersions, LookupSorted, GroupRecord.Attrs,
 // and RawAttrs.Walk on WithRawAttrs copies.
 
@@ -35,8 +35,8 @@ func (s *Snapshot) Project(t *Table, names []string) *Table {
 func (t *Table) Projected() bool { return t.proj != nil }
 
 // decodeProjected is decodeRecord for a projected table.
-func (s *Snapshot) decodeProjected(t *Table, value []byte, keyTxFrom int64) (encoding.RecordValue, error) {
-	rv, err := encoding.DecodeRecordProjected(value, keyTxFrom, s.attrNames(t).name, t.proj)
+func (s *Snapshot) decodeProjected(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, error) {
+	rv, err := encoding.DecodeRecordProjectedAt(value, validFrom, keyTxFrom, s.attrNames(t).name, t.proj)
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}

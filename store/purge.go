@@ -173,7 +173,7 @@ func mergeSpans(spans []span) []span {
 	byTable := map[string]*span{}
 	var order []string
 	for _, sp := range spans {
-		id := string(sp.start[:min(len(sp.start), 1+tidLen)])
+		id := string(sp.start[:max(tableIDEnd(sp.start), min(len(sp.start), 1))])
 		m := byTable[id]
 		if m == nil {
 			byTable[id] = &span{sp.start, sp.end}

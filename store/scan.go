@@ -299,7 +299,7 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 				}
 			}
 		}
-		head, err := decodeHead(t, it.Value(), 0)
+		head, err := decodeHead(t, it.Value(), from, 0)
 		if err != nil {
 			return err
 		}
@@ -563,7 +563,7 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 	if !it.SeekPrefixGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return Version{}, false, it.Error()
 	}
-	_, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix)-skLen:])
+	txFrom, err := skIndex.decodeTxFrom(it.Key()[len(prefix):])
 	if err != nil {
 		return Version{}, false, err
 	}
@@ -586,7 +586,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	}
 	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
-		head, err := decodeHead(t, cur.Value(), 0)
+		head, err := decodeHead(t, cur.Value(), validFrom, 0)
 		if err != nil {
 			return Version{}, err
 		}
@@ -604,7 +604,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		if err != nil {
 			return Version{}, err
 		}
-		head, err := decodeHead(t, hist.Value(), keyTx)
+		head, err := decodeHead(t, hist.Value(), validFrom, keyTx)
 		if err != nil {
 			return Version{}, err
 		}

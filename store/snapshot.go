@@ -287,7 +287,7 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 		if err != nil {
 			return Version{}, false, err
 		}
-		head, err := decodeHead(t, it.Value(), 0)
+		head, err := decodeHead(t, it.Value(), from, 0)
 		if err != nil {
 			return Version{}, false, err
 		}
@@ -336,7 +336,7 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 			if err != nil {
 				return Version{}, false, err
 			}
-			head, err := decodeHead(t, it.Value(), keyTx)
+			head, err := decodeHead(t, it.Value(), from, keyTx)
 			if err != nil {
 				return Version{}, false, err
 			}

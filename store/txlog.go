@@ -11,16 +11,33 @@ import (
 
 // This file owns the transaction log (keyspace 0x13), the change feed of a table:
 //
-//	0x13 | tid | asc(tx) | ordinal (4 bytes BE) -> tuple | change...
-//	change: op (1 byte) | zigzag varint valid_from [| uvarint (tx - tx_from) for a retire]
+//	0x13 | tid | asc(tx) | ord(ordinal) -> tuple | change...
+//	change: kind (1 byte) | zigzag varint valid_from - base
+//	        [| uvarint (tx - tx_from) for a retire or a re-assert]
+//	kind:   0 assert, 1 retire, 2 re-assert: the record of valid_from
+//	        asserted at tx_from was retired and a record of the same
+//	        valid_from asserted, two changes in that order
+//	base:   0 for an entry's first change, else the previous change's
+//	        valid_from
 //
 // One entry holds every change one transaction made to one key, in commit
 // order: the tuple is written once, not once per record. A change's position
 // (LogPos) is its transaction and its ordinal among that transaction's changes
 // to the table; the key of an entry carries the ordinal of its first change, so
-// the changes of an entry have the consecutive ordinals that follow. An asserted
-// record's tx_from is the entry's tx and is not stored; a retired record's is,
-// as its distance back from tx.
+// the changes of an entry have the consecutive ordinals that follow (a
+// re-assert is two changes and takes two ordinals). An asserted record's
+// tx_from is the entry's tx and is not stored; a retired record's is, as its
+// distance back from tx.
+//
+// Decision: the re-assert kind is only a shorter spelling of "retire at V,
+// then assert at V" (the SCD2 close that ends a version by re-asserting it
+// with a valid_to, and a type-1 overwrite), which every entry that closes a
+// version holds: every reader (Changes, Verify, dumps, erasure, vacuum) sees
+// the two changes, at the same positions as if they were written apart,
+// because decodeLogEntry expands it. Valid_froms of one entry are deltas from
+// the previous one, since a key's changes in one transaction are near each
+// other in valid time (a load of a feed's rounds, a close and its successor);
+// the difference is taken modulo 2^64, so any two times have one.
 //
 // Decision: one entry per (transaction, key) rather than one per record (format
 // 1), which wrote the tuple, the tx and a 4-byte ordinal three times per SCD2
@@ -85,11 +102,58 @@ type logChange struct {
 	txFrom    int64
 }
 
-// appendLogChange appends change c of an entry of transaction tx.
-func appendLogChange(dst []byte, tx int64, c logChange) []byte {
-	dst = binary.AppendVarint(append(dst, byte(c.op)), c.validFrom)
+// The kind byte of a stored change (see above). A stored change is one or two
+// logChanges: the kinds are not LogOps.
+const (
+	logKindAssert   byte = 0
+	logKindRetire   byte = 1
+	logKindReassert byte = 2
+)
+
+// logEntryValue builds the value of one transaction-log entry of transaction
+// tx: the tuple, then its changes (see above).
+type logEntryValue struct {
+	tx    int64
+	b     []byte
+	n     int       // changes added
+	last  int       // offset in b of the last stored change
+	lastC logChange // the last change added
+	// lastKind and lastBase are the kind and the base of the last stored
+	// change.
+	lastKind byte
+	lastBase int64
+}
+
+func newLogEntryValue(tx int64, tuple []byte) *logEntryValue {
+	return &logEntryValue{tx: tx, b: append([]byte(nil), tuple...)}
+}
+
+// add appends change c: a retire followed by the assert of the same
+// valid_from becomes one re-assert.
+func (e *logEntryValue) add(c logChange) {
+	if c.op == LogAssert && e.n > 0 && e.lastKind == logKindRetire && e.lastC.validFrom == c.validFrom {
+		e.b = e.appendChange(e.b[:e.last], logKindReassert, e.lastBase, e.lastC)
+		e.lastKind, e.lastC = logKindReassert, c
+		e.n++
+		return
+	}
+	base := int64(0)
+	if e.n > 0 {
+		base = e.lastC.validFrom
+	}
+	kind := logKindAssert
 	if c.op == LogRetire {
-		dst = binary.AppendUvarint(dst, uint64(tx-c.txFrom))
+		kind = logKindRetire
+	}
+	e.last, e.lastKind, e.lastBase, e.lastC = len(e.b), kind, base, c
+	e.b = e.appendChange(e.b, kind, base, c)
+	e.n++
+}
+
+func (e *logEntryValue) appendChange(dst []byte, kind byte, base int64, c logChange) []byte {
+	dst = binary.AppendVarint(append(dst, kind), int64(uint64(c.validFrom)-uint64(base)))
+	if kind != logKindAssert {
+		dst = binary.AppendUvarint(dst, uint64(e.tx-c.txFrom))
 	}
 	return dst
 }
@@ -108,25 +172,32 @@ func decodeLogEntry(t *Table, tx int64, b []byte, changes []logChange) ([]byte, 
 	if len(rest) == 0 {
 		return bad("no change")
 	}
+	base := int64(0)
 	for len(rest) > 0 {
-		c := logChange{op: LogOp(rest[0]), txFrom: tx}
-		var n int
-		if c.validFrom, n = binary.Varint(rest[1:]); n <= 0 {
+		kind := rest[0]
+		if kind > logKindReassert {
+			return bad("unknown change kind %d", kind)
+		}
+		delta, n := binary.Varint(rest[1:])
+		if n <= 0 {
 			return bad("valid_from")
 		}
 		rest = rest[1+n:]
-		switch c.op {
-		case LogAssert:
-		case LogRetire:
-			d, n := binary.Uvarint(rest)
-			if n <= 0 || d == 0 || d > uint64(tx)+1<<63 { // tx_from below -inf
-				return bad("tx_from")
-			}
-			c.txFrom, rest = tx-int64(d), rest[n:]
-		default:
-			return bad("unknown op %d", c.op)
+		c := logChange{op: LogAssert, validFrom: int64(uint64(base) + uint64(delta)), txFrom: tx}
+		base = c.validFrom
+		if kind == logKindAssert {
+			changes = append(changes, c)
+			continue
 		}
-		changes = append(changes, c)
+		d, n := binary.Uvarint(rest)
+		if n <= 0 || d == 0 || d > uint64(tx)+1<<63 { // tx_from below -inf
+			return bad("tx_from")
+		}
+		rest = rest[n:]
+		changes = append(changes, logChange{op: LogRetire, validFrom: c.validFrom, txFrom: tx - int64(d)})
+		if kind == logKindReassert {
+			changes = append(changes, c)
+		}
 	}
 	return tuple, changes, nil
 }
@@ -136,7 +207,7 @@ func decodeLogEntry(t *Table, tx int64, b []byte, changes []logChange) ([]byte, 
 type openLogEntry struct {
 	tuple []byte
 	first uint32 // the ordinal of its first change
-	value []byte
+	value *logEntryValue
 }
 
 // logChange adds a change of record v to the transaction log: to the table's
@@ -147,16 +218,16 @@ func (w *Writer) logChange(t *Table, op LogOp, v *Version) {
 	e := w.logs[t.ID]
 	if e == nil || !bytes.Equal(e.tuple, v.tuple) {
 		w.flushLog(t.ID)
-		e = &openLogEntry{tuple: v.tuple, first: ord, value: append([]byte(nil), v.tuple...)}
+		e = &openLogEntry{tuple: v.tuple, first: ord, value: newLogEntryValue(w.Tx(), v.tuple)}
 		w.logs[t.ID] = e
 	}
-	e.value = appendLogChange(e.value, w.Tx(), logChange{op: op, validFrom: v.ValidFrom, txFrom: v.TxFrom})
+	e.value.add(logChange{op: op, validFrom: v.ValidFrom, txFrom: v.TxFrom})
 }
 
 // flushLog moves the open entry of table tid, if any, to the commit's writes.
 func (w *Writer) flushLog(tid uint32) {
 	if e := w.logs[tid]; e != nil {
-		w.other = append(w.other, Write{Key: txLogKey.key(nil, tid, w.Tx(), e.first), Value: e.value})
+		w.other = append(w.other, Write{Key: txLogKey.key(nil, tid, w.Tx(), e.first), Value: e.value.b})
 		delete(w.logs, tid)
 	}
 }

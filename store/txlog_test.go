@@ -1,7 +1,10 @@
 package store
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -108,4 +111,90 @@ func countEntries(t *testing.T, s *Snapshot, tbl *Table) int {
 		n++
 	}
 	return n
+}
+
+// A log entry's value decodes to the changes it was built from, in order,
+// whatever they are: a retire followed by the assert of its valid_from is
+// stored as one re-assert yet decodes as the two changes, valid_froms that
+// are deltas decode exactly (extreme times included), and a value that is not
+// an entry fails with ErrCorrupt, never a panic.
+func TestLogEntryCodec(t *testing.T) {
+	db, err := Open("", Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tbl, err := db.CreateTable(TableDef{Name: "p", Key: []KeyColumn{{Name: "id", Type: String}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuple, err := tbl.AppendKey(nil, Key{"k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tx = int64(1_700_000_000_000_000)
+	times := []int64{NegInfinity, NegInfinity + 1, -5, 0, 7, 1 << 40, tx, Infinity - 1}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 5_000 {
+		var want []logChange
+		for range 1 + r.IntN(6) {
+			vf := times[r.IntN(len(times))]
+			if r.IntN(2) == 0 {
+				vf = r.Int64N(1 << 50)
+			}
+			switch r.IntN(3) {
+			case 0:
+				want = append(want, logChange{op: LogAssert, validFrom: vf, txFrom: tx})
+			case 1:
+				want = append(want, logChange{op: LogRetire, validFrom: vf, txFrom: tx - 1 - r.Int64N(1<<30)})
+			case 2: // a close: retire and re-assert at one valid_from
+				want = append(want, logChange{op: LogRetire, validFrom: vf, txFrom: NegInfinity + 1 + r.Int64N(1<<20)},
+					logChange{op: LogAssert, validFrom: vf, txFrom: tx})
+			}
+		}
+		e := newLogEntryValue(tx, tuple)
+		for _, c := range want {
+			e.add(c)
+		}
+		gotTuple, got, err := decodeLogEntry(tbl, tx, e.b, nil)
+		if err != nil || !slices.Equal(gotTuple, tuple) || !slices.Equal(got, want) {
+			t.Fatalf("entry %x: got %v %v, %v; want %v", e.b, gotTuple, got, err, want)
+		}
+		// Every truncation and a flipped byte: ErrCorrupt or some entry,
+		// never a panic.
+		for n := len(tuple); n < len(e.b); n++ {
+			if _, _, err := decodeLogEntry(tbl, tx, e.b[:n], nil); err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("truncated %x: %v", e.b[:n], err)
+			}
+		}
+		bad := slices.Clone(e.b)
+		bad[len(tuple)+r.IntN(len(bad)-len(tuple))] ^= byte(1 + r.IntN(255))
+		if _, _, err := decodeLogEntry(tbl, tx, bad, nil); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("damaged %x: %v", bad, err)
+		}
+	}
+	// A close is one stored change: kind, valid_from, tx distance.
+	e := newLogEntryValue(tx, tuple)
+	e.add(logChange{op: LogRetire, validFrom: 10, txFrom: tx - 3})
+	e.add(logChange{op: LogAssert, validFrom: 10, txFrom: tx})
+	e.add(logChange{op: LogAssert, validFrom: 12, txFrom: tx})
+	if want := append(slices.Clone(tuple), logKindReassert, 20, 3, logKindAssert, 4); !slices.Equal(e.b, want) {
+		t.Fatalf("close stored as %x, want %x", e.b, want)
+	}
+	for _, c := range []struct {
+		name  string
+		value []byte
+	}{
+		{"no change", tuple},
+		{"unknown kind", append(slices.Clone(tuple), 3, 0)},
+		{"truncated valid_from", append(slices.Clone(tuple), logKindAssert, 0x80)},
+		{"retire without tx_from", append(slices.Clone(tuple), logKindRetire, 2)},
+		{"re-assert without tx_from", append(slices.Clone(tuple), logKindReassert, 2)},
+		{"zero tx distance", append(slices.Clone(tuple), logKindReassert, 2, 0)},
+		{"tx_from below -inf", binary.AppendUvarint(append(slices.Clone(tuple), logKindRetire, 2), 1<<64-1)},
+	} {
+		if _, _, err := decodeLogEntry(tbl, tx, c.value, nil); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: got %v, want ErrCorrupt", c.name, err)
+		}
+	}
 }

@@ -154,7 +154,7 @@ func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom, keyTxFrom in
 	if t.rawAttrs && !encoding.SharesAttrs(value) {
 		return s.decodeVersionRaw(t, tuple, validFrom, keyTxFrom, value)
 	}
-	rv, err := s.decodeRecord(t, value, keyTxFrom)
+	rv, err := s.decodeRecord(t, value, validFrom, keyTxFrom)
 	if err != nil {
 		return Version{}, err
 	}
@@ -177,7 +177,7 @@ func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom, keyTxFrom in
 // decodeVersionRaw builds a version from a stored record, its attributes left
 // encoded (a copy, since value belongs to an iterator).
 func (s *Snapshot) decodeVersionRaw(t *Table, tuple []byte, validFrom, keyTxFrom int64, value []byte) (Version, error) {
-	rv, attrs, err := decodeHeadSplit(t, value, keyTxFrom)
+	rv, attrs, err := decodeHeadSplit(t, value, validFrom, keyTxFrom)
 	if err != nil {
 		return Version{}, err
 	}

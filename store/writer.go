@@ -158,7 +158,7 @@ func (w *Writer) shareAttrs(rec retiredRecord, value []byte) error {
 	if err != nil || !bytes.Equal(old, cur) {
 		return err
 	}
-	shared, err := encoding.AppendRecordShared(nil, rec.v.recordValue())
+	shared, err := encoding.AppendRecordSharedAt(nil, rec.v.recordValue(), rec.v.ValidFrom)
 	if err != nil {
 		return err
 	}

@@ -573,7 +573,7 @@ func runRaw(db *store.DB, d *datadriven.TestData) (string, error) {
 		}
 		for _, ks := range store.Keyspaces()[2:] { // the per-table keyspaces
 			n := 0
-			pfx := encoding.AppendUint32([]byte{ks}, t.ID)
+			pfx := store.TablePrefix(ks, t.ID)
 			for _, err := range s.RawScan(pfx, encoding.PrefixEnd(pfx)) {
 				if err != nil {
 					return err
