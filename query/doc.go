@@ -66,13 +66,19 @@
 //     (query.Snapshot(..., query.Project("a"))), which would change the type of
 //     query.Snapshot, break code that holds it as a function value, and be a
 //     second way of passing options beside the structs of History and Resolve.
-//   - A backfill keeps int64 attribute values unboxed, and runs SUM, AVG, MIN
-//     and MAX over an attribute on int64 state when every value a group holds
-//     of it is an int64 or null (aggint.go). The sum is exact whichever path
-//     runs: 128-bit running state, so adding and removing members never
-//     overflows, and a final SUM outside int64 is a uint64 when it fits one,
-//     else an *AggValueError. Rejected: an int64 running sum that fails at the
-//     first overflowing step, which would depend on the sweep's order.
+//   - Every aggregation (Aggregate, AggregateTable, group and table-wide
+//     backfills) decodes its versions' projected attributes straight from
+//     their stored form, keeps int64 values unboxed, and runs SUM, AVG, MIN
+//     and MAX over an attribute on int64 state when every value the loaded
+//     versions hold of it is an int64 or null (aggint.go); one loader and one
+//     set of accumulators serve all four, a point aggregation being a sweep
+//     evaluated at one time. The sum is exact whichever path runs: 128-bit
+//     running state, so adding and removing members never overflows, and a
+//     final SUM outside int64 is a uint64 when it fits one, else an
+//     *AggValueError. Rejected: an int64 running sum that fails at the first
+//     overflowing step, which would depend on the sweep's order; and a
+//     point-only copy of the integer state, which could drift from the
+//     sweep's.
 //   - A projected name that no version holds, including one the table has
 //     never stored, is absent from Attrs, as an attribute a version lacks is;
 //     it is not an error. A table's attribute names are whatever its writes
