@@ -7,14 +7,20 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// This file is the backfill's integer path. A backfill decodes each record's
-// projected attributes straight from their stored form (store.RawAttrs.Walk),
-// keeping an int64 unboxed in member.ints, and after loading a group it decides
-// per attribute whether every value the group holds of it is an int64 (or
-// null). SUM, AVG, MIN and MAX over such an attribute then run on int64s: no
-// interface values, no type switches, no float state. Any other attribute, or
-// one read by another kind of feature (COUNT DISTINCT, LATEST, EARLIEST, a
-// window column), holds its values boxed as before.
+// This file is the aggregations' integer path, which every plan runs: a
+// backfill's group sweep and table-wide sweep, Aggregate and AggregateTable.
+// Each version's projected attributes are decoded straight from their stored
+// form (store.RawAttrs.Walk; a GroupRecord's RawAttrs, or a version read
+// through a WithRawAttrs copy of the plan's table), keeping an int64 unboxed in
+// member.ints, and once the versions are loaded (a backfill's group, or every
+// version a point aggregation reads) settleInts decides per attribute whether
+// every value they hold of it is an int64 (or null). SUM, AVG, MIN and MAX over
+// such an attribute then run on int64s: no interface values, no type switches,
+// no float state. Any other attribute, or one read by another kind of feature
+// (COUNT DISTINCT, LATEST, EARLIEST, a window column, a filter), holds its
+// values boxed as before. A version whose attributes come back decoded (a
+// retired record that shares its successor's attributes) has its int64s moved
+// to the same form (holdInts), so both kinds of record mix in one set.
 //
 // Overflow is exact and the same as the generic path's: the running sum is a
 // 128-bit integer, so no addition or removal ever overflows (a set of at most
@@ -23,13 +29,18 @@ import (
 // *AggValueError; AVG divides the exact sum, converted to float64 once, by the
 // count. MIN and MAX compare int64s. Rejected: an int64 running sum that fails
 // on the first overflowing addition, which would make a result depend on the
-// order the sweep adds and removes members in.
+// order the sweep adds and removes members in. Rejected too: a second,
+// point-only copy of this state for Aggregate and AggregateTable; they build
+// members and accumulators exactly as a backfill does and evaluate them at one
+// time (plan.point), so the two cannot drift apart.
 
 // intHeld is the value of member.vals[i] when the attribute is an int64 held
 // unboxed in member.ints[i]; nil stays null.
 type intHeld struct{}
 
-// useIntPath is false only in benchmarks and tests of the generic path.
+// useIntPath is false only in benchmarks and tests of the generic path: the
+// path before this file, which decodes each version's attributes into a map and
+// holds every value boxed.
 var useIntPath = true
 
 // intOp reports whether op runs on the integer path when its input allows.
@@ -60,25 +71,121 @@ func (p *plan) boxedCols() []bool {
 }
 
 // fillRaw sets m.vals (and m.ints) from a record's projected stored
-// attributes; key columns are set from the tuple. m.vals must be cleared.
-func (p *plan) fillRaw(m *member, raw store.RawAttrs) error {
+// attributes; key columns are set from key, or from the tuple when key is nil.
+// m.vals must be cleared.
+func (p *plan) fillRaw(m *member, raw store.RawAttrs, key store.Key) error {
 	if p.needKey {
-		if err := p.fill(m, nil, nil); err != nil { // key columns; attributes are nil here
+		if err := p.fill(m, nil, key); err != nil { // key columns; attributes are nil here
 			return err
 		}
 	}
-	return raw.Walk(func(name string, v *encoding.Value) error {
-		i := slices.Index(p.attrs, name)
-		if i < 0 || p.keyCol[i] >= 0 {
-			return nil
-		}
-		if v.Kind == encoding.KindInt && useIntPath {
-			m.ints[i], m.vals[i] = v.Int, intHeld{}
-		} else {
-			m.vals[i] = v.Any()
-		}
+	if p.walk == nil {
+		p.walk = p.walkAttr // one method value per plan, not a closure per record
+	}
+	p.walking = m
+	return raw.Walk(p.walk)
+}
+
+// walkAttr sets the attribute name of p.walking from its stored value v.
+func (p *plan) walkAttr(name string, v *encoding.Value) error {
+	i := slices.Index(p.attrs, name)
+	if i < 0 || p.keyCol[i] >= 0 {
 		return nil
-	})
+	}
+	m := p.walking
+	if v.Kind == encoding.KindInt && useIntPath {
+		m.ints[i], m.vals[i] = v.Int, intHeld{}
+	} else {
+		m.vals[i] = v.Any()
+	}
+	return nil
+}
+
+// fillVersion sets m from a version's attributes: raw when it holds them (the
+// version was read through readTable), else the decoded attrs. key is the
+// decoded tuple, or nil to decode it when the plan reads a key column.
+func (p *plan) fillVersion(m *member, raw store.RawAttrs, attrs store.Attrs, key store.Key) error {
+	if !raw.IsZero() {
+		return p.fillRaw(m, raw, key)
+	}
+	if err := p.fill(m, attrs, key); err != nil {
+		return err
+	}
+	p.holdInts(m)
+	return nil
+}
+
+// fillRecord sets m from a group index record's attributes: their stored form
+// on the integer path, a decoded map when the record shares its successor's
+// attributes or on the generic path.
+func (p *plan) fillRecord(m *member, rec *store.GroupRecord) error {
+	if useIntPath {
+		raw, ok, err := rec.RawAttrs()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return p.fillRaw(m, raw, nil)
+		}
+	}
+	attrs, err := rec.Attrs()
+	if err != nil {
+		return err
+	}
+	return p.fillVersion(m, store.RawAttrs{}, attrs, nil)
+}
+
+// readTable is the table to read versions through (ScanAt, ScanHistory): the
+// plan's projected table, leaving attributes encoded on the integer path.
+func (p *plan) readTable() *store.Table {
+	if useIntPath {
+		return p.t.WithRawAttrs()
+	}
+	return p.t
+}
+
+// memberBuf builds members in buffers that grow and are reused by the next
+// load: one backing array each for the members' tuples, values and ints, not
+// one allocation per member.
+type memberBuf struct {
+	ms     []member
+	vals   []any
+	ints   []int64
+	tuples []byte
+}
+
+// reset empties b for the next load; members built before must not be used
+// any more.
+func (b *memberBuf) reset() {
+	b.ms, b.vals, b.ints, b.tuples = b.ms[:0], b.vals[:0], b.ints[:0], b.tuples[:0]
+}
+
+// add appends a member with a copy of tuple and the given periods, its values
+// cleared, and returns it for the caller to fill.
+func (b *memberBuf) add(na int, tuple []byte, from, to, txFrom, txTo int64) *member {
+	// A buffer that grows moves on to a new array; members already built keep
+	// pointing at the old one, which nothing writes any more.
+	t0, v0 := len(b.tuples), len(b.vals)
+	b.tuples = append(b.tuples, tuple...)
+	b.vals = slices.Grow(b.vals, na)[:v0+na]
+	b.ints = slices.Grow(b.ints, na)[:v0+na]
+	b.ms = append(b.ms, member{tuple: b.tuples[t0:len(b.tuples):len(b.tuples)], from: from, to: to,
+		txFrom: txFrom, txTo: txTo, vals: b.vals[v0 : v0+na : v0+na], ints: b.ints[v0 : v0+na : v0+na]})
+	m := &b.ms[len(b.ms)-1]
+	clear(m.vals)
+	return m
+}
+
+// addVersion appends a member for a version read through p.readTable().
+func (b *memberBuf) addVersion(p *plan, v *store.Version) error {
+	m := b.add(len(p.attrs), v.Tuple(), v.ValidFrom, v.ValidTo, v.TxFrom, v.TxTo)
+	return p.fillVersion(m, v.RawAttrs(), v.Attrs, v.Key)
+}
+
+// addRecord appends a member for a group index record read through p.t.
+func (b *memberBuf) addRecord(p *plan, rec *store.GroupRecord) error {
+	m := b.add(len(p.attrs), rec.Tuple, rec.ValidFrom, rec.ValidTo, rec.TxFrom, rec.TxTo)
+	return p.fillRecord(m, rec)
 }
 
 // holdInts moves the int64 attribute values of m, filled from a map, to the

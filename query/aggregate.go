@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -129,7 +130,7 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 		return Features{}, err
 	}
 	tx := resolveTx(s, at.Tx)
-	var ms []member
+	var buf memberBuf
 	for rec, err := range s.GroupRecords(p.t, gk, tx, tx) {
 		if err != nil {
 			return Features{}, err
@@ -137,17 +138,11 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 		if !(rec.ValidFrom <= at.Valid && at.Valid < rec.ValidTo) {
 			continue
 		}
-		attrs, err := rec.Attrs()
-		if err != nil {
+		if err := buf.addRecord(p, rec); err != nil {
 			return Features{}, err
 		}
-		m, err := p.newMember(rec.Tuple, rec.ValidFrom, rec.ValidTo, attrs, nil)
-		if err != nil {
-			return Features{}, err
-		}
-		ms = append(ms, m)
 	}
-	return p.point(ms, at.Valid)
+	return p.point(buf.ms, at.Valid)
 }
 
 // AggregateTable computes the features aggs over every version of the table
@@ -168,18 +163,16 @@ func AggregateTable(r store.Reader, table string, at AsOf, aggs []Agg) (Features
 	if err != nil {
 		return Features{}, err
 	}
-	var ms []member
-	for v, err := range s.ScanAt(p.t, store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
+	var buf memberBuf
+	for v, err := range s.ScanAt(p.readTable(), store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
 		if err != nil {
 			return Features{}, err
 		}
-		m, err := p.newMember(v.Tuple(), v.ValidFrom, v.ValidTo, v.Attrs, v.Key)
-		if err != nil {
+		if err := buf.addVersion(p, &v); err != nil {
 			return Features{}, err
 		}
-		ms = append(ms, m)
 	}
-	return p.point(ms, at.Valid)
+	return p.point(buf.ms, at.Valid)
 }
 
 // plan is a validated list of aggregations over one table: the features, the
@@ -192,6 +185,10 @@ type plan struct {
 	attrs   []string // attributes read from each version
 	keyCol  []int    // per attrs entry: the key column it names, or -1
 	needKey bool
+	// walking is the member fillRaw fills, and walk its walkAttr method value
+	// (aggint.go).
+	walking *member
+	walk    func(string, *encoding.Value) error
 }
 
 // feature is one output column.
@@ -291,17 +288,12 @@ type member struct {
 	txFrom, txTo int64
 	vals         []any // per plan.attrs
 	// ints holds, per plan.attrs, the int64 of a column whose vals entry is
-	// intHeld (the backfill's integer path, aggint.go).
+	// intHeld (the integer path, aggint.go).
 	ints []int64
 }
 
-// newMember builds a member from a version's tuple, period and attributes; key is
-// the decoded tuple, or nil to decode it when the plan reads a key column.
-func (p *plan) newMember(tuple []byte, from, to int64, attrs store.Attrs, key store.Key) (member, error) {
-	m := member{tuple: bytes.Clone(tuple), from: from, to: to, vals: make([]any, len(p.attrs))}
-	return m, p.fill(&m, attrs, key)
-}
-
+// fill sets m.vals from decoded attributes; key is the decoded tuple, or nil
+// to decode it when the plan reads a key column.
 func (p *plan) fill(m *member, attrs store.Attrs, key store.Key) error {
 	if p.needKey && key == nil {
 		var err error
@@ -388,9 +380,12 @@ func ValueTypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// point evaluates the plan at ts over ms, the versions active at ts.
+// point evaluates the plan at ts over ms, the versions active at ts, on the
+// integer path where their values allow (aggint.go).
 func (p *plan) point(ms []member, ts int64) (Features, error) {
-	accs := p.newAccums(ms, nil)
+	intCols := make([]bool, len(p.attrs))
+	p.settleInts(ms, p.boxedCols(), intCols)
+	accs := p.newAccums(ms, intCols)
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		state := make([]uint8, len(ms))

@@ -13,6 +13,20 @@ import (
 // belief the retiring transaction corrected, and its successors are the records
 // asserted by that same transaction.
 func Audit(r store.Reader, table string, key store.Key) iter.Seq2[store.Version, error] {
+	return AuditWith(r, table, key, AuditOptions{})
+}
+
+// AuditOptions tune AuditWith.
+type AuditOptions struct {
+	// Project, when not empty, names the attributes to decode (as
+	// SnapshotOptions.Project): each record's Attrs holds only those of them
+	// it has. Empty decodes every attribute.
+	Project []string
+}
+
+// AuditWith is Audit with options: with opts.Project, a projection that
+// decodes only the attributes it names.
+func AuditWith(r store.Reader, table string, key store.Key, opts AuditOptions) iter.Seq2[store.Version, error] {
 	return func(yield func(store.Version, error) bool) {
 		s, t, release, err := open(r, table)
 		if err != nil {
@@ -20,6 +34,7 @@ func Audit(r store.Reader, table string, key store.Key) iter.Seq2[store.Version,
 			return
 		}
 		defer release()
+		t = project(s, t, opts.Project)
 		tuple, err := t.AppendKey(nil, key)
 		if err != nil {
 			yield(store.Version{}, err)

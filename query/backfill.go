@@ -107,14 +107,11 @@ type backfill struct {
 	reported int // rows computed at the last Progress call
 	calls    int // Progress calls so far
 
-	// Reused buffers: members of the current group, and per filter the sweep's
-	// edges and membership states.
-	memBuf       []member
-	valBuf       []any
-	intBuf       []int64
+	// Reused buffers: members of the current group (or table-wide load), and
+	// per filter the sweep's edges and membership states.
+	mem          memberBuf
 	boxed        []bool // per plan.attrs: some feature needs the values boxed
-	intCols      []bool // per plan.attrs: the loaded group's column holds int64s; nil: none does
-	tupleBuf     []byte
+	intCols      []bool // per plan.attrs: the loaded members' column holds int64s
 	starts, ends [][]edge
 	states       [][]uint8
 }
@@ -144,7 +141,7 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if err != nil {
 		return nil, err
 	}
-	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(),
+	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(), intCols: make([]bool, len(p.attrs)),
 		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters))}
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
@@ -277,7 +274,6 @@ func (b *backfill) group(g int) error {
 		var ms []member
 		switch {
 		case b.opts.TableWide:
-			b.intCols = nil // loadTable boxes every value
 			var err error
 			if ms, err = b.loadTable(tx, b.rows[run[0]].TS, b.rows[run[len(run)-1]].TS); err != nil {
 				return err
@@ -305,8 +301,7 @@ func (b *backfill) group(g int) error {
 // whose valid period meets [minTS, maxTS]. The members live in buffers reused
 // by the next group.
 func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
-	ms, vals, ints, tuples := b.memBuf[:0], b.valBuf[:0], b.intBuf[:0], b.tupleBuf[:0]
-	na := len(b.p.attrs)
+	b.mem.reset()
 	for rec, err := range b.s.GroupRecords(b.p.t, group, minTx, maxTx) {
 		if err != nil {
 			return nil, err
@@ -314,57 +309,32 @@ func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]
 		if rec.ValidFrom > maxTS || rec.ValidTo <= minTS {
 			continue
 		}
-		// A buffer that grows moves on to a new array; members already built keep
-		// pointing at the old one, which nothing writes any more.
-		t0, v0 := len(tuples), len(vals)
-		tuples = append(tuples, rec.Tuple...)
-		vals = slices.Grow(vals, na)[:v0+na]
-		ints = slices.Grow(ints, na)[:v0+na]
-		m := member{tuple: tuples[t0:len(tuples):len(tuples)], from: rec.ValidFrom, to: rec.ValidTo,
-			txFrom: rec.TxFrom, txTo: rec.TxTo, vals: vals[v0 : v0+na : v0+na], ints: ints[v0 : v0+na : v0+na]}
-		clear(m.vals)
-		raw, ok, err := rec.RawAttrs()
-		if err == nil && ok {
-			err = b.p.fillRaw(&m, raw)
-		} else if err == nil { // shares its successor's attributes: decoded as a map
-			var attrs store.Attrs
-			if attrs, err = rec.Attrs(); err == nil {
-				err = b.p.fill(&m, attrs, nil)
-				b.p.holdInts(&m)
-			}
-		}
-		if err != nil {
+		if err := b.mem.addRecord(b.p, rec); err != nil {
 			return nil, err
 		}
-		ms = append(ms, m)
 	}
-	b.memBuf, b.valBuf, b.intBuf, b.tupleBuf = ms, vals, ints, tuples
-	if b.intCols == nil {
-		b.intCols = make([]bool, na)
-	}
-	b.p.settleInts(ms, b.boxed, b.intCols)
-	return ms, nil
+	b.p.settleInts(b.mem.ms, b.boxed, b.intCols)
+	return b.mem.ms, nil
 }
 
 // loadTable reads every version of the table alive at tx whose valid period
-// meets [minTS, maxTS].
+// meets [minTS, maxTS]. The members live in buffers reused by the next load.
 func (b *backfill) loadTable(tx, minTS, maxTS int64) ([]member, error) {
-	var ms []member
+	b.mem.reset()
 	to := maxTS + 1
 	if to < maxTS {
 		to = store.Infinity
 	}
-	for v, err := range b.s.ScanHistory(b.p.t, store.Span{}, tx, minTS, to, nil) {
+	for v, err := range b.s.ScanHistory(b.p.readTable(), store.Span{}, tx, minTS, to, nil) {
 		if err != nil {
 			return nil, err
 		}
-		m, err := b.p.newMember(v.Tuple(), v.ValidFrom, v.ValidTo, v.Attrs, v.Key)
-		if err != nil {
+		if err := b.mem.addVersion(b.p, &v); err != nil {
 			return nil, err
 		}
-		ms = append(ms, m)
 	}
-	return ms, nil
+	b.p.settleInts(b.mem.ms, b.boxed, b.intCols)
+	return b.mem.ms, nil
 }
 
 // sweep computes the rows of run (sorted by ts, all reading at one transaction

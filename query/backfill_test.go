@@ -378,3 +378,85 @@ func TestBackfillProgressCountsRows(t *testing.T) {
 		t.Fatalf("progress %+v\nwant %+v", progress, want)
 	}
 }
+
+// TestAggregateMatchesBruteForce compares Aggregate, AggregateTable and
+// table-wide and group backfills with the brute-force computation over every
+// record of the table, on the integer path and on the generic one, at the
+// latest and at past transaction times, at request times where versions start
+// and end.
+func TestAggregateMatchesBruteForce(t *testing.T) {
+	var aggs []query.Agg
+	for _, spec := range aggRandomSpecs {
+		a, err := query.ParseAgg(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aggs = append(aggs, a)
+	}
+	for _, seed := range []uint64{5, rand.Uint64()} {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		db, keys := aggRandomStore(t, rng, 30, 4, 50)
+		s, err := db.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		tb, _ := s.Table("contracts")
+		var recs []store.Version
+		var instants []int64
+		for _, k := range keys {
+			tuple, _ := tb.AppendKey(nil, k)
+			kr, err := s.KeyRecords(tb, tuple)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, kr...)
+			for _, r := range kr {
+				instants = append(instants, r.ValidFrom, r.ValidTo-1, r.ValidFrom+7*aggDay)
+			}
+		}
+		last := s.LastTx()
+		rows := make([]query.LeftRow, 150)
+		for i := range rows {
+			rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(5))}, TS: instants[rng.IntN(len(instants))]}
+			if rng.IntN(2) == 0 {
+				rows[i].Tx = 1 + rng.Int64N(last)
+			}
+		}
+		check := func(path, api string, row query.LeftRow, got []any, user any) {
+			t.Helper()
+			want := aggBrute(recs, aggs, user, row.TS, cmp.Or(row.Tx, last))
+			if fmt.Sprint(got) != fmt.Sprint(want) || !aggSameTypes(got, want) {
+				t.Fatalf("seed %d %s path %s %+v:\n got  %v\n want %v", seed, path, api, row, got, want)
+			}
+		}
+		for _, ints := range []bool{true, false} {
+			path := map[bool]string{true: "integer", false: "generic"}[ints]
+			restore := query.SetIntPath(ints)
+			for _, row := range rows {
+				f, err := query.Aggregate(db, "contracts", row.Group, query.AsOf{Valid: row.TS, Tx: row.Tx}, aggs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(path, "Aggregate", row, f.Values, row.Group[0])
+				if f, err = query.AggregateTable(db, "contracts", query.AsOf{Valid: row.TS, Tx: row.Tx}, aggs); err != nil {
+					t.Fatal(err)
+				}
+				check(path, "AggregateTable", row, f.Values, nil)
+			}
+			for _, wide := range []bool{false, true} {
+				for r, err := range query.Backfill(db, "contracts", rows, aggs, query.BackfillOptions{TableWide: wide}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					user := rows[r.Index].Group[0]
+					if wide {
+						user = nil
+					}
+					check(path, fmt.Sprint("Backfill table-wide=", wide), rows[r.Index], r.Values, user)
+				}
+			}
+			restore()
+		}
+	}
+}

@@ -65,11 +65,18 @@ func (m *SKMiss) Is(target error) bool {
 // The version's attributes are those of its newest record at tx: an untracked
 // attribute overwritten in place (same sk) reads its value as of tx.
 func GetBySK(r store.Reader, table string, sk uint64, tx int64) (store.Version, error) {
+	return GetBySKWith(r, table, sk, tx, GetOptions{})
+}
+
+// GetBySKWith is GetBySK with options: with opts.Project, a projection that
+// decodes only the attributes it names.
+func GetBySKWith(r store.Reader, table string, sk uint64, tx int64, opts GetOptions) (store.Version, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {
 		return store.Version{}, err
 	}
 	defer release()
+	t = project(s, t, opts.Project)
 	at := resolveTx(s, tx)
 	v, found, err := s.RecordBySK(t, sk, at)
 	switch {

@@ -73,8 +73,22 @@ func (c Change) Cursor() string {
 // its surrogate key), so the re-resolution touches only what the corrections
 // touched.
 func Changes(r store.Reader, table string, since, until int64, cur string) iter.Seq2[Change, error] {
+	return ChangesWith(r, table, since, until, cur, ChangesOptions{})
+}
+
+// ChangesOptions tune ChangesWith and ChangesPageWith.
+type ChangesOptions struct {
+	// Project, when not empty, names the attributes to decode (as
+	// SnapshotOptions.Project): each change's Version.Attrs holds only those
+	// of them it has. Empty decodes every attribute.
+	Project []string
+}
+
+// ChangesWith is Changes with options: with opts.Project, a projection that
+// decodes only the attributes it names.
+func ChangesWith(r store.Reader, table string, since, until int64, cur string, opts ChangesOptions) iter.Seq2[Change, error] {
 	return func(yield func(Change, error) bool) {
-		f, err := startFeed(r, table, since, until, cur)
+		f, err := startFeed(r, table, since, until, cur, opts)
 		if err != nil {
 			yield(Change{}, err)
 			return
@@ -91,7 +105,13 @@ func Changes(r store.Reader, table string, since, until int64, cur string) iter.
 // ChangesPage returns up to limit changes of Changes (all of them when limit is
 // 0) and, when more follow, the cursor that resumes after the last one.
 func ChangesPage(r store.Reader, table string, since, until int64, limit int, cur string) (Page[Change], error) {
-	f, err := startFeed(r, table, since, until, cur)
+	return ChangesPageWith(r, table, since, until, limit, cur, ChangesOptions{})
+}
+
+// ChangesPageWith is ChangesPage with options: with opts.Project, a
+// projection that decodes only the attributes it names.
+func ChangesPageWith(r store.Reader, table string, since, until int64, limit int, cur string, opts ChangesOptions) (Page[Change], error) {
+	f, err := startFeed(r, table, since, until, cur, opts)
 	if err != nil {
 		return Page[Change]{}, err
 	}
@@ -120,11 +140,12 @@ type feed struct {
 	empty   bool
 }
 
-func startFeed(r store.Reader, table string, since, until int64, cur string) (*feed, error) {
+func startFeed(r store.Reader, table string, since, until int64, cur string, opts ChangesOptions) (*feed, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {
 		return nil, err
 	}
+	t = project(s, t, opts.Project)
 	f := &feed{s: s, t: t, release: release, until: min(resolveTx(s, until), s.LastTx())}
 	f.empty = since >= f.until
 	if !f.empty {

@@ -53,26 +53,39 @@
 //     path before), a few fresh seeks per fact whatever its neighbours: 3.7-4.9x
 //     slower than the merge on 200k facts (BENCHMARKS.md).
 //   - Projections: SnapshotWith (SnapshotOptions.Project), History and
-//     HistoryRange (HistoryOptions.Project) and Resolve (ResolveOptions.Project,
-//     with Attrs) take a list of attribute names and decode only those; every
-//     other attribute is stepped over in the stored record without being
-//     decoded or allocated, and decoding stops after the last projected
-//     ordinal (store.Snapshot.Project). Backfill and the aggregations project
+//     HistoryRange (HistoryOptions.Project), Resolve (ResolveOptions.Project,
+//     with Attrs), GetWith and GetBySKWith (GetOptions.Project), AuditWith
+//     (AuditOptions.Project) and ChangesWith and ChangesPageWith
+//     (ChangesOptions.Project) take a list of attribute names and decode only
+//     those; every other attribute is stepped over in the stored record
+//     without being decoded or allocated, and decoding stops after the last
+//     projected ordinal (store.Snapshot.Project). Backfill and the aggregations project
 //     by themselves: they decode only the attributes their features read. A
 //     projection is a field of the options structs these reads already take,
-//     and Snapshot, which took none, gained SnapshotWith and SnapshotOptions,
-//     so every existing call compiles and reads as before (an empty list
-//     decodes everything). Rejected: variadic functional options on Snapshot
-//     (query.Snapshot(..., query.Project("a"))), which would change the type of
-//     query.Snapshot, break code that holds it as a function value, and be a
-//     second way of passing options beside the structs of History and Resolve.
-//   - A backfill keeps int64 attribute values unboxed, and runs SUM, AVG, MIN
-//     and MAX over an attribute on int64 state when every value a group holds
-//     of it is an int64 or null (aggint.go). The sum is exact whichever path
-//     runs: 128-bit running state, so adding and removing members never
-//     overflows, and a final SUM outside int64 is a uint64 when it fits one,
-//     else an *AggValueError. Rejected: an int64 running sum that fails at the
-//     first overflowing step, which would depend on the sweep's order.
+//     and the reads that took none (Snapshot, Get, GetBySK, Audit, Changes,
+//     ChangesPage) gained a ...With twin taking an options struct, so every
+//     existing call compiles and reads as before (an empty list decodes
+//     everything). Get and GetBySK share GetOptions (two reads of one
+//     version); Audit and Changes have their own, as History and Resolve do,
+//     so each can grow options of its own. Rejected: variadic functional
+//     options on Snapshot (query.Snapshot(..., query.Project("a"))), which
+//     would change the type of query.Snapshot, break code that holds it as a
+//     function value, and be a second way of passing options beside the
+//     structs of History and Resolve; and one ReadOptions shared by every
+//     read, whose fields would not all apply to each.
+//   - Every aggregation (Aggregate, AggregateTable, group and table-wide
+//     backfills) decodes its versions' projected attributes straight from
+//     their stored form, keeps int64 values unboxed, and runs SUM, AVG, MIN
+//     and MAX over an attribute on int64 state when every value the loaded
+//     versions hold of it is an int64 or null (aggint.go); one loader and one
+//     set of accumulators serve all four, a point aggregation being a sweep
+//     evaluated at one time. The sum is exact whichever path runs: 128-bit
+//     running state, so adding and removing members never overflows, and a
+//     final SUM outside int64 is a uint64 when it fits one, else an
+//     *AggValueError. Rejected: an int64 running sum that fails at the first
+//     overflowing step, which would depend on the sweep's order; and a
+//     point-only copy of the integer state, which could drift from the
+//     sweep's.
 //   - A projected name that no version holds, including one the table has
 //     never stored, is absent from Attrs, as an attribute a version lacks is;
 //     it is not an error. A table's attribute names are whatever its writes

@@ -428,3 +428,51 @@ func ExampleHistoryOptions_project() {
 	// 2020-01-01 2022-03-01 map[region:East]
 	// 2022-03-01 +inf map[region:West]
 }
+
+// GetWith with a projection reads one version and decodes only the named
+// attributes; a name the table never stored is absent.
+func ExampleGetWith() {
+	db := openCustomers()
+	defer db.Close()
+	v, err := query.GetWith(db, "customers", store.Key{101}, query.AsOf{Valid: day("2021-06-01")},
+		query.GetOptions{Project: []string{"region", "segment"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(v.SK, v.Attrs)
+	// Output:
+	// 1 map[region:East]
+}
+
+// AuditWith with a projection lists every record of a key with only the
+// named attributes.
+func ExampleAuditWith() {
+	db := openCustomers()
+	defer db.Close()
+	for v, err := range query.AuditWith(db, "customers", store.Key{101}, query.AuditOptions{Project: []string{"region"}}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(v.SK, date(v.ValidFrom), date(v.ValidTo), v.Attrs)
+	}
+	// Output:
+	// 1 2020-01-01 2022-03-01 map[region:East]
+	// 2 2022-03-01 +inf map[region:West]
+}
+
+// ChangesWith with a projection is a change feed that decodes only the named
+// attributes of each changed record.
+func ExampleChangesWith() {
+	db := openCustomers()
+	defer db.Close()
+	for c, err := range query.ChangesWith(db, "customers", 0, query.Latest, "", query.ChangesOptions{Project: []string{"name"}}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(c.Op, c.Version.Key, c.Version.SK, c.Version.Attrs)
+	}
+	// Output:
+	// asserted 101 1 map[name:Alice Smith]
+	// asserted 101 2 map[name:Alice Smith]
+	// asserted 102 3 map[name:Bob Johnson]
+}

@@ -69,15 +69,27 @@ func resolveTx(s *store.Snapshot, tx int64) int64 {
 // *Miss. At the latest transaction time it costs one seek in the current-state
 // index, however many corrections the key has had.
 func Get(r store.Reader, table string, key store.Key, at AsOf) (store.Version, error) {
-	s, release, err := r.AcquireSnapshot()
+	return GetWith(r, table, key, at, GetOptions{})
+}
+
+// GetOptions tune GetWith and GetBySKWith.
+type GetOptions struct {
+	// Project, when not empty, names the attributes to decode (as
+	// SnapshotOptions.Project): the version's Attrs holds only those of them
+	// it has, and the others are stepped over in the stored record. Empty
+	// decodes every attribute.
+	Project []string
+}
+
+// GetWith is Get with options: with opts.Project, a projection that decodes
+// only the attributes it names.
+func GetWith(r store.Reader, table string, key store.Key, at AsOf, opts GetOptions) (store.Version, error) {
+	s, t, release, err := open(r, table)
 	if err != nil {
 		return store.Version{}, err
 	}
 	defer release()
-	t, err := s.Table(table)
-	if err != nil {
-		return store.Version{}, err
-	}
+	t = project(s, t, opts.Project)
 	var buf [64]byte
 	tuple, err := t.AppendKey(buf[:0], key)
 	if err != nil {

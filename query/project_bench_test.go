@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/enginetest"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -33,9 +34,15 @@ import (
 //   - BenchmarkBackfillIntPath: 20k contracts x 5 versions with int64 amounts in
 //     2k groups, 200k left rows, the harness's features, on the integer path
 //     (path=int) and the generic one (path=generic).
+//   - BenchmarkAggregateIntPath: the same store, Aggregate, AggregateTable and
+//     a table-wide backfill on the integer path and the generic one (which
+//     decodes each version into a map and boxes every value, as these reads
+//     did before the integer path).
 //
 // Run with -cpu 1 so Resolve's merge runs on one goroutine like the per-fact
-// path, and compare with benchstat.
+// path, and compare with benchstat. The integer-path benchmarks report
+// cpu-ns/op too (the process's CPU time), which a machine whose cores are
+// shared disturbs less than wall time.
 
 func benchOnly(b *testing.B) {
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
@@ -310,7 +317,9 @@ const (
 	intAggRows      = 200_000
 )
 
-func BenchmarkBackfillIntPath(b *testing.B) {
+// intAggStore returns the store of BenchmarkBackfillIntPath and
+// BenchmarkAggregateIntPath, built once.
+func intAggStore(b *testing.B) *store.DB {
 	benchOnly(b)
 	intAggOnce.Do(func() {
 		db := benchStore(b)
@@ -341,6 +350,11 @@ func BenchmarkBackfillIntPath(b *testing.B) {
 	if intAggErr != nil {
 		b.Fatal(intAggErr)
 	}
+	return intAggDB
+}
+
+func BenchmarkBackfillIntPath(b *testing.B) {
+	db := intAggStore(b)
 	var aggs []query.Agg
 	for _, spec := range []string{"count", "sum(amount)", "sum(amount):30d", "max(amount)", "count_distinct(status)"} {
 		a, err := query.ParseAgg(spec)
@@ -354,7 +368,7 @@ func BenchmarkBackfillIntPath(b *testing.B) {
 	for i := range rows {
 		rows[i] = query.LeftRow{Group: store.Key{fmt.Sprintf("u%d", rng.IntN(intAggGroups))}, TS: rng.Int64N(60 * aggDay)}
 	}
-	s, err := intAggDB.Snapshot()
+	s, err := db.Snapshot()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -365,6 +379,7 @@ func BenchmarkBackfillIntPath(b *testing.B) {
 	}{{"path=int", true}, {"path=generic", false}} {
 		b.Run(path.name, func(b *testing.B) {
 			defer query.SetIntPath(path.ints)()
+			defer enginetest.CPUPerOp(b)()
 			for b.Loop() {
 				for _, err := range query.Backfill(s, "contracts", rows, aggs, query.BackfillOptions{}) {
 					if err != nil {
@@ -373,6 +388,71 @@ func BenchmarkBackfillIntPath(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*intAggRows), "ns/row")
+		})
+	}
+}
+
+// BenchmarkAggregateIntPath runs the point aggregations and a table-wide
+// backfill on BenchmarkBackfillIntPath's store, on the integer path (path=int)
+// and the generic one (path=generic: each version decoded into a map, every
+// value boxed): Aggregate of one group (50 versions, 10 alive at the time),
+// AggregateTable (a scan of 20k versions) and a table-wide backfill of 1,000
+// dates (one sweep over the table's 100k versions).
+func BenchmarkAggregateIntPath(b *testing.B) {
+	db := intAggStore(b)
+	var aggs []query.Agg
+	for _, spec := range []string{"count", "sum(amount)", "avg(amount)", "min(amount)", "max(amount)"} {
+		a, err := query.ParseAgg(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		aggs = append(aggs, a)
+	}
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(9, 10))
+	series := make([]query.LeftRow, 1_000)
+	for i := range series {
+		series[i] = query.LeftRow{TS: rng.Int64N(50 * aggDay)}
+	}
+	for _, path := range []struct {
+		name string
+		ints bool
+	}{{"path=int", true}, {"path=generic", false}} {
+		b.Run("read=aggregate/"+path.name, func(b *testing.B) {
+			defer query.SetIntPath(path.ints)()
+			defer enginetest.CPUPerOp(b)()
+			i := 0
+			for b.Loop() {
+				i++
+				group := store.Key{fmt.Sprintf("u%d", i%intAggGroups)}
+				if _, err := query.Aggregate(s, "contracts", group, query.AsOf{Valid: int64(i%50) * aggDay}, aggs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("read=aggregate-table/"+path.name, func(b *testing.B) {
+			defer query.SetIntPath(path.ints)()
+			defer enginetest.CPUPerOp(b)()
+			for b.Loop() {
+				if _, err := query.AggregateTable(s, "contracts", query.AsOf{Valid: 25 * aggDay}, aggs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("read=backfill-table-wide/"+path.name, func(b *testing.B) {
+			defer query.SetIntPath(path.ints)()
+			defer enginetest.CPUPerOp(b)()
+			for b.Loop() {
+				for _, err := range query.Backfill(s, "contracts", series, aggs, query.BackfillOptions{TableWide: true}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
 		})
 	}
 }

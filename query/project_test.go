@@ -119,6 +119,7 @@ func TestProjectionMatchesBruteForce(t *testing.T) {
 			w.checkProjectedSnapshot(t, recs)
 			w.checkProjectedHistory(t, recs)
 			w.checkProjectedResolve(t)
+			w.checkProjectedPointReads(t)
 		}
 	})
 }
@@ -207,6 +208,43 @@ func (w *randomWorld) checkProjectedResolve(t *rapid.T) {
 		if !a.Equal(want[i].Attrs) {
 			t.Fatalf("Resolve RawAttrs of fact %d (%q): %v, want %v", i, names, a, want[i].Attrs)
 		}
+	}
+}
+
+// checkProjectedPointReads checks GetWith, GetBySKWith, AuditWith and
+// ChangesWith with a projection against the same reads without one (which
+// TestReadsMatchBruteForce checks) restricted to the projected names.
+func (w *randomWorld) checkProjectedPointReads(t *rapid.T) {
+	names := drawProjection(t)
+	key := drawKey(t, w.keys, "point key")
+	at := query.AsOf{Valid: drawTime(t, "point valid"), Tx: w.drawTx(t, "point tx")}
+	render := func(v store.Version, err error) string {
+		if err != nil {
+			return err.Error()
+		}
+		return fmtRecord(v)
+	}
+	whole, err := query.Get(w.db, "r", key, at)
+	if a, b := render(query.GetWith(w.db, "r", key, at, query.GetOptions{Project: names})), render(restrictAll([]store.Version{whole}, names)[0], err); a != b {
+		t.Fatalf("GetWith(%v, %+v, %q): %s, want %s", key, at, names, a, b)
+	}
+	for sk := uint64(1); sk <= 3; sk++ {
+		whole, err := query.GetBySK(w.db, "r", sk, at.Tx)
+		if a, b := render(query.GetBySKWith(w.db, "r", sk, at.Tx, query.GetOptions{Project: names})), render(restrictAll([]store.Version{whole}, names)[0], err); a != b {
+			t.Fatalf("GetBySKWith(%d, %d, %q): %s, want %s", sk, at.Tx, names, a, b)
+		}
+	}
+	audit := seqRows(t, query.Audit(w.db, "r", key))
+	if a, b := renderAll(seqRows(t, query.AuditWith(w.db, "r", key, query.AuditOptions{Project: names})), fmtRecord), renderAll(restrictAll(audit, names), fmtRecord); a != b {
+		t.Fatalf("AuditWith(%v, %q):\n%s\nwant\n%s", key, names, a, b)
+	}
+	fmtChange := func(c query.Change) string { return fmt.Sprintf("%d %s %s", c.Tx, c.Op, fmtRecord(c.Version)) }
+	changes := seqRows(t, query.Changes(w.db, "r", 0, query.Latest, ""))
+	for i := range changes {
+		changes[i].Version.Attrs = restrict(changes[i].Version.Attrs, names)
+	}
+	if a, b := renderAll(seqRows(t, query.ChangesWith(w.db, "r", 0, query.Latest, "", query.ChangesOptions{Project: names})), fmtChange), renderAll(changes, fmtChange); a != b {
+		t.Fatalf("ChangesWith(%q):\n%s\nwant\n%s", names, a, b)
 	}
 }
 

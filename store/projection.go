@@ -30,6 +30,23 @@ func (s *Snapshot) Project(t *Table, names []string) *Table {
 	return &c
 }
 
+// Project is Snapshot.Project over the table's attribute names as the DB
+// knows them now, for a projection made once and kept (package typed keeps
+// one per struct type): like every projection it stays right on later
+// snapshots, and a name first written after it was made is still found, by
+// name.
+func (db *DB) Project(t *Table, names []string) *Table {
+	if names == nil {
+		return t
+	}
+	db.mu.RLock()
+	ordinals := db.attrList[t.ID] // append-only: the elements it holds never change
+	db.mu.RUnlock()
+	c := *t
+	c.proj = encoding.NewProjection(names, ordinals)
+	return &c
+}
+
 // Projected reports whether reads through t decode a projection of the
 // attributes (Project).
 func (t *Table) Projected() bool { return t.proj != nil }

@@ -64,13 +64,8 @@ func (r RawAttrs) Walk(fn func(name string, v *encoding.Value) error) error {
 	if r.IsZero() {
 		return nil
 	}
-	walk := encoding.WalkAttrsPositional
-	if r.proj != nil {
-		walk = func(b []byte, name func(uint32) (string, bool), fn func(string, *encoding.Value) error) error {
-			return encoding.WalkAttrsProjected(b, name, r.proj, fn)
-		}
-	}
-	if err := walk(r.b, r.name, fn); err != nil {
+	// A nil r.proj walks every attribute (WalkAttrsPositional).
+	if err := encoding.WalkAttrsProjected(r.b, r.name, r.proj, fn); err != nil {
 		if errors.Is(err, encoding.ErrCorrupt) {
 			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}

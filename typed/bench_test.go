@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/enginetest"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -78,15 +79,8 @@ func benchStore(b *testing.B) (*store.DB, *typed.Table[Account]) {
 }
 
 // cpuPerOp reports the process's CPU time per operation as cpu-ns/op beside
-// the wall time: run it with -cpu 1 for the work of one goroutine.
-func cpuPerOp(b *testing.B) func() {
-	start, ok := processCPU()
-	return func() {
-		if end, ok2 := processCPU(); ok && ok2 && b.N > 0 {
-			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
-}
+// the wall time (enginetest.CPUPerOp).
+var cpuPerOp = enginetest.CPUPerOp
 
 // fromMap is what a user of the map API writes to get an Account: the
 // comparison point of the typed reads.

@@ -42,9 +42,17 @@
 // Get, Snapshot and Resolve decode each record straight from its stored bytes
 // into the struct (store.RawAttrs.Walk over the record's positional
 // attributes), without the attribute map the map API builds; History and Audit
-// convert the map API's versions. A retired record whose attributes are stored
-// with its successor's comes back with a map, which the struct is filled from.
-// versions. The typed_test benchmarks (BenchmarkGet, BenchmarkResolve,
+// convert the map API's versions. Every read decodes only the attributes the
+// struct has fields for: Get and Snapshot read through a view of the table
+// projected to them (store.DB.Project, made once per catalog table), History,
+// Audit and Resolve pass them to package query as its projection (History and
+// Resolve keep a projection the caller gave). The other attributes of a
+// record are stepped over, never decoded, so a narrow struct over a wide table
+// pays for its own fields only; as with every projection, a record's bytes
+// after the last projected attribute are not checked (store.Verify checks
+// them). A retired record whose attributes are stored with its successor's
+// comes back with a map, which the struct is filled from. The typed_test
+// benchmarks (BenchmarkGet, BenchmarkResolve,
 // BenchmarkDecodeRecord) compare the two. Rejected alternative: generating
 // per-type code (as msgp does), which needs a build step for every user type;
 // reflection over a schema checked once costs a field lookup per attribute.

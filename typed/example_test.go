@@ -70,3 +70,48 @@ func Example() {
 	// Bergen 2
 	// true
 }
+
+// A struct may map only some of a table's attributes: every read through it
+// decodes only those, stepping over the others in each stored record.
+func ExampleTable_narrow() {
+	type Customer struct {
+		ID    string `bitempo:"id,key"`
+		City  string `bitempo:"city"`
+		Notes string `bitempo:"notes"`
+		Tier  string `bitempo:"tier"`
+	}
+	type CustomerCity struct { // a narrow view of the same table
+		ID   string `bitempo:"id,key"`
+		City string `bitempo:"city"`
+	}
+	db, err := store.Open("", store.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	customers, err := typed.New[Customer]("customers")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cities, err := typed.New[CustomerCity]("customers")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := db.CreateTable(customers.Def()); err != nil {
+		log.Fatal(err)
+	}
+	_, err = txn.Update(db, func(tx *txn.Tx) error {
+		_, err := customers.Upsert(tx, Customer{ID: "c1", City: "Oslo", Notes: "a long note", Tier: "gold"}, 0)
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := cities.Get(db, store.Key{"c1"}, query.AsOf{Valid: 10})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%+v\n", v.Value)
+	// Output:
+	// {ID:c1 City:Oslo}
+}

@@ -104,6 +104,28 @@ type schema struct {
 	attrs []field
 }
 
+// attrNames returns the names of the attribute fields: the projection every
+// read decodes (a record's other attributes are stepped over).
+func (s *schema) attrNames() []string {
+	names := make([]string, len(s.attrs))
+	for i, f := range s.attrs {
+		names[i] = f.name
+	}
+	return names
+}
+
+// project returns the projection of a read through query: the attribute
+// fields, or the caller's own projection when it gave one (reading fewer
+// attributes leaves the other fields zero). A struct with no attribute field
+// reads every attribute through query, whose empty projection means all; the
+// records' attributes are then skipped.
+func (s *schema) project(own []string) []string {
+	if len(own) > 0 {
+		return own
+	}
+	return s.attrNames()
+}
+
 // kindOf returns the kind of a field type, or false if bitempo cannot store it.
 func kindOf(t reflect.Type) (kind, bool) {
 	if t == timeType {

@@ -21,6 +21,10 @@ type Table[T any] struct {
 	checked atomic.Pointer[checkedTable]
 }
 
+// checkedTable is a catalog table that fits the schema, and the view reads
+// decode through: attributes left encoded (WithRawAttrs) and projected to the
+// struct's attribute fields (store.DB.Project), so a record's other attributes
+// are stepped over, never decoded.
 type checkedTable struct {
 	st, raw *store.Table
 }
@@ -119,7 +123,7 @@ func (t *Table[T]) tables(db *store.DB) (*checkedTable, error) {
 	if err := t.s.check(st); err != nil {
 		return nil, err
 	}
-	c := &checkedTable{st: st, raw: st.WithRawAttrs()}
+	c := &checkedTable{st: st, raw: db.Project(st.WithRawAttrs(), t.s.attrNames())}
 	t.checked.Store(c)
 	return c, nil
 }
@@ -283,13 +287,14 @@ func (t *Table[T]) Snapshot(r store.Reader, at query.AsOf, keys query.KeyRange) 
 // History is query.History as T values: the versions of key overlapping [from,
 // to), in valid order, as known at opts.Tx.
 func (t *Table[T]) History(r store.Reader, key store.Key, from, to int64, opts query.HistoryOptions) iter.Seq2[Version[T], error] {
+	opts.Project = t.s.project(opts.Project)
 	return t.versions(r, query.History(r, t.s.table, key, from, to, opts))
 }
 
 // Audit is query.Audit as T values: every record of key, retired ones
 // included, in transaction order.
 func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], error] {
-	return t.versions(r, query.Audit(r, t.s.table, key))
+	return t.versions(r, query.AuditWith(r, t.s.table, key, query.AuditOptions{Project: t.s.project(nil)}))
 }
 
 // Resolve is query.Resolve with each found version's struct: a batch as-of
@@ -304,7 +309,7 @@ func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.Resolv
 	if _, err := t.table(s.DB()); err != nil {
 		return nil, err
 	}
-	opts.Attrs, opts.RawAttrs = true, true
+	opts.Attrs, opts.RawAttrs, opts.Project = true, true, t.s.project(opts.Project)
 	res, err := query.Resolve(s, t.s.table, facts, opts)
 	if err != nil {
 		return nil, err

@@ -7,11 +7,11 @@ import (
 
 func (a *app) auditCmd() *cobra.Command {
 	var (
-		out    outputFlags
-		prefix []string
+		out           outputFlags
+		prefix, attrs []string
 	)
 	cmd := &cobra.Command{
-		Use:   "audit NAME KEY... [--prefix KEY...]",
+		Use:   "audit NAME KEY... [--prefix KEY...] [--attrs A,B]",
 		Short: "Print every record of keys, retired ones included, in transaction order",
 		Long: `Print the audit trail of a key: every record the store ever held for it, in the
 order of the transactions that asserted them, with tx_from (the transaction that
@@ -21,10 +21,14 @@ It answers "what did we believe, and when did that change".
 KEY gives one value per key column. Several keys are their values one after the
 other (audit customers c1 c2), printed key by key in the order given; fewer values
 than key columns, or --prefix, select the keys starting with them that have a
-version at the latest commit, in key order.`,
+version at the latest commit, in key order. --attrs prints only the named
+attributes, in that order, and decodes only those (a projection: the others are
+skipped in each stored record); a name the table never stored is an empty
+column.`,
 		Example: `  bitempo audit customers c1
   bitempo audit customers c1 c2 --format json
-  bitempo audit prices --prefix sku-1`,
+  bitempo audit prices --prefix sku-1
+  bitempo audit customers c1 --attrs tier`,
 		Args: argsRange(1, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			db, t, err := a.openTable(args[0])
@@ -46,16 +50,17 @@ version at the latest commit, in key order.`,
 			}
 			var records []store.Version
 			for _, key := range keys {
-				rs, err := keyAudit(db, t, key)
+				rs, err := keyAudit(db, t, key, attrs)
 				if err != nil {
 					return err
 				}
 				records = append(records, rs...)
 			}
-			return writeVersions(w, newVersionColumns(db, t, true), records)
+			return writeVersions(w, newVersionColumns(db, t, true).project(attrs), records)
 		}),
 	}
 	out.register(cmd, false)
 	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them")
+	cmd.Flags().StringSliceVar(&attrs, "attrs", nil, "attributes to print and decode, in order (default: all)")
 	return cmd
 }

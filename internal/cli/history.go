@@ -12,10 +12,10 @@ func (a *app) historyCmd() *cobra.Command {
 		out              outputFlags
 		from, to, txFlag string
 		timeline         bool
-		prefix           []string
+		prefix, attrs    []string
 	)
 	cmd := &cobra.Command{
-		Use:   "history NAME KEY... [--prefix KEY...] [--from T] [--to T] [--tx T] [--timeline]",
+		Use:   "history NAME KEY... [--prefix KEY...] [--from T] [--to T] [--tx T] [--timeline] [--attrs A,B]",
 		Short: "Print the versions of keys overlapping a valid-time window, as known at a transaction time",
 		Long: `Print the versions of a key whose valid period overlaps [--from, --to), in valid
 order, as the store knew them at --tx (default: the latest commit).
@@ -23,17 +23,21 @@ order, as the store knew them at --tx (default: the latest commit).
 KEY gives one value per key column. Several keys are their values one after the
 other (history customers c1 c2 c3), printed key by key in the order given; fewer
 values than key columns, or --prefix, select every key starting with them, in
-key order.
+key order. --attrs prints only the named attributes, in that order, and decodes
+only those (a projection: the others are skipped in each stored record); a name
+the table never stored is an empty column.
 
 --timeline draws the key's history instead: one block per transaction that changed
 the key, showing its versions as they stood after that transaction as bars on a
 valid-time axis (one row per version, '+' marks the rows that transaction
 asserted). It fits an 80-column terminal; use --from/--to to zoom in on a key with
-a long history.`,
+a long history. With --attrs, the timeline labels versions with those
+attributes only.`,
 		Example: `  bitempo history customers c1
   bitempo history customers c1 c2 --from 2024-01-01 --to 2025-01-01 --with-tx
   bitempo history prices --prefix sku-1
-  bitempo history customers c1 --timeline`,
+  bitempo history customers c1 --timeline
+  bitempo history customers c1 --attrs city,tier`,
 		Args: argsRange(1, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			db, t, err := a.openTable(args[0])
@@ -62,7 +66,7 @@ a long history.`,
 					if i > 0 {
 						fmt.Fprintln(a.stdout)
 					}
-					if err := a.printTimeline(db, t, key, lo, hi, tx); err != nil {
+					if err := a.printTimeline(db, t, key, lo, hi, tx, attrs); err != nil {
 						return err
 					}
 				}
@@ -74,11 +78,11 @@ a long history.`,
 			}
 			var versions []store.Version
 			if sel.keys == nil {
-				versions, err = rangeHistory(db, t, sel.prefix, lo, hi, tx)
+				versions, err = rangeHistory(db, t, sel.prefix, lo, hi, tx, attrs)
 			}
 			for _, key := range sel.keys {
 				var vs []store.Version
-				if vs, err = keyHistory(db, t, key, lo, hi, tx); err != nil {
+				if vs, err = keyHistory(db, t, key, lo, hi, tx, attrs); err != nil {
 					break
 				}
 				versions = append(versions, vs...)
@@ -86,7 +90,7 @@ a long history.`,
 			if err != nil {
 				return err
 			}
-			return writeVersions(w, newVersionColumns(db, t, out.withTx), versions)
+			return writeVersions(w, newVersionColumns(db, t, out.withTx).project(attrs), versions)
 		}),
 	}
 	out.register(cmd, true)
@@ -95,6 +99,7 @@ a long history.`,
 	cmd.Flags().StringVar(&to, "to", "", "end of the valid-time window, exclusive (default: the end of time)")
 	cmd.Flags().StringVar(&txFlag, "tx", "latest", "transaction time: RFC 3339, now or latest")
 	cmd.Flags().BoolVar(&timeline, "timeline", false, "draw the history as a timeline, one block per transaction")
+	cmd.Flags().StringSliceVar(&attrs, "attrs", nil, "attributes to print and decode, in order (default: all)")
 	return cmd
 }
 
@@ -118,9 +123,10 @@ func parseWindow(t *store.Table, from, to string) (int64, int64, error) {
 	return lo, hi, nil
 }
 
-// printTimeline draws a key's timeline from its audit trail.
-func (a *app) printTimeline(db *store.DB, t *store.Table, key store.Key, from, to, tx int64) error {
-	records, err := keyAudit(db, t, key)
+// printTimeline draws a key's timeline from its audit trail, labelling the
+// versions with the attributes in project (all when it is empty).
+func (a *app) printTimeline(db *store.DB, t *store.Table, key store.Key, from, to, tx int64, project []string) error {
+	records, err := keyAudit(db, t, key, project)
 	if err != nil {
 		return err
 	}
@@ -129,7 +135,11 @@ func (a *app) printTimeline(db *store.DB, t *store.Table, key store.Key, from, t
 		limit = tx
 	}
 	title := fmt.Sprintf("%s %s", t.Name, key)
+	names := db.AttrNames(t)
+	if len(project) > 0 {
+		names = project
+	}
 	return renderTimeline(a.stdout, title, records, timelineOpts{
-		axis: t.Axis, attrs: db.AttrNames(t), from: from, to: to, tx: limit,
+		axis: t.Axis, attrs: names, from: from, to: to, tx: limit,
 	})
 }

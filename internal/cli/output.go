@@ -276,6 +276,15 @@ func newVersionColumns(db *store.DB, t *store.Table, withTx bool) *versionColumn
 	return &versionColumns{t: t, attrs: db.AttrNames(t), withTx: withTx}
 }
 
+// project lays out only the attributes in names, in that order (--attrs); no
+// names keeps every attribute.
+func (c *versionColumns) project(names []string) *versionColumns {
+	if len(names) > 0 {
+		c.attrs = names
+	}
+	return c
+}
+
 func (c *versionColumns) header() []string {
 	var cols []string
 	for _, k := range c.t.Key {

@@ -10,10 +10,11 @@ import (
 // snapshot through query, so a command's output is one consistent view.
 
 // keyHistory returns the versions of key overlapping [from, to) as known at tx
-// (0: the latest commit), in valid order.
-func keyHistory(db *store.DB, t *store.Table, key store.Key, from, to, tx int64) ([]store.Version, error) {
+// (0: the latest commit), in valid order, decoding only the attributes in
+// project (all when it is empty).
+func keyHistory(db *store.DB, t *store.Table, key store.Key, from, to, tx int64, project []string) ([]store.Version, error) {
 	var out []store.Version
-	for v, err := range query.History(db, t.Name, key, from, to, query.HistoryOptions{Tx: tx}) {
+	for v, err := range query.History(db, t.Name, key, from, to, query.HistoryOptions{Tx: tx, Project: project}) {
 		if err != nil {
 			return nil, err
 		}
@@ -23,10 +24,11 @@ func keyHistory(db *store.DB, t *store.Table, key store.Key, from, to, tx int64)
 }
 
 // rangeHistory returns the versions of every key starting with prefix
-// overlapping [from, to) as known at tx, in key and valid order.
-func rangeHistory(db *store.DB, t *store.Table, prefix store.Key, from, to, tx int64) ([]store.Version, error) {
+// overlapping [from, to) as known at tx, in key and valid order, decoding only
+// the attributes in project (all when it is empty).
+func rangeHistory(db *store.DB, t *store.Table, prefix store.Key, from, to, tx int64, project []string) ([]store.Version, error) {
 	var out []store.Version
-	for v, err := range query.HistoryRange(db, t.Name, query.KeyRange{Prefix: prefix}, from, to, query.HistoryOptions{Tx: tx}) {
+	for v, err := range query.HistoryRange(db, t.Name, query.KeyRange{Prefix: prefix}, from, to, query.HistoryOptions{Tx: tx, Project: project}) {
 		if err != nil {
 			return nil, err
 		}
@@ -35,10 +37,11 @@ func rangeHistory(db *store.DB, t *store.Table, prefix store.Key, from, to, tx i
 	return out, nil
 }
 
-// keyAudit returns every record of key, retired ones included, in transaction order.
-func keyAudit(db *store.DB, t *store.Table, key store.Key) ([]store.Version, error) {
+// keyAudit returns every record of key, retired ones included, in transaction
+// order, decoding only the attributes in project (all when it is empty).
+func keyAudit(db *store.DB, t *store.Table, key store.Key, project []string) ([]store.Version, error) {
 	var out []store.Version
-	for v, err := range query.Audit(db, t.Name, key) {
+	for v, err := range query.AuditWith(db, t.Name, key, query.AuditOptions{Project: project}) {
 		if err != nil {
 			return nil, err
 		}
@@ -67,9 +70,10 @@ func scanAt(db *store.DB, t *store.Table, prefix store.Key, valid, tx int64, pro
 }
 
 // changeFeed calls fn for every record asserted or retired by the transactions
-// in (since, until] (until 0: the latest commit), in commit order.
-func changeFeed(db *store.DB, t *store.Table, since, until int64, fn func(tx int64, op string, v *store.Version) error) error {
-	for c, err := range query.Changes(db, t.Name, since, until, "") {
+// in (since, until] (until 0: the latest commit), in commit order, decoding
+// only the attributes in project (all when it is empty).
+func changeFeed(db *store.DB, t *store.Table, since, until int64, project []string, fn func(tx int64, op string, v *store.Version) error) error {
+	for c, err := range query.ChangesWith(db, t.Name, since, until, "", query.ChangesOptions{Project: project}) {
 		if err != nil {
 			return err
 		}

@@ -44,10 +44,7 @@ is an empty column.`,
 			if err != nil {
 				return err
 			}
-			cols := newVersionColumns(db, t, out.withTx)
-			if len(attrs) > 0 {
-				cols.attrs = attrs
-			}
+			cols := newVersionColumns(db, t, out.withTx).project(attrs)
 			if err := w.header(cols.header()); err != nil {
 				return err
 			}

@@ -41,6 +41,8 @@ func Reads(db *store.DB, d *datadriven.TestData) (string, error) {
 		return readsHistory(db, d)
 	case "pages":
 		return readsPages(db, d)
+	case "get":
+		return readsGet(db, d)
 	case "audit":
 		return readsAudit(db, d)
 	case "changes":
@@ -272,9 +274,23 @@ func readsPages(db *store.DB, d *datadriven.TestData) (string, error) {
 	}
 }
 
+func readsGet(db *store.DB, d *datadriven.TestData) (string, error) {
+	table := arg(d, "table")
+	at := query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: readsTimeArg(d, "tx", query.Latest)}
+	v, err := query.GetWith(db, table, readsKey(db, table, arg(d, "key")), at, query.GetOptions{Project: readsProject(d)})
+	var miss *query.Miss
+	if errors.As(err, &miss) {
+		return "miss: " + miss.Reason.String() + "\n", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return FmtRecord(v) + "\n", nil
+}
+
 func readsAudit(db *store.DB, d *datadriven.TestData) (string, error) {
 	table := arg(d, "table")
-	return readsLines(query.Audit(db, table, readsKey(db, table, arg(d, "key"))), FmtRecord)
+	return readsLines(query.AuditWith(db, table, readsKey(db, table, arg(d, "key")), query.AuditOptions{Project: readsProject(d)}), FmtRecord)
 }
 
 func readsChanges(db *store.DB, d *datadriven.TestData) (string, error) {
@@ -287,7 +303,7 @@ func readsChanges(db *store.DB, d *datadriven.TestData) (string, error) {
 	var out strings.Builder
 	cur := ""
 	for n := 1; ; n++ {
-		page, err := query.ChangesPage(db, table, since, until, limit, cur)
+		page, err := query.ChangesPageWith(db, table, since, until, limit, cur, query.ChangesOptions{Project: readsProject(d)})
 		if err != nil {
 			return "", err
 		}
@@ -312,7 +328,7 @@ func readsBySK(db *store.DB, d *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v, err := query.GetBySK(db, arg(d, "table"), sk, readsTimeArg(d, "tx", query.Latest))
+	v, err := query.GetBySKWith(db, arg(d, "table"), sk, readsTimeArg(d, "tx", query.Latest), query.GetOptions{Project: readsProject(d)})
 	var miss *query.SKMiss
 	if errors.As(err, &miss) {
 		return "miss: " + miss.Error() + "\n", nil

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package typed_test
+package enginetest
 
 import "time"
 

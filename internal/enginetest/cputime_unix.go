@@ -1,15 +1,12 @@
 //go:build unix
 
-package typed_test
+package enginetest
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time the process has used (user and system). On a
-// machine whose cores are shared, it measures a benchmark's work where wall
-// time also counts the time spent waiting for a core.
 func processCPU() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

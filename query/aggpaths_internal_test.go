@@ -1,0 +1,281 @@
+package query
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+const pathMinute = int64(60_000_000)
+
+// pathColumns are the input columns of pathStore: "i" holds int64s (nulls
+// among them), "f" float64s, "m" ints, floats and uint64s mixed, "n" only nulls
+// (or nothing), "big" int64s whose sums overflow int64 (to a uint64, or beyond
+// uint64: an error), "s" strings (a SUM of it is an error).
+var pathColumns = []string{"i", "f", "m", "n", "big", "s"}
+
+// pathStore writes a random grouped history over minutes (Upserts, whose SCD2
+// closes retire records that share their successor's attributes, bounded
+// Puts, deletes) with the columns of pathColumns and a window column "when".
+func pathStore(t *testing.T, rng *rand.Rand) *store.DB {
+	db, err := store.Open("db", store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.CreateTable(store.TableDef{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}}); err != nil {
+		t.Fatal(err)
+	}
+	null := func(v any) any {
+		if rng.IntN(8) == 0 {
+			return nil
+		}
+		return v
+	}
+	attrs := func() store.Attrs {
+		a := store.Attrs{
+			"user": fmt.Sprint("u", rng.IntN(4)),
+			"i":    null(rng.Int64N(2000) - 1000),
+			"f":    null(rng.Float64()*200 - 100),
+			"big":  []int64{math.MaxInt64/3 - rng.Int64N(3), math.MinInt64/3 + rng.Int64N(3), rng.Int64N(100)}[rng.IntN(3)],
+			"s":    null([]string{"a", "b", "c"}[rng.IntN(3)]),
+			"when": rng.Int64N(60) * pathMinute,
+		}
+		switch rng.IntN(6) {
+		case 0:
+			a["m"] = float64(rng.IntN(100)) + 0.5
+		case 1:
+			a["m"] = uint64(math.MaxInt64) + 1 + rng.Uint64N(3)
+		case 2:
+			a["m"] = nil
+		default:
+			a["m"] = rng.Int64N(100)
+		}
+		if rng.IntN(2) == 0 {
+			a["n"] = nil
+		}
+		for _, c := range []string{"i", "f", "m"} {
+			if rng.IntN(10) == 0 {
+				delete(a, c)
+			}
+		}
+		return a
+	}
+	for range 40 {
+		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+			for range 1 + rng.IntN(5) {
+				key := store.Key{rng.Int64N(25)}
+				from := rng.Int64N(60) * pathMinute
+				var err error
+				switch rng.IntN(5) {
+				case 0, 1:
+					_, err = tx.Upsert("c", key, attrs(), from)
+				case 2, 3:
+					err = tx.Put("c", key, attrs(), from, from+(1+rng.Int64N(20))*pathMinute)
+				default:
+					err = tx.Delete("c", key, from, from+(1+rng.Int64N(10))*pathMinute)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := store.Verify(db)
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %v", rep, err)
+	}
+	return db
+}
+
+// pathSpecs returns the aggregation sets TestAggIntPathMatchesGeneric runs:
+// every operation on every column of pathColumns, plain, windowed on
+// valid_from and windowed on a column, one set per operation and column (so
+// an error of one does not hide the others), and every one that cannot fail
+// together.
+func pathSpecs(t *testing.T) [][]Agg {
+	parse := func(spec string) Agg {
+		a, err := ParseAgg(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	var sets [][]Agg
+	var together []Agg
+	for _, spec := range []string{"count", "exists", "count:5m", "exists@when:10m"} {
+		sets = append(sets, []Agg{parse(spec)})
+		together = append(together, parse(spec))
+	}
+	for _, op := range []string{"sum", "avg", "min", "max", "count_distinct", "latest", "earliest"} {
+		for _, col := range pathColumns {
+			var set []Agg
+			for _, w := range []string{"", ":5m,30m", "@when:10m"} {
+				set = append(set, parse(fmt.Sprintf("%s(%s)%s", op, col, w)))
+			}
+			sets = append(sets, set)
+			if (op != "sum" && op != "avg") || (col != "big" && col != "s" && col != "m") {
+				together = append(together, set...)
+			}
+		}
+	}
+	return append(sets, together)
+}
+
+// TestAggIntPathMatchesGeneric runs every aggregation of pathSpecs through
+// Aggregate, AggregateTable and group and table-wide backfills, on the
+// integer path and on the generic one (which decodes each version into a map
+// and boxes every value): every value and its type, or the error, must be the
+// same. The requests read at the latest and at past transaction times, where
+// retired records that share their successor's attributes are read.
+func TestAggIntPathMatchesGeneric(t *testing.T) {
+	t.Cleanup(func() { useIntPath = true })
+	for _, seed := range []uint64{1, 2, rand.Uint64()} {
+		rng := rand.New(rand.NewPCG(seed, 12))
+		db := pathStore(t, rng)
+		last := db.LastTx()
+		rows := make([]LeftRow, 300)
+		for i := range rows {
+			rows[i] = LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(5))}, TS: (rng.Int64N(80) - 5) * pathMinute}
+			if rng.IntN(3) == 0 {
+				rows[i].Tx = 1 + rng.Int64N(last)
+			}
+			if rng.IntN(4) == 0 {
+				rows[i].TS++ // between minutes
+			}
+		}
+		points := rows[:40]
+		render := func(vals []any, err error) string {
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			var b strings.Builder
+			for _, v := range vals {
+				fmt.Fprintf(&b, "%v (%T) ", v, v)
+			}
+			return b.String() + "\n"
+		}
+		run := func(aggs []Agg, ints bool) map[string]string {
+			useIntPath = ints
+			out := map[string]string{}
+			var b strings.Builder
+			for _, r := range points {
+				f, err := Aggregate(db, "c", r.Group, AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
+				b.WriteString(render(f.Values, err))
+			}
+			out["Aggregate"] = b.String()
+			b.Reset()
+			for _, r := range points {
+				f, err := AggregateTable(db, "c", AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
+				b.WriteString(render(f.Values, err))
+			}
+			out["AggregateTable"] = b.String()
+			for _, wide := range []bool{false, true} {
+				b.Reset()
+				in := rows
+				if wide {
+					in = rows[:60]
+				}
+				for r, err := range Backfill(db, "c", in, aggs, BackfillOptions{TableWide: wide}) {
+					fmt.Fprintf(&b, "%d ", r.Index)
+					b.WriteString(render(r.Values, err))
+				}
+				out[fmt.Sprint("Backfill table-wide=", wide)] = b.String()
+			}
+			return out
+		}
+		errs, uints := 0, 0
+		for _, aggs := range pathSpecs(t) {
+			ints, generic := run(aggs, true), run(aggs, false)
+			for api, got := range ints {
+				if want := generic[api]; got != want {
+					t.Fatalf("seed %d %s %v: integer path\n%s\ngeneric\n%s", seed, api, aggs, got, want)
+				}
+				errs += strings.Count(got, "error: ")
+				uints += strings.Count(got, "(uint64)")
+			}
+		}
+		if errs == 0 || uints == 0 {
+			t.Fatalf("seed %d: %d errors, %d uint64 results: the store no longer exercises overflow", seed, errs, uints)
+		}
+	}
+}
+
+// TestAggPlansProject checks that an aggregation plan reads versions through a
+// projection to the attributes its features use: the group index records and
+// the table scans it reads hold no other attribute, on both paths.
+func TestAggPlansProject(t *testing.T) {
+	t.Cleanup(func() { useIntPath = true })
+	db := pathStore(t, rand.New(rand.NewPCG(3, 12)))
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tb, err := s.Table("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aggs []Agg
+	for _, spec := range []string{"count", "sum(i)", "max(id)", "latest(s)@when:5m"} {
+		a, err := ParseAgg(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aggs = append(aggs, a)
+	}
+	p, err := newPlan(s, tb, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"i": true, "s": true, "when": true} // id is a key column
+	seen := map[string]bool{}
+	note := func(name string) {
+		if !want[name] {
+			t.Fatalf("a plan reading %v decoded %q", want, name)
+		}
+		seen[name] = true
+	}
+	gk, err := tb.AppendGroupKey(nil, store.Key{"u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ints := range []bool{true, false} {
+		useIntPath = ints
+		for rec, err := range s.GroupRecords(p.t, gk, 1, s.LastTx()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			attrs, err := rec.Attrs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name := range attrs {
+				note(name)
+			}
+		}
+		for v, err := range s.ScanHistory(p.readTable(), store.Span{}, s.LastTx(), store.NegInfinity, store.Infinity, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name := range v.Attrs {
+				note(name)
+			}
+			if err := v.RawAttrs().Walk(func(name string, _ *encoding.Value) error { note(name); return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("decoded %v of %v", seen, want)
+	}
+}
