@@ -151,11 +151,22 @@
 // planted keys included; so a composite key's filter holds its first column
 // only. layout.go decides the rule per keyspace.
 //
+// Two more table options follow from the layout (comparer.go). Values stay
+// beside their keys: Pebble would move the value of every key but the first
+// of a prefix into a separate value block, which suits MVCC versions but not
+// suffixes that are valid and transaction times a read picks anywhere in a
+// key's timeline (each such read would pay a second block). And index blocks
+// are 256 KiB, so a table file has a one-level index and a seek reads one
+// index block rather than two.
+//
 // Format 2 has not been released. Development builds wrote format-2 stores
-// with Pebble's default comparer (no split, no filters) and the same format
-// marker; Open tells them apart by the comparer name in the MANIFEST and
-// refuses them with ErrFormat before Pebble opens them, like format 1
-// (format.go): move their data with export --all --history and import.
+// with Pebble's default comparer (no split, no filters), and later with the
+// comparer bitempo.layout.v2 (4-byte table ids, fixed-width surrogate keys
+// and log ordinals, absolute valid_to), under the same format marker; Open
+// tells them apart by the comparer name in the MANIFEST (and, on an engine
+// without one, by meta "layout") and refuses them with ErrFormat before
+// Pebble opens them, like format 1 (format.go): move their data with export
+// --all --history and import.
 //
 // # Invariants
 //
