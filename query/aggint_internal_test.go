@@ -15,14 +15,7 @@ import (
 // sometimes floats, nulls and uint64s) and whose big values are huge int64s,
 // whose sums overflow int64 (to a uint64 result or an *AggValueError).
 func intStore(t *testing.T, rng *rand.Rand, mixed bool) *store.DB {
-	db, err := store.Open("db", store.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.CreateTable(store.TableDef{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}}); err != nil {
-		t.Fatal(err)
-	}
+	db := groupedStore(t)
 	amount := func() any {
 		if mixed {
 			switch rng.IntN(60) {
@@ -129,4 +122,19 @@ func TestBackfillIntPathMatchesGeneric(t *testing.T) {
 			}
 		}
 	}
+}
+
+// groupedStore opens an in-memory store with one table, "c", keyed by an
+// int64 "id" and grouped by "user"; it is closed when the test ends.
+func groupedStore(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open("db", store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.CreateTable(store.TableDef{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}}); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

@@ -24,14 +24,7 @@ var pathColumns = []string{"i", "f", "m", "n", "big", "s"}
 // closes retire records that share their successor's attributes, bounded
 // Puts, deletes) with the columns of pathColumns and a window column "when".
 func pathStore(t *testing.T, rng *rand.Rand) *store.DB {
-	db, err := store.Open("db", store.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.CreateTable(store.TableDef{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}}); err != nil {
-		t.Fatal(err)
-	}
+	db := groupedStore(t)
 	null := func(v any) any {
 		if rng.IntN(8) == 0 {
 			return nil

@@ -216,19 +216,10 @@ func TestBackfillMatchesBruteForce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			tb, _ := s.Table("contracts")
-			var recs []store.Version
+			recs := contractRecords(t, s, keys)
 			var instants []int64
-			for _, k := range keys {
-				tuple, _ := tb.AppendKey(nil, k)
-				kr, err := s.KeyRecords(tb, tuple)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs = append(recs, kr...)
-				for _, r := range kr {
-					instants = append(instants, r.ValidFrom, r.ValidTo, r.ValidFrom+7*aggDay, r.ValidFrom+30*aggDay)
-				}
+			for _, r := range recs {
+				instants = append(instants, r.ValidFrom, r.ValidTo, r.ValidFrom+7*aggDay, r.ValidFrom+30*aggDay)
 			}
 			var aggs []query.Agg
 			for _, spec := range aggRandomSpecs {
@@ -401,19 +392,10 @@ func TestAggregateMatchesBruteForce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		tb, _ := s.Table("contracts")
-		var recs []store.Version
+		recs := contractRecords(t, s, keys)
 		var instants []int64
-		for _, k := range keys {
-			tuple, _ := tb.AppendKey(nil, k)
-			kr, err := s.KeyRecords(tb, tuple)
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs = append(recs, kr...)
-			for _, r := range kr {
-				instants = append(instants, r.ValidFrom, r.ValidTo-1, r.ValidFrom+7*aggDay)
-			}
+		for _, r := range recs {
+			instants = append(instants, r.ValidFrom, r.ValidTo-1, r.ValidFrom+7*aggDay)
 		}
 		last := s.LastTx()
 		rows := make([]query.LeftRow, 150)
@@ -459,4 +441,24 @@ func TestAggregateMatchesBruteForce(t *testing.T) {
 			restore()
 		}
 	}
+}
+
+// contractRecords returns every record (current and retired) of the keys of
+// aggRandomStore's "contracts" table, key by key.
+func contractRecords(t *testing.T, s *store.Snapshot, keys []store.Key) []store.Version {
+	t.Helper()
+	tb, err := s.Table("contracts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []store.Version
+	for _, k := range keys {
+		tuple, _ := tb.AppendKey(nil, k)
+		kr, err := s.KeyRecords(tb, tuple)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, kr...)
+	}
+	return recs
 }

@@ -10,15 +10,7 @@ import (
 // first uses it; a snapshot that meets one the DB has not learned yet reads its
 // name from its own view; and a name table with a gap is refused at Open.
 func TestAttrOrdinals(t *testing.T) {
-	db, err := Open("", Options{FS: nil, InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tbl, err := db.CreateTable(TableDef{Name: "p", Key: []KeyColumn{{Name: "id", Type: String}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, tbl := openTableP(t, Options{InMemory: true})
 	if err := db.DeclareAttrNames(tbl, []string{"z", "a"}); err != nil {
 		t.Fatal(err)
 	}

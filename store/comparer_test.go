@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -92,7 +93,7 @@ func TestOrderedUvarint(t *testing.T) {
 		}
 		for _, w := range vals[max(0, i-20):i] {
 			c := appendOrdered(nil, w)
-			if bytes.Compare(b, c) != cmpU64(v, w) {
+			if bytes.Compare(b, c) != cmp.Compare(v, w) {
 				t.Fatalf("forms %x (%d) and %x (%d) out of order", b, v, c, w)
 			}
 			if v != w && (bytes.HasPrefix(b, c) || bytes.HasPrefix(c, b)) {
@@ -109,16 +110,6 @@ func TestOrderedUvarint(t *testing.T) {
 			t.Fatalf("%x decodes as %d, whose form is %x", b, v, appendOrdered(nil, v))
 		}
 	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Pebble's contract for Split (base.Comparer's docs), on prefixes and

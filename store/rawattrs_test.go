@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -78,7 +79,7 @@ func TestWithRawAttrsMatchesMaps(t *testing.T) {
 		if c := bytes.Compare(a.Tuple, b.Tuple); c != 0 {
 			return c
 		}
-		return cmp64(b.Valid, a.Valid)
+		return cmp.Compare(b.Valid, a.Valid)
 	})
 	err = s.LookupSorted(raw, probes, true, func(i int, v *store.Version, r store.MissReason) {
 		want, _, _ := s.VersionAt(w.tb, probes[i].Tuple, probes[i].Valid, probes[i].Tx)

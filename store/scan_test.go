@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -118,18 +119,8 @@ func alive(recs []store.Version, tx int64) []store.Version {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b store.Version) int { return cmp64(a.ValidFrom, b.ValidFrom) })
+	slices.SortFunc(out, func(a, b store.Version) int { return cmp.Compare(a.ValidFrom, b.ValidFrom) })
 	return out
-}
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (w *scanWorld) inSpan(t *testing.T, k store.Key, sp store.Span) bool {
@@ -416,7 +407,7 @@ func TestLookupSortedMatchesVersionAt(t *testing.T) {
 				if c := bytes.Compare(a.Tuple, b.Tuple); c != 0 {
 					return c
 				}
-				return cmp64(b.Valid, a.Valid)
+				return cmp.Compare(b.Valid, a.Valid)
 			})
 			seen := 0
 			err := s.LookupSorted(w.tb, probes, attrs, func(i int, v *store.Version, r store.MissReason) {

@@ -9,15 +9,7 @@ import (
 // transaction time, the record of the surrogate key alive then.
 func TestSKIndexSkipsSCD2Close(t *testing.T) {
 	clock := int64(100)
-	db, err := Open("", Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tbl, err := db.CreateTable(TableDef{Name: "p", Key: []KeyColumn{{Name: "id", Type: String}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, tbl := openTableP(t, Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
 	a, err := tbl.AppendKey(nil, Key{"a"})
 	if err != nil {
 		t.Fatal(err)

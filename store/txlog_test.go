@@ -14,15 +14,7 @@ import (
 // inside an entry or at its start, yields exactly the changes from there on.
 func TestTxLogPositionsInsideEntries(t *testing.T) {
 	clock := int64(100)
-	db, err := Open("", Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tbl, err := db.CreateTable(TableDef{Name: "p", Key: []KeyColumn{{Name: "id", Type: String}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, tbl := openTableP(t, Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
 	tuple := func(id string) []byte {
 		b, err := tbl.AppendKey(nil, Key{id})
 		if err != nil {
@@ -119,15 +111,7 @@ func countEntries(t *testing.T, s *Snapshot, tbl *Table) int {
 // are deltas decode exactly (extreme times included), and a value that is not
 // an entry fails with ErrCorrupt, never a panic.
 func TestLogEntryCodec(t *testing.T) {
-	db, err := Open("", Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tbl, err := db.CreateTable(TableDef{Name: "p", Key: []KeyColumn{{Name: "id", Type: String}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tbl := openTableP(t, Options{InMemory: true})
 	tuple, err := tbl.AppendKey(nil, Key{"k"})
 	if err != nil {
 		t.Fatal(err)
@@ -197,4 +181,21 @@ func TestLogEntryCodec(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrCorrupt", c.name, err)
 		}
 	}
+}
+
+// openTableP opens an in-memory store with opts (InMemory set by the caller)
+// and creates table "p", keyed by a string "id"; the store is closed when the
+// test ends.
+func openTableP(t *testing.T, opts Options) (*DB, *Table) {
+	t.Helper()
+	db, err := Open("", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	tbl, err := db.CreateTable(TableDef{Name: "p", Key: []KeyColumn{{Name: "id", Type: String}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, tbl
 }
