@@ -83,67 +83,41 @@ func TestOpenFormat1Refused(t *testing.T) {
 	}
 }
 
-// A store written by a development build of format 2, with Pebble's default
-// comparer, is refused before Pebble opens it, read-write or read-only, with
-// a *FormatError that says what it is and how to move its data; its
-// directory is left exactly as it was.
+// A store written by a development build of format 2 is refused before
+// Pebble opens it, read-write or read-only, with a *FormatError that names the
+// comparer it found and says how to move its data; its directory is left
+// exactly as it was. Two such builds: one with Pebble's default comparer, and
+// one with an earlier layout of bitempo's own (bitempo.layout.v2: 4-byte table
+// ids).
 func TestOpenFormat2DevRefused(t *testing.T) {
-	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
-		dir, before := copyFixture(t, "format2dev")
-		db, err := Open(dir, opts)
-		if err == nil {
-			db.Close()
-			t.Fatalf("%+v: opened a store of the development format", opts)
-		}
-		if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
-			t.Fatalf("%+v: got %v, want ErrFormat (and not ErrNewerFormat)", opts, err)
-		}
-		var fe *FormatError
-		if !errors.As(err, &fe) || fe.Found != formatVersion || fe.Want != formatVersion || fe.Dir != dir ||
-			fe.Comparer != "leveldb.BytewiseComparator" {
-			t.Fatalf("%+v: got %#v, want a *FormatError of the development format 2", opts, fe)
-		}
-		for _, want := range []string{"store format 2 as written by a development build", "leveldb.BytewiseComparator",
-			comparerName, "not changed", "bitempo export --all --history", "bitempo import"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+	for _, tc := range []struct{ fixture, comparer, named string }{
+		{"format2dev", "leveldb.BytewiseComparator", "leveldb.BytewiseComparator"},
+		{"format2v2", "bitempo.layout.v2", `"bitempo.layout.v2"`},
+	} {
+		for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
+			dir, before := copyFixture(t, tc.fixture)
+			db, err := Open(dir, opts)
+			if err == nil {
+				db.Close()
+				t.Fatalf("%s %+v: opened a store of a development layout", tc.fixture, opts)
 			}
-		}
-		if after := dirContents(t, dir); !maps.Equal(before, after) {
-			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
-		}
-	}
-}
-
-// A store written by a development build of format 2 with an earlier layout
-// of bitempo's own comparer (bitempo.layout.v2: 4-byte table ids) is refused
-// before Pebble opens it, read-write or read-only, with a *FormatError that
-// names the comparer it found and how to move its data; its directory is left
-// exactly as it was.
-func TestOpenFormat2LayoutV2Refused(t *testing.T) {
-	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
-		dir, before := copyFixture(t, "format2v2")
-		db, err := Open(dir, opts)
-		if err == nil {
-			db.Close()
-			t.Fatalf("%+v: opened a store of the bitempo.layout.v2 layout", opts)
-		}
-		if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
-			t.Fatalf("%+v: got %v, want ErrFormat (and not ErrNewerFormat)", opts, err)
-		}
-		var fe *FormatError
-		if !errors.As(err, &fe) || fe.Found != formatVersion || fe.Want != formatVersion || fe.Dir != dir ||
-			fe.Comparer != "bitempo.layout.v2" {
-			t.Fatalf("%+v: got %#v, want a *FormatError of the bitempo.layout.v2 layout", opts, fe)
-		}
-		for _, want := range []string{"store format 2 as written by a development build", `"bitempo.layout.v2"`,
-			comparerName, "not changed", "bitempo export --all --history", "bitempo import"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+			if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
+				t.Fatalf("%s %+v: got %v, want ErrFormat (and not ErrNewerFormat)", tc.fixture, opts, err)
 			}
-		}
-		if after := dirContents(t, dir); !maps.Equal(before, after) {
-			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
+			var fe *FormatError
+			if !errors.As(err, &fe) || fe.Found != formatVersion || fe.Want != formatVersion || fe.Dir != dir ||
+				fe.Comparer != tc.comparer {
+				t.Fatalf("%s %+v: got %#v, want a *FormatError of the development format 2", tc.fixture, opts, fe)
+			}
+			for _, want := range []string{"store format 2 as written by a development build", tc.named,
+				comparerName, "not changed", "bitempo export --all --history", "bitempo import"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s %+v: message %q lacks %q", tc.fixture, opts, err, want)
+				}
+			}
+			if after := dirContents(t, dir); !maps.Equal(before, after) {
+				t.Fatalf("%s %+v: the refused store's directory changed: %d files before, %d after", tc.fixture, opts, len(before), len(after))
+			}
 		}
 	}
 }
