@@ -103,16 +103,8 @@ func (w *randomWorld) writeAttrs(t *rapid.T) {
 
 func TestProjectionMatchesBruteForce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		clock := int64(1000)
-		db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.CreateTable(store.TableDef{Name: "r", Key: []store.KeyColumn{{Name: "g", Type: store.String}, {Name: "n", Type: store.Int64}}}); err != nil {
-			t.Fatal(err)
-		}
-		w := &randomWorld{db: db, keys: randomKeys()}
+		w := newRandomWorld(t)
+		defer w.db.Close()
 		for range rapid.IntRange(1, 8).Draw(t, "commits") {
 			w.writeAttrs(t)
 			recs := w.records(t)

@@ -199,18 +199,26 @@ func seqRows[T any](t *rapid.T, seq func(func(T, error) bool)) []T {
 	return out
 }
 
+// newRandomWorld opens an in-memory store whose clock ticks by one per
+// transaction, with table "r" keyed by (g string, n int64); the caller closes
+// w.db.
+func newRandomWorld(t *rapid.T) *randomWorld {
+	clock := int64(1000)
+	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTable(store.TableDef{Name: "r", Key: []store.KeyColumn{{Name: "g", Type: store.String}, {Name: "n", Type: store.Int64}}}); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return &randomWorld{db: db, keys: randomKeys()}
+}
+
 func TestReadsMatchBruteForce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		clock := int64(1000)
-		db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.CreateTable(store.TableDef{Name: "r", Key: []store.KeyColumn{{Name: "g", Type: store.String}, {Name: "n", Type: store.Int64}}}); err != nil {
-			t.Fatal(err)
-		}
-		w := &randomWorld{db: db, keys: randomKeys()}
+		w := newRandomWorld(t)
+		defer w.db.Close()
 		for range rapid.IntRange(1, 12).Draw(t, "commits") {
 			w.write(t)
 			recs := w.records(t)

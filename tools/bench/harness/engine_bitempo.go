@@ -170,8 +170,12 @@ func (e *bitempoEngine) stageFacts(facts []probe) error {
 	return nil
 }
 
-func (e *bitempoEngine) resolve(out []answer) error {
-	res, err := query.Resolve(e.snap, dimTable, e.facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
+func (e *bitempoEngine) resolve(out []answer) error { return e.resolveFacts(e.facts, out) }
+
+// resolveFacts resolves facts against the base table with their attributes
+// and writes the answers found into out, by fact index.
+func (e *bitempoEngine) resolveFacts(facts []query.Fact, out []answer) error {
+	res, err := query.Resolve(e.snap, dimTable, facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
 	if err != nil {
 		return err
 	}
@@ -200,21 +204,7 @@ func (e *bitempoEngine) resolveAfter(commits int, out []answer) error {
 	for i, f := range e.facts {
 		facts[i] = query.Fact{Key: f.Key, At: f.At, Tx: tx}
 	}
-	res, err := query.Resolve(e.snap, dimTable, facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
-	if err != nil {
-		return err
-	}
-	for i := range res {
-		if !res[i].Found() {
-			continue
-		}
-		a, err := toAttrs(res[i].Attrs)
-		if err != nil {
-			return err
-		}
-		out[res[i].Index] = answer{found: true, v: version{attrs: a}}
-	}
-	return nil
+	return e.resolveFacts(facts, out)
 }
 
 func (e *bitempoEngine) snapshot(valid int64, fn func(string, version)) error {
