@@ -22,10 +22,14 @@ type AuditOptions struct {
 	// SnapshotOptions.Project): each record's Attrs holds only those of them
 	// it has. Empty decodes every attribute.
 	Project []string
+	// RawAttrs returns each record's attributes still encoded, as
+	// HistoryOptions.RawAttrs does.
+	RawAttrs bool
 }
 
 // AuditWith is Audit with options: with opts.Project, a projection that
-// decodes only the attributes it names.
+// decodes only the attributes it names; with opts.RawAttrs, attributes left
+// encoded.
 func AuditWith(r store.Reader, table string, key store.Key, opts AuditOptions) iter.Seq2[store.Version, error] {
 	return func(yield func(store.Version, error) bool) {
 		s, t, release, err := open(r, table)
@@ -35,6 +39,9 @@ func AuditWith(r store.Reader, table string, key store.Key, opts AuditOptions) i
 		}
 		defer release()
 		t = project(s, t, opts.Project)
+		if opts.RawAttrs {
+			t = t.WithRawAttrs()
+		}
 		tuple, err := t.AppendKey(nil, key)
 		if err != nil {
 			yield(store.Version{}, err)

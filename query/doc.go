@@ -72,7 +72,11 @@
 //     would change the type of query.Snapshot, break code that holds it as a
 //     function value, and be a second way of passing options beside the
 //     structs of History and Resolve; and one ReadOptions shared by every
-//     read, whose fields would not all apply to each.
+//     read, whose fields would not all apply to each. History, HistoryRange,
+//     HistoryPage, AuditWith and Resolve (with Attrs) can also hand the
+//     attributes out still encoded (RawAttrs in their options), for a caller
+//     that decodes them itself, as package typed does into structs; a retired
+//     record that shares its successor's attributes still comes back decoded.
 //   - Every aggregation (Aggregate, AggregateTable, group and table-wide
 //     backfills) decodes its versions' projected attributes straight from
 //     their stored form, keeps int64 values unboxed, and runs SUM, AVG, MIN

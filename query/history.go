@@ -23,6 +23,13 @@ type HistoryOptions struct {
 	// SnapshotOptions.Project): each version's Attrs holds only those of them
 	// it has. Empty decodes every attribute.
 	Project []string
+	// RawAttrs returns each version's attributes still encoded
+	// (store.Version.RawAttrs, read with store.RawAttrs.Walk, projected by
+	// Project) instead of as a map, for a caller that decodes them itself, as
+	// package typed decodes them into structs: no map is built. Attrs is then
+	// nil, except for a retired record whose attributes are stored with its
+	// successor, which comes back decoded in Attrs (its RawAttrs is zero).
+	RawAttrs bool
 }
 
 // History yields the versions of key that overlap the valid period [from, to),
@@ -112,6 +119,9 @@ func startHistory(r store.Reader, table string, spanOf func(*store.Table) (store
 		return nil, err
 	}
 	t = project(s, t, opts.Project)
+	if opts.RawAttrs {
+		t = t.WithRawAttrs()
+	}
 	h := &historyRead{s: s, t: t, release: release, from: from, to: to, clipped: opts.Clip}
 	// A time after the newest commit reads the same as the newest commit; pin that,
 	// so that a cursor never sees commits made after its first page.

@@ -39,10 +39,13 @@
 //
 // # Reads
 //
-// Get, Snapshot and Resolve decode each record straight from its stored bytes
-// into the struct (store.RawAttrs.Walk over the record's positional
-// attributes), without the attribute map the map API builds; History and Audit
-// convert the map API's versions. Every read decodes only the attributes the
+// Every read decodes each record straight from its stored bytes into the
+// struct (store.RawAttrs.Walk over the record's positional attributes), without
+// the attribute map the map API builds: Get and Snapshot read the store
+// directly, and History, Audit and Resolve ask package query for the
+// attributes left encoded (HistoryOptions.RawAttrs, AuditOptions.RawAttrs,
+// ResolveOptions.RawAttrs). A scan decodes into one struct and yields copies.
+// Every read decodes only the attributes the
 // struct has fields for: Get and Snapshot read through a view of the table
 // projected to them (store.DB.Project, made once per catalog table), History,
 // Audit and Resolve pass them to package query as its projection (History and
@@ -52,8 +55,9 @@
 // after the last projected attribute are not checked (store.Verify checks
 // them). A retired record whose attributes are stored with its successor's
 // comes back with a map, which the struct is filled from. The typed_test
-// benchmarks (BenchmarkGet, BenchmarkResolve,
-// BenchmarkDecodeRecord) compare the two. Rejected alternative: generating
+// benchmarks (BenchmarkGet, BenchmarkResolve, BenchmarkHistoryAudit,
+// BenchmarkDecodeRecord) compare the two, and TestHistoryAuditAllocs checks
+// that History and Audit allocate less than the map API's reads. Rejected alternative: generating
 // per-type code (as msgp does), which needs a build step for every user type;
 // reflection over a schema checked once costs a field lookup per attribute.
 package typed

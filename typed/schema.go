@@ -102,17 +102,15 @@ type schema struct {
 	table string
 	keys  []field
 	attrs []field
+	// names are the attribute fields' names, in attrs order (attrNames).
+	names []string
 }
 
 // attrNames returns the names of the attribute fields: the projection every
 // read decodes (a record's other attributes are stepped over).
-func (s *schema) attrNames() []string {
-	names := make([]string, len(s.attrs))
-	for i, f := range s.attrs {
-		names[i] = f.name
-	}
-	return names
-}
+// The list is the schema's own, made once so that a read does not build it:
+// callers must not modify it.
+func (s *schema) attrNames() []string { return s.names }
 
 // project returns the projection of a read through query: the attribute
 // fields, or the caller's own projection when it gave one (reading fewer
@@ -219,6 +217,10 @@ func newSchema(typ reflect.Type, table string) (*schema, error) {
 		return nil, bad("", "no key field: tag the natural key's fields `bitempo:\"column,key\"`")
 	}
 	slices.SortFunc(s.attrs, func(a, b field) int { return strings.Compare(a.name, b.name) })
+	s.names = make([]string, len(s.attrs))
+	for i, f := range s.attrs {
+		s.names[i] = f.name
+	}
 	return s, nil
 }
 
@@ -412,15 +414,32 @@ func setExact(p unsafe.Pointer, k kind, val *encoding.Value) bool {
 	return true
 }
 
-// decodeMap fills the attribute fields of v from a decoded record.
+// decodeMap fills the attribute fields of v from a decoded record. A string
+// goes into a string field as it is, without the copy set makes of encoded
+// bytes (a Go string is immutable, so the field may share the map's); an
+// exact field is stored through a typed pointer, as decodeRaw does.
 func (d *decoder) decodeMap(v reflect.Value, attrs store.Attrs) error {
+	base := v.Addr().UnsafePointer()
 	for i := range d.s.attrs {
 		f := &d.s.attrs[i]
 		x, ok := attrs[f.name]
 		if !ok {
 			continue
 		}
+		if str, ok := x.(string); ok && f.kind == kString {
+			fv := v.Field(f.index)
+			if f.ptr {
+				p := reflect.New(f.typ)
+				fv.Set(p)
+				fv = p.Elem()
+			}
+			fv.SetString(str)
+			continue
+		}
 		val := valueOf(x)
+		if f.exact && setExact(unsafe.Add(base, f.offset), f.kind, &val) {
+			continue
+		}
 		if err := d.set(v.Field(f.index), f, &val); err != nil {
 			return err
 		}

@@ -201,49 +201,70 @@ func (t *Table[T]) Get(r store.Reader, key store.Key, at query.AsOf) (Version[T]
 	return t.version(&v)
 }
 
-// version converts a version read through a raw-attributes table (RawAttrs) or
-// the map API (Attrs).
+// version converts a version read through a raw-attributes table (RawAttrs), or
+// one whose attributes came back decoded (Attrs): a retired record that shares
+// its successor's attributes.
 func (t *Table[T]) version(v *store.Version) (Version[T], error) {
-	out := Version[T]{ValidFrom: v.ValidFrom, ValidTo: v.ValidTo, TxFrom: v.TxFrom, TxTo: v.TxTo, SK: v.SK, Inferred: v.Inferred}
-	rv := reflect.ValueOf(&out.Value).Elem()
-	d := decoder{s: t.s, key: v.Key}
-	if err := d.setKey(rv, v.Key); err != nil {
-		return Version[T]{}, err
-	}
-	var err error
-	if raw := v.RawAttrs(); !raw.IsZero() {
-		err = d.decodeRaw(rv, raw)
-	} else {
-		err = d.decodeMap(rv, v.Attrs)
-	}
-	if err != nil {
+	var out Version[T]
+	if err := t.decode(&out, v); err != nil {
 		return Version[T]{}, err
 	}
 	return out, nil
 }
 
-// versions converts a sequence of the map API.
-func (t *Table[T]) versions(r store.Reader, seq iter.Seq2[store.Version, error]) iter.Seq2[Version[T], error] {
-	return func(yield func(Version[T], error) bool) {
-		s, release, err := r.AcquireSnapshot()
+// decode is version into out, which it zeroes first: a scan decodes every
+// version into one out and yields copies, so that the struct the decoder
+// reaches by reflection is allocated once per scan, not once per version.
+// Nothing of one version stays in out for the next to share: pointer and []byte
+// fields are set to new values.
+func (t *Table[T]) decode(out *Version[T], v *store.Version) error {
+	*out = Version[T]{ValidFrom: v.ValidFrom, ValidTo: v.ValidTo, TxFrom: v.TxFrom, TxTo: v.TxTo, SK: v.SK, Inferred: v.Inferred}
+	rv := reflect.ValueOf(&out.Value).Elem()
+	d := decoder{s: t.s, key: v.Key}
+	if err := d.setKey(rv, v.Key); err != nil {
+		return err
+	}
+	if raw := v.RawAttrs(); !raw.IsZero() {
+		return d.decodeRaw(rv, raw)
+	}
+	return d.decodeMap(rv, v.Attrs)
+}
+
+// yieldAll decodes the versions of seq and yields them, stopping at the first
+// error.
+func (t *Table[T]) yieldAll(seq iter.Seq2[store.Version, error], yield func(Version[T], error) bool) {
+	out := new(Version[T])
+	for v, err := range seq {
 		if err == nil {
-			_, err = t.table(s.DB())
-			release()
+			err = t.decode(out, &v)
 		}
 		if err != nil {
 			yield(Version[T]{}, err)
 			return
 		}
-		for v, err := range seq {
-			if err != nil {
-				yield(Version[T]{}, err)
-				return
-			}
-			tv, err := t.version(&v)
-			if !yield(tv, err) || err != nil {
-				return
-			}
+		if !yield(*out, nil) {
+			return
 		}
+	}
+}
+
+// versions reads a sequence of query on one snapshot of r, after checking the
+// table fits T, and converts its versions; read asks query for the
+// attributes left encoded (RawAttrs), so records are decoded straight into
+// the structs.
+func (t *Table[T]) versions(r store.Reader, read func(s *store.Snapshot) iter.Seq2[store.Version, error]) iter.Seq2[Version[T], error] {
+	return func(yield func(Version[T], error) bool) {
+		s, release, err := r.AcquireSnapshot()
+		if err != nil {
+			yield(Version[T]{}, err)
+			return
+		}
+		defer release()
+		if _, err := t.table(s.DB()); err != nil {
+			yield(Version[T]{}, err)
+			return
+		}
+		t.yieldAll(read(s), yield)
 	}
 }
 
@@ -271,30 +292,28 @@ func (t *Table[T]) Snapshot(r store.Reader, at query.AsOf, keys query.KeyRange) 
 		if tx == query.Latest {
 			tx = s.LastTx()
 		}
-		for v, err := range s.ScanAt(c.raw, sp, at.Valid, tx) {
-			if err != nil {
-				yield(Version[T]{}, err)
-				return
-			}
-			tv, err := t.version(&v)
-			if !yield(tv, err) || err != nil {
-				return
-			}
-		}
+		t.yieldAll(s.ScanAt(c.raw, sp, at.Valid, tx), yield)
 	}
 }
 
 // History is query.History as T values: the versions of key overlapping [from,
-// to), in valid order, as known at opts.Tx.
+// to), in valid order, as known at opts.Tx. Records are decoded straight into
+// the structs (query.HistoryOptions.RawAttrs).
 func (t *Table[T]) History(r store.Reader, key store.Key, from, to int64, opts query.HistoryOptions) iter.Seq2[Version[T], error] {
-	opts.Project = t.s.project(opts.Project)
-	return t.versions(r, query.History(r, t.s.table, key, from, to, opts))
+	opts.Project, opts.RawAttrs = t.s.project(opts.Project), true
+	return t.versions(r, func(s *store.Snapshot) iter.Seq2[store.Version, error] {
+		return query.History(s, t.s.table, key, from, to, opts)
+	})
 }
 
 // Audit is query.Audit as T values: every record of key, retired ones
-// included, in transaction order.
+// included, in transaction order. Records are decoded straight into the
+// structs (query.AuditOptions.RawAttrs).
 func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], error] {
-	return t.versions(r, query.AuditWith(r, t.s.table, key, query.AuditOptions{Project: t.s.project(nil)}))
+	opts := query.AuditOptions{Project: t.s.project(nil), RawAttrs: true}
+	return t.versions(r, func(s *store.Snapshot) iter.Seq2[store.Version, error] {
+		return query.AuditWith(s, t.s.table, key, opts)
+	})
 }
 
 // Resolve is query.Resolve with each found version's struct: a batch as-of

@@ -355,7 +355,7 @@ func TestFieldErrors(t *testing.T) {
 			t.Fatalf("snapshot: %v after %d", err, n)
 		}
 	}
-	// The map path (History) reports the same errors as the direct one.
+	// History reports the same errors as Get.
 	for _, err := range customers.History(db, store.Key{"a"}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
 		if !errors.Is(err, typed.ErrField) {
 			t.Fatalf("history of a: %v", err)
@@ -364,8 +364,7 @@ func TestFieldErrors(t *testing.T) {
 }
 
 // TestRoundTripKinds writes every supported field type, pointers set and
-// nil, and reads them back identically through Get (direct decoding) and
-// History (through the attribute map).
+// nil, and reads them back identically through Get, History and Snapshot.
 func TestRoundTripKinds(t *testing.T) {
 	type Status string
 	type All struct {
