@@ -69,7 +69,8 @@ func GetBySK(r store.Reader, table string, sk uint64, tx int64) (store.Version, 
 }
 
 // GetBySKWith is GetBySK with options: with opts.Project, a projection that
-// decodes only the attributes it names.
+// decodes only the attributes it names, reused across calls with the same list
+// as GetWith's is.
 func GetBySKWith(r store.Reader, table string, sk uint64, tx int64, opts GetOptions) (store.Version, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {

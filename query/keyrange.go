@@ -89,8 +89,10 @@ func rows[T any](seq func(func(T, error) bool), yield func(T, error) bool) bool 
 	return true
 }
 
-// project returns t projected to names (store.Snapshot.Project) when names is
-// not empty, else t: in the query options an empty list decodes everything.
+// project returns t projected to names (store.Snapshot.Project, which keeps
+// the views it made per table, so a repeated list is not projected again) when
+// names is not empty, else t: in the query options an empty list decodes
+// everything.
 func project(s *store.Snapshot, t *store.Table, names []string) *store.Table {
 	if len(names) == 0 {
 		return t

@@ -173,6 +173,10 @@ type Table struct {
 	rawAttrs bool
 	// proj: reads through this table decode only these attributes (Project).
 	proj *encoding.Projection
+	// views caches the projected views Snapshot.Project made of the catalog
+	// table, shared by every copy of it (projection.go); nil in a Table the
+	// catalog did not make, which then builds each view afresh.
+	views *viewCache
 }
 
 // validate checks a definition before it is created.
@@ -224,7 +228,7 @@ func (d *TableDef) validate() error {
 }
 
 func newTable(def TableDef, id uint32) *Table {
-	t := &Table{TableDef: def, ID: id}
+	t := &Table{TableDef: def, ID: id, views: &viewCache{}}
 	if len(def.Track) > 0 {
 		t.tracked = map[string]bool{}
 		for _, n := range def.Track {
