@@ -353,42 +353,116 @@ func (s *Snapshot) Batches(t *Table) iter.Seq2[BatchRecord, error] {
 
 // ChangesKeys returns, in ascending byte order, every key tuple of table t that
 // has events, a checkpoint or current versions: the keys whose versions a
-// from-scratch derivation must account for. It holds the distinct tuples in
-// memory.
+// from-scratch derivation must account for. It holds every tuple in memory;
+// ScanChangesKeys yields them one at a time.
 func (s *Snapshot) ChangesKeys(t *Table) ([][]byte, error) {
-	if s.closed {
-		return nil, ErrClosed
-	}
-	seen := map[string]bool{}
 	var out [][]byte
-	for _, ks := range []byte{ksEvents, ksCheckpoints, ksCurrent} {
-		prefix := tablePrefix(nil, ks, t.ID)
-		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
+	for tuple, err := range s.ScanChangesKeys(t) {
 		if err != nil {
 			return nil, err
 		}
-		for ok := it.First(); ok; {
-			tuple, _, err := t.splitTuple(it.Key()[len(prefix):])
+		out = append(out, bytes.Clone(tuple))
+	}
+	return out, nil
+}
+
+// ScanChangesKeys yields the tuples of ChangesKeys, in the same ascending byte
+// order, one at a time: it merges the table's event log, checkpoints and
+// current index with one iterator each, stepping over the rest of a key's
+// entries with a seek, so what it holds is three iterators and one tuple,
+// however many keys the table has. The tuple yielded is valid until the loop's
+// next iteration (copy it to keep it). A key that does not parse is an error
+// wrapping ErrCorrupt, the last pair it yields.
+func (s *Snapshot) ScanChangesKeys(t *Table) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		var cursors [3]changesCursor
+		defer func() {
+			for i := range cursors {
+				if cursors[i].it != nil {
+					_ = cursors[i].it.Close()
+				}
+			}
+		}()
+		for i, ks := range []byte{ksEvents, ksCheckpoints, ksCurrent} {
+			c := &cursors[i]
+			c.prefix = tablePrefix(nil, ks, t.ID)
+			it, err := s.newIter(c.prefix, encoding.PrefixEnd(c.prefix))
 			if err != nil {
-				_ = it.Close()
-				return nil, err
+				yield(nil, err)
+				return
 			}
-			if !seen[string(tuple)] {
-				seen[string(tuple)] = true
-				out = append(out, bytes.Clone(tuple))
+			c.it = it
+			if err := c.settle(t, it.First()); err != nil {
+				yield(nil, err)
+				return
 			}
-			ok = it.SeekGE(encoding.PrefixEnd(append(slices.Clip(prefix), tuple...)))
 		}
-		if err := it.Error(); err != nil {
-			_ = it.Close()
-			return nil, err
-		}
-		if err := it.Close(); err != nil {
-			return nil, err
+		var cur, seek []byte
+		for {
+			var low []byte
+			for i := range cursors {
+				if c := &cursors[i]; c.tuple != nil && (low == nil || bytes.Compare(c.tuple, low) < 0) {
+					low = c.tuple
+				}
+			}
+			if low == nil {
+				return
+			}
+			cur = append(cur[:0], low...)
+			if !yield(cur, nil) {
+				return
+			}
+			for i := range cursors {
+				c := &cursors[i]
+				if c.tuple == nil || !bytes.Equal(c.tuple, cur) {
+					continue
+				}
+				// The keyspace byte of the prefix is not 0xff, so the end
+				// exists.
+				seek = appendPrefixEnd(append(append(seek[:0], c.prefix...), cur...))
+				if err := c.settle(t, c.it.SeekGE(seek)); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
 		}
 	}
-	slices.SortFunc(out, bytes.Compare)
-	return out, nil
+}
+
+// changesCursor is one keyspace of ScanChangesKeys: its iterator and the tuple
+// of the key it is on (nil once it is exhausted).
+type changesCursor struct {
+	it     Iter
+	prefix []byte
+	tuple  []byte
+}
+
+// settle records the tuple of the key the cursor's iterator moved to (ok), or
+// its end, returning the iterator's error or a key that does not parse.
+func (c *changesCursor) settle(t *Table, ok bool) error {
+	c.tuple = nil
+	if !ok {
+		return c.it.Error()
+	}
+	tuple, _, err := t.splitTuple(c.it.Key()[len(c.prefix):])
+	if err != nil {
+		return err
+	}
+	c.tuple = tuple
+	return nil
+}
+
+// appendPrefixEnd turns b into the smallest key after every key that has b as
+// a prefix, in place (encoding.PrefixEnd without the copy); b of only 0xff
+// bytes, which has no such key, comes back empty.
+func appendPrefixEnd(b []byte) []byte {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != 0xff {
+			b[i]++
+			return b[:i+1]
+		}
+	}
+	return b[:0]
 }
 
 // HasChangesData reports whether table t holds any event, batch id or checkpoint

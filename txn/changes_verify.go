@@ -15,7 +15,9 @@ func init() { store.RegisterCheck(verifyChanges) }
 
 // verifyChanges checks every table: changes tables against their event logs,
 // periods tables for event-log data they must not have, and applied batch ids
-// for transaction times after the last commit.
+// for transaction times after the last commit. Its memory is bounded by one
+// key's events, checkpoint and current versions, whatever the size of a table
+// (verifyChangesKeys).
 func verifyChanges(s *store.Snapshot, rep *store.Report) error {
 	for _, t := range s.DB().Tables() {
 		if t.Kind != store.Changes {
@@ -31,18 +33,31 @@ func verifyChanges(s *store.Snapshot, rep *store.Report) error {
 		if err := verifyBatches(s, t, rep); err != nil {
 			return err
 		}
-		tuples, err := s.ChangesKeys(t)
+		if err := verifyChangesKeys(s, t, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verifyChangesKeys derives every key of changes table t (verifyChangesKey) as
+// store.Snapshot.ScanChangesKeys yields them, one at a time: its memory is
+// bounded by one key's events, checkpoint and versions, never by the number
+// of keys. A key that does not parse ends the table's check with a problem;
+// the keys before it have been checked. Rejected: listing the keys first
+// (store.Snapshot.ChangesKeys), which held every tuple of the table in memory
+// and, on a malformed key, checked none of them.
+func verifyChangesKeys(s *store.Snapshot, t *store.Table, rep *store.Report) error {
+	for tuple, err := range s.ScanChangesKeys(t) {
 		if errors.Is(err, store.ErrCorrupt) {
 			rep.AddProblem(store.Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
-			continue
+			return nil
 		}
 		if err != nil {
 			return err
 		}
-		for _, tuple := range tuples {
-			if err := verifyChangesKey(s, t, tuple, rep); err != nil {
-				return err
-			}
+		if err := verifyChangesKey(s, t, tuple, rep); err != nil {
+			return err
 		}
 	}
 	return nil
