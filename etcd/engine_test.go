@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/bitempo/bitempo/etcd"
@@ -193,4 +194,33 @@ func TestCommitDedupes(t *testing.T) {
 	if want := []string{"a=2"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+}
+
+// TestFutureRevisionRefused reads at a revision no member has applied. The
+// view's reads are serializable first, answered by one member from its own
+// state; a member must refuse a revision it has not reached rather than answer
+// from older state, so the read fails (after the linearizable retry) instead of
+// returning nothing.
+func TestFutureRevisionRefused(t *testing.T) {
+	e := newEngine(t, 4)
+	commit(t, e, store.Write{Key: []byte("k1"), Value: []byte("v1")})
+	v, err := e.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := v.Get([]byte("k1")); err != nil || !ok || string(got) != "v1" {
+		t.Fatalf("Get at the view's revision: %q %v %v", got, ok, err)
+	}
+	future := etcd.ViewAtRevision(e, etcd.Revision(v)+1_000_000)
+	if got, ok, err := future.Get([]byte("k1")); err == nil || !strings.Contains(err.Error(), "future revision") {
+		t.Fatalf("Get at a future revision answered %q %v %v, want the members' refusal", got, ok, err)
+	}
+	it, err := future.NewIter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.First() || it.Error() == nil {
+		t.Fatalf("First at a future revision: positioned or no error (%v)", it.Error())
+	}
+	_ = it.Close()
 }

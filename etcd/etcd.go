@@ -10,6 +10,10 @@
 //   - A view is an etcd revision: the first read of a view learns the cluster's
 //     current revision (one linearizable read), and every read through the view
 //     reads at it, so a view is exactly as consistent as a Pebble snapshot.
+//     Those later reads are serializable (one member answers from the state it
+//     has applied, without a round to the leader): a revision's state never
+//     changes, and a member that has not yet applied the view's revision
+//     refuses it, whereupon the read is repeated linearizably.
 //     etcd keeps old revisions until the cluster compacts them: a view older
 //     than the compaction fails with an error wrapping
 //     store.ErrSnapshotTooOld, never with other data.

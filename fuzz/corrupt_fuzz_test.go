@@ -268,6 +268,27 @@ func readEverything(t *testing.T, db *store.DB) (verifyFoundProblems bool) {
 		}
 		drain(query.Snapshot(db, tbl.Name, query.AsOf{Valid: 12}, query.KeyRange{}))
 		drain(query.Snapshot(db, tbl.Name, query.AsOf{Valid: 3, Tx: 102}, query.KeyRange{}))
+		// The change feed decodes the transaction log; GetBySK the sk index;
+		// Resolve merges the current index (and history, at a past Tx).
+		for _, err := range query.Changes(db, tbl.Name, 0, store.Infinity, "") {
+			if err != nil {
+				break
+			}
+		}
+		_, _ = query.ChangesPage(db, tbl.Name, 101, 104, 2, "")
+		for sk := range uint64(8) {
+			_, _ = query.GetBySK(db, tbl.Name, sk, store.Infinity)
+			_, _ = query.GetBySK(db, tbl.Name, sk, 103)
+		}
+		var facts []query.Fact
+		for i, k := range corruptKeys {
+			var key store.Key = store.Key{k}
+			if tbl.Key[0].Type == store.Int64 {
+				key = store.Key{int64(i)}
+			}
+			facts = append(facts, query.Fact{Key: key, At: 11}, query.Fact{Key: key, At: 25, Tx: 103})
+		}
+		_, _ = query.Resolve(db, tbl.Name, facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
 	}
 	rep, err := store.Verify(db)
 	if err == nil {

@@ -352,45 +352,92 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 	return it.Error()
 }
 
-// verifyGroupTable compares the group index of t with the table's records.
+// verifyGroupTable compares the group index of t with the table's records in
+// two streaming passes, so that its memory does not grow with the table: each
+// index entry is checked against the record its key names (one point read),
+// then each record that has a group against the entry it must have (one point
+// read). Decision: point reads rather than a map of every expected entry, which
+// held the whole table's group keys and values in memory (a full copy of the
+// group index); the reads cost time in proportion to the index instead.
 func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
-	want := map[string][]byte{} // index key -> record value
-	for _, keys := range []recordKeys{currentKeys, historyKeys} {
-		err := rawRecords(s, t, keys, func(v *Version, value []byte) {
-			key, ok, err := groupEntryKey(t, v)
-			if err != nil {
-				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Records: []Version{*v}, Detail: fmt.Sprintf("record cannot be in the group index: %v", err)})
-				return
-			}
-			if ok {
-				want[string(key)] = value
-			}
-		})
-		if err != nil {
-			return err
-		}
-	}
 	prefix := tablePrefix(nil, ksGroups, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
-	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		value, found := want[string(it.Key())]
-		if !found {
-			rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, it.Key()[len(prefix):]), Detail: fmt.Sprintf("group index entry %x has no matching record", it.Key())})
-			continue
+		matched, same, err := s.groupEntryMatches(t, it.Key(), it.Value(), len(prefix))
+		if err != nil {
+			_ = it.Close()
+			return err
 		}
-		if !bytes.Equal(value, it.Value()) {
+		switch {
+		case !matched:
+			rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, it.Key()[len(prefix):]), Detail: fmt.Sprintf("group index entry %x has no matching record", it.Key())})
+		case !same:
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, it.Key()[len(prefix):]), Detail: fmt.Sprintf("group index entry %x differs from its record", it.Key())})
 		}
-		delete(want, string(it.Key()))
 	}
-	for key := range want {
-		rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, []byte(key)[len(prefix):]), Detail: fmt.Sprintf("record is missing from the group index (entry %x)", key)})
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
 	}
-	return it.Error()
+	for _, keys := range []recordKeys{currentKeys, historyKeys} {
+		var readErr error
+		err := decodableRecords(s, t, keys, func(v *Version) {
+			key, ok, err := groupEntryKey(t, v)
+			if err != nil {
+				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Records: []Version{*v}, Detail: fmt.Sprintf("record cannot be in the group index: %v", err)})
+				return
+			}
+			if !ok || readErr != nil {
+				return
+			}
+			_, found, err := s.view.Get(key)
+			if err != nil {
+				readErr = err
+				return
+			}
+			if !found {
+				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Detail: fmt.Sprintf("record is missing from the group index (entry %x)", key)})
+			}
+		})
+		if err = firstError(readErr, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groupEntryMatches reports whether the group index entry key (value value;
+// its table prefix pfxLen bytes long) is the entry of the record its key names,
+// a decodable record filed under its own group values and transaction state,
+// and whether it holds that record's exact value.
+func (s *Snapshot) groupEntryMatches(t *Table, key, value []byte, pfxLen int) (matched, same bool, err error) {
+	rest, err := encoding.SkipKey(key[pfxLen:], len(t.GroupBy))
+	if err != nil || len(rest) == 0 || rest[0] > groupHistory {
+		return false, false, nil
+	}
+	keys := currentKeys
+	if rest[0] == groupHistory {
+		keys = historyKeys
+	}
+	tuple, from, txFrom, err := keys.decode(t, rest[1:])
+	if err != nil {
+		return false, false, nil
+	}
+	recValue, found, err := s.view.Get(keys.key(nil, t.ID, tuple, from, txFrom))
+	if err != nil || !found {
+		return false, false, err
+	}
+	v, err := s.decodeVersion(t, tuple, from, txFrom, recValue)
+	if err != nil {
+		return false, false, nil // Verify's own pass reports the record
+	}
+	want, ok, err := groupEntryKey(t, &v)
+	if err != nil || !ok || !bytes.Equal(want, key) {
+		return false, false, nil // the record pass reports where it belongs
+	}
+	return true, bytes.Equal(recValue, value), nil
 }
 
 // groupEntryNaturalKey decodes the natural key of a group index entry for a
@@ -408,10 +455,10 @@ func groupEntryNaturalKey(t *Table, b []byte) Key {
 	return key
 }
 
-// rawRecords calls fn with every decodable record of table t in record keyspace
-// keys (current or history) and its stored value. Records that do not decode
-// are skipped: Verify's own pass reports them.
-func rawRecords(s *Snapshot, t *Table, keys recordKeys, fn func(v *Version, value []byte)) error {
+// decodableRecords calls fn with every decodable record of table t in record
+// keyspace keys (current or history). Records that do not decode are skipped:
+// Verify's own pass reports them.
+func decodableRecords(s *Snapshot, t *Table, keys recordKeys, fn func(v *Version)) error {
 	prefix := keys.tablePrefix(nil, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
@@ -427,7 +474,7 @@ func rawRecords(s *Snapshot, t *Table, keys recordKeys, fn func(v *Version, valu
 		if err != nil {
 			continue
 		}
-		fn(&v, bytes.Clone(it.Value()))
+		fn(&v)
 	}
 	return it.Error()
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // BenchmarkVerifyMemory reports the peak heap of one Verify (legacy: the
-// map-based Verify kept in verify_legacy_test.go; streaming: Verify) on a store of
+// map-based Verify kept in verify_legacy_test.go; streaming: Verify; grouped:
+// Verify of the same versions in a table with a group index) on a store of
 // verifyMemKeys keys x verifyMemRounds versions built the way in-order SCD2 loads
 // build them, as bytes per version above the heap before the call. Run it alone:
 //
@@ -20,37 +21,42 @@ const (
 	verifyMemRounds = 6
 )
 
-var (
-	verifyMemOnce sync.Once
-	verifyMemDB   *DB
-	verifyMemErr  error
-)
+// verifyMemStores are the benchmark's stores: plain, and with the table
+// grouped by its city attribute (97 groups), whose group index Verify checks
+// too. Each is built once per process and left in the temporary directory.
+var verifyMemStores = map[bool]func() (*DB, error){false: verifyMemBuilder(nil), true: verifyMemBuilder([]string{"city"})}
 
-func verifyMemStore(b *testing.B) *DB {
-	verifyMemOnce.Do(func() {
+func verifyMemBuilder(groupBy []string) func() (*DB, error) {
+	return sync.OnceValues(func() (*DB, error) {
 		dir, err := os.MkdirTemp("", "bitempo-verifymem-*")
 		if err != nil {
-			verifyMemErr = err
-			return
+			return nil, err
 		}
-		if verifyMemDB, verifyMemErr = Open(dir, Options{}); verifyMemErr != nil {
-			return
-		}
-		tb, err := verifyMemDB.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
+		db, err := Open(dir, Options{})
 		if err != nil {
-			verifyMemErr = err
-			return
+			return nil, err
 		}
-		for round := 0; round < verifyMemRounds && verifyMemErr == nil; round++ {
-			for lo := 0; lo < verifyMemKeys && verifyMemErr == nil; lo += 10_000 {
-				verifyMemErr = benchRound(verifyMemDB, tb, round, lo, min(lo+10_000, verifyMemKeys))
+		tb, err := db.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}, GroupBy: groupBy})
+		if err != nil {
+			return nil, err
+		}
+		for round := range verifyMemRounds {
+			for lo := 0; lo < verifyMemKeys; lo += 10_000 {
+				if err := benchRound(db, tb, round, lo, min(lo+10_000, verifyMemKeys)); err != nil {
+					return nil, err
+				}
 			}
 		}
+		return db, nil
 	})
-	if verifyMemErr != nil {
-		b.Fatal(verifyMemErr)
+}
+
+func verifyMemStore(b *testing.B, grouped bool) *DB {
+	db, err := verifyMemStores[grouped]()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return verifyMemDB
+	return db
 }
 
 // peakHeap runs fn and returns the largest HeapAlloc seen while it ran (sampled
@@ -93,12 +99,13 @@ func peakHeap(fn func()) uint64 {
 }
 
 func BenchmarkVerifyMemory(b *testing.B) {
-	db := verifyMemStore(b)
 	for _, c := range []struct {
-		name   string
-		verify func(Reader) (*Report, error)
-	}{{"legacy", legacyVerify}, {"streaming", Verify}} {
+		name    string
+		grouped bool
+		verify  func(Reader) (*Report, error)
+	}{{"legacy", false, legacyVerify}, {"streaming", false, Verify}, {"grouped", true, Verify}} {
 		b.Run(c.name, func(b *testing.B) {
+			db := verifyMemStore(b, c.grouped)
 			var peak uint64
 			var versions int
 			for b.Loop() {
