@@ -29,38 +29,35 @@ type Account struct {
 
 const benchKeys = 10_000
 
-// benchStore holds benchKeys accounts with three versions each.
-func benchStore(b *testing.B) (*store.DB, *typed.Table[Account]) {
-	b.Helper()
-	db, err := store.Open("", store.Options{InMemory: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	accounts, err := typed.New[Account]("accounts")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := db.CreateTable(accounts.Def()); err != nil {
-		b.Fatal(err)
-	}
-	opened := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	for v := range int64(3) {
+// loadAccounts upserts keys accounts (IDs 0 to keys-1) in versions
+// transactions, version v of each at valid time 100*v, as account builds them.
+func loadAccounts(tb testing.TB, db *store.DB, accounts *typed.Table[Account], keys, versions int64, account func(i, v int64) Account) {
+	tb.Helper()
+	for v := range versions {
 		_, err := txn.Update(db, func(tx *txn.Tx) error {
-			for i := range int64(benchKeys) {
-				a := Account{ID: i, Name: fmt.Sprintf("Customer %d", i), City: []string{"Oslo", "Bergen", "Molde"}[v],
-					Tier: "gold", Balance: float64(i) * 1.5, Orders: i % 97, Active: true, Opened: opened.Add(time.Duration(i) * time.Hour),
-					Email: ptr(fmt.Sprintf("c%d@example.com", i))}
-				if _, err := accounts.Upsert(tx, a, 100*v); err != nil {
+			for i := range keys {
+				if _, err := accounts.Upsert(tx, account(i, v), 100*v); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
+}
+
+// benchStore holds benchKeys accounts with three versions each.
+func benchStore(b *testing.B) (*store.DB, *typed.Table[Account]) {
+	b.Helper()
+	db, accounts := openTable[Account](b, "accounts", nil)
+	opened := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	loadAccounts(b, db, accounts, benchKeys, 3, func(i, v int64) Account {
+		return Account{ID: i, Name: fmt.Sprintf("Customer %d", i), City: []string{"Oslo", "Bergen", "Molde"}[v],
+			Tier: "gold", Balance: float64(i) * 1.5, Orders: i % 97, Active: true, Opened: opened.Add(time.Duration(i) * time.Hour),
+			Email: ptr(fmt.Sprintf("c%d@example.com", i))}
+	})
 	// Reads as they run on a settled store, not through a memtable of
 	// retired records.
 	if err := db.Compact(context.Background()); err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 	"github.com/bitempo/bitempo/typed"
 )
 
@@ -16,35 +15,13 @@ import (
 // the per-version cost of a history read shows.
 func historyStore(tb testing.TB) (*store.DB, *typed.Table[Account]) {
 	tb.Helper()
-	db, err := store.Open("", store.Options{InMemory: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	accounts, err := typed.New[Account]("accounts")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := db.CreateTable(accounts.Def()); err != nil {
-		tb.Fatal(err)
-	}
+	db, accounts := openTable[Account](tb, "accounts", nil)
 	opened := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	for v := range int64(8) {
-		_, err := txn.Update(db, func(tx *txn.Tx) error {
-			for i := range int64(64) {
-				a := Account{ID: i, Name: fmt.Sprintf("Customer %d", i), City: fmt.Sprintf("City %d", v),
-					Tier: "gold", Balance: float64(i) * 1.5, Orders: v, Active: true, Opened: opened,
-					Email: ptr(fmt.Sprintf("c%d@example.com", i))}
-				if _, err := accounts.Upsert(tx, a, 100*v); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			tb.Fatal(err)
-		}
-	}
+	loadAccounts(tb, db, accounts, 64, 8, func(i, v int64) Account {
+		return Account{ID: i, Name: fmt.Sprintf("Customer %d", i), City: fmt.Sprintf("City %d", v),
+			Tier: "gold", Balance: float64(i) * 1.5, Orders: v, Active: true, Opened: opened,
+			Email: ptr(fmt.Sprintf("c%d@example.com", i))}
+	})
 	return db, accounts
 }
 

@@ -40,21 +40,30 @@ func ptr[V any](v V) *V { return &v }
 
 func open(t *testing.T) (*store.DB, *typed.Table[Customer]) {
 	t.Helper()
+	return openTable[Customer](t, "customers", func(def *store.TableDef) { def.Axis = store.AxisDate })
+}
+
+// openTable opens an in-memory store holding the typed table of T named name,
+// its declaration changed by adjust first (nil: as T declares it).
+func openTable[T any](tb testing.TB, name string, adjust func(*store.TableDef)) (*store.DB, *typed.Table[T]) {
+	tb.Helper()
 	db, err := store.Open("", store.Options{InMemory: true})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	customers, err := typed.New[Customer]("customers")
+	tb.Cleanup(func() { db.Close() })
+	table, err := typed.New[T](name)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	def := customers.Def()
-	def.Axis = store.AxisDate
+	def := table.Def()
+	if adjust != nil {
+		adjust(&def)
+	}
 	if _, err := db.CreateTable(def); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return db, customers
+	return db, table
 }
 
 func update(t *testing.T, db *store.DB, fn func(tx *txn.Tx) error) txn.Commit {
