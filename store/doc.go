@@ -132,7 +132,12 @@
 // loaded in four transactions, 120 (current 52, history 12, sk index 35,
 // log 22). What remains is mostly the fixed-width times of keys (8 bytes
 // each, kept for their order), the tuple that the sk index and the log
-// repeat, and the absolute tx_from of current records.
+// repeat, and the absolute tx_from of current records. Not done, by
+// decision: folding the retired record of an SCD2 close into its successor's
+// current record (as a prior valid_to and tx_from) would drop the history
+// entry, about a fifth of the bytes, but grow the current index, which every
+// read at the latest transaction time pays for, by about a tenth
+// (BENCHMARKS.md, "Format 2 at large").
 //
 // # Key prefixes, filters and the comparer
 //
