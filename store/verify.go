@@ -99,10 +99,9 @@ func (r *Report) add(p Problem) {
 // keyspaces by a 64-bit hash of their tuple, seeded per call; a collision
 // (2^-64 per pair of keys) could hide a problem, which the rejected
 // alternative, a map from every tuple, avoided at the cost of holding them all.
-// The group-index check (groups.go) holds nothing per record: it checks each
-// index entry against the record its key names, then each grouped record
-// against the entry it must have, one point read each. The registered checks
-// bound their own memory.
+// The group-index check (groups.go) holds 24 bytes per record that has a
+// group: the hashes of the index key and value it needs, sorted, against
+// which the index is matched. The registered checks bound their own memory.
 func Verify(r Reader) (*Report, error) {
 	s, release, err := r.AcquireSnapshot()
 	if err != nil {
