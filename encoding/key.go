@@ -249,12 +249,21 @@ func DecodeUint64(b []byte) (uint64, []byte, error) {
 // prefix, or nil if there is none (prefix is empty or all 0xFF). It is the exclusive
 // upper bound of a prefix scan.
 func PrefixEnd(prefix []byte) []byte {
-	end := bytes.Clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != math.MaxUint8 {
-			end[i]++
-			return end[:i+1]
-		}
+	if end := PrefixEndInPlace(bytes.Clone(prefix)); len(end) > 0 {
+		return end
 	}
 	return nil
+}
+
+// PrefixEndInPlace is PrefixEnd turning b itself into the end, without a
+// copy (for a loop that reuses one buffer); b of only 0xff bytes, which has no
+// end, comes back empty.
+func PrefixEndInPlace(b []byte) []byte {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != math.MaxUint8 {
+			b[i]++
+			return b[:i+1]
+		}
+	}
+	return b[:0]
 }

@@ -419,7 +419,7 @@ func (s *Snapshot) ScanChangesKeys(t *Table) iter.Seq2[[]byte, error] {
 				}
 				// The keyspace byte of the prefix is not 0xff, so the end
 				// exists.
-				seek = appendPrefixEnd(append(append(seek[:0], c.prefix...), cur...))
+				seek = encoding.PrefixEndInPlace(append(append(seek[:0], c.prefix...), cur...))
 				if err := c.settle(t, c.it.SeekGE(seek)); err != nil {
 					yield(nil, err)
 					return
@@ -450,19 +450,6 @@ func (c *changesCursor) settle(t *Table, ok bool) error {
 	}
 	c.tuple = tuple
 	return nil
-}
-
-// appendPrefixEnd turns b into the smallest key after every key that has b as
-// a prefix, in place (encoding.PrefixEnd without the copy); b of only 0xff
-// bytes, which has no such key, comes back empty.
-func appendPrefixEnd(b []byte) []byte {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] != 0xff {
-			b[i]++
-			return b[:i+1]
-		}
-	}
-	return b[:0]
 }
 
 // HasChangesData reports whether table t holds any event, batch id or checkpoint

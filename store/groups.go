@@ -383,13 +383,16 @@ func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 		}
 	}
 	slices.SortFunc(want, func(a, b groupHash) int { return cmp.Compare(a.key, b.key) })
+	find := func(key []byte) (int, bool) {
+		return slices.BinarySearchFunc(want, h.of(key), func(w groupHash, k uint64) int { return cmp.Compare(w.key, k) })
+	}
 	prefix := tablePrefix(nil, ksGroups, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		i, found := slices.BinarySearchFunc(want, h.of(it.Key()), func(w groupHash, k uint64) int { return cmp.Compare(w.key, k) })
+		i, found := find(it.Key())
 		switch {
 		case !found:
 			rep.add(Problem{Invariant: 5, Table: t.Name, Key: groupEntryNaturalKey(t, it.Key()[len(prefix):]), Detail: fmt.Sprintf("group index entry %x has no matching record", it.Key())})
@@ -412,7 +415,7 @@ func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 			if err != nil || !ok {
 				return
 			}
-			i, found := slices.BinarySearchFunc(want, h.of(key), func(w groupHash, k uint64) int { return cmp.Compare(w.key, k) })
+			i, found := find(key)
 			if found && !want[i].matched {
 				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Detail: fmt.Sprintf("record is missing from the group index (entry %x)", key)})
 			}
