@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/bitempo/bitempo/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,6 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/store"
 )
 
 // Key layout under Config.Prefix: the store's keys follow "/d/" (so a range of
@@ -33,8 +35,8 @@ const (
 // header, with room to spare.
 const txnOverhead = 512
 
-// Engine is the store.Engine of a store on etcd. It implements
-// store.SharedEngine and store.CommitLimiter.
+// Engine is the engine.Engine of a store on etcd. It implements
+// engine.SharedEngine and engine.CommitLimiter.
 type Engine struct {
 	cli     *clientv3.Client
 	ownsCli bool
@@ -63,10 +65,10 @@ func newEngine(cli *clientv3.Client, own bool, cfg Config) *Engine {
 		dataEnd: clientv3.GetPrefixRangeEnd(data), genKey: cfg.Prefix + genSuffix}
 }
 
-// Name implements store.Engine.
+// Name implements engine.Engine.
 func (e *Engine) Name() string { return "etcd" }
 
-// CommitLimits implements store.CommitLimiter: the writes and request bytes of
+// CommitLimits implements engine.CommitLimiter: the writes and request bytes of
 // one commit the cluster accepts, less what the engine adds.
 func (e *Engine) CommitLimits() (maxWrites, maxBytes int) {
 	return e.cfg.MaxTxnOps - 1, e.cfg.MaxRequestBytes - txnOverhead
@@ -111,9 +113,9 @@ func (e *Engine) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.cfg.RequestTimeout)
 }
 
-// View implements store.Engine: one linearizable read of the generation key
+// View implements engine.Engine: one linearizable read of the generation key
 // fixes the view's revision.
-func (e *Engine) View() (store.View, error) {
+func (e *Engine) View() (engine.View, error) {
 	ctx, cancel := e.ctx()
 	defer cancel()
 	resp, err := e.cli.Get(ctx, e.genKey)
@@ -130,7 +132,7 @@ func (e *Engine) View() (store.View, error) {
 	return &view{e: e, rev: resp.Header.Revision, gen: gen}, nil
 }
 
-// LockWrites implements store.SharedEngine: it takes the lock (creating the
+// LockWrites implements engine.SharedEngine: it takes the lock (creating the
 // lease-holding session on first use, or again after its lease expired) and
 // reads the generation the next commit must find.
 func (e *Engine) LockWrites(ctx context.Context) (unlock func(), err error) {
@@ -190,19 +192,19 @@ func (e *Engine) LockWrites(ctx context.Context) (unlock func(), err error) {
 	}, nil
 }
 
-// CommitGeneration implements store.SharedEngine.
+// CommitGeneration implements engine.SharedEngine.
 func (e *Engine) CommitGeneration() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.committed
 }
 
-// Commit implements store.Engine as one etcd transaction (see the package
+// Commit implements engine.Engine as one etcd transaction (see the package
 // doc). sync is ignored: an etcd commit is durable on a majority once
 // acknowledged. A commit made without LockWrites (the store's initialisation
 // at Open) takes the lock for itself and expects the generation of the newest
 // view, so two processes creating one store cannot both succeed.
-func (e *Engine) Commit(writes []store.Write, sync bool) error {
+func (e *Engine) Commit(writes []engine.Write, sync bool) error {
 	ops, err := e.ops(writes)
 	if err != nil {
 		return err
@@ -279,9 +281,9 @@ func (e *Engine) viewGenNow() int64 {
 // their effect first: the last write to a key wins, and a point write before
 // a range deletion that covers it is dropped. A point write after a range
 // deletion that covers it (which no store operation makes) is refused.
-func (e *Engine) ops(writes []store.Write) ([]*etcdserverpb.RequestOp, error) {
+func (e *Engine) ops(writes []engine.Write) ([]*etcdserverpb.RequestOp, error) {
 	last := make(map[string]int, len(writes))
-	var ranges []store.Write
+	var ranges []engine.Write
 	for i, w := range writes {
 		if w.RangeEnd != nil {
 			ranges = append(ranges, w)
@@ -315,7 +317,7 @@ func (e *Engine) ops(writes []store.Write) ([]*etcdserverpb.RequestOp, error) {
 	return ops, nil
 }
 
-func covered(k []byte, ranges []store.Write) bool {
+func covered(k []byte, ranges []engine.Write) bool {
 	for _, r := range ranges {
 		if bytes.Compare(k, r.Key) >= 0 && bytes.Compare(k, r.RangeEnd) < 0 {
 			return true
@@ -324,7 +326,7 @@ func covered(k []byte, ranges []store.Write) bool {
 	return false
 }
 
-// Close implements store.Engine: it releases the write lock and its lease,
+// Close implements engine.Engine: it releases the write lock and its lease,
 // and closes the client if the engine dialed it.
 func (e *Engine) Close() error {
 	e.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/engine"
 	"github.com/bitempo/bitempo/etcd"
 	"github.com/bitempo/bitempo/store"
 )
@@ -29,7 +30,7 @@ func newEngine(t *testing.T, page int) *etcd.Engine {
 	return e
 }
 
-func commit(t *testing.T, e *etcd.Engine, ws ...store.Write) {
+func commit(t *testing.T, e *etcd.Engine, ws ...engine.Write) {
 	t.Helper()
 	unlock, err := e.LockWrites(context.Background())
 	if err != nil {
@@ -50,11 +51,11 @@ func TestIterMatchesModel(t *testing.T) {
 			e := newEngine(t, page)
 			rng := rand.New(rand.NewPCG(uint64(page), 1))
 			var keys [][]byte
-			var ws []store.Write
+			var ws []engine.Write
 			for i := range 40 {
 				k := []byte{byte(rng.IntN(4)), byte(rng.IntN(256)), byte(i)}
 				keys = append(keys, k)
-				ws = append(ws, store.Write{Key: k, Value: append([]byte("v"), k...)})
+				ws = append(ws, engine.Write{Key: k, Value: append([]byte("v"), k...)})
 			}
 			commit(t, e, ws...)
 			sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
@@ -64,7 +65,7 @@ func TestIterMatchesModel(t *testing.T) {
 			}
 			defer v.Close()
 			// A later commit must not show in the view.
-			commit(t, e, store.Write{Key: []byte{1, 1, 200}, Value: []byte("later")}, store.Write{Key: keys[0], Delete: true})
+			commit(t, e, engine.Write{Key: []byte{1, 1, 200}, Value: []byte("later")}, engine.Write{Key: keys[0], Delete: true})
 			lower, upper := []byte{1}, []byte{3}
 			var in [][]byte
 			for _, k := range keys {
@@ -137,9 +138,9 @@ func TestCommitTooLarge(t *testing.T) {
 	if maxW != testMaxTxnOps-1 || maxB >= testMaxRequestBytes {
 		t.Fatalf("limits %d %d", maxW, maxB)
 	}
-	var ws []store.Write
+	var ws []engine.Write
 	for i := range maxW + 1 {
-		ws = append(ws, store.Write{Key: fmt.Appendf(nil, "k%05d", i), Value: []byte("x")})
+		ws = append(ws, engine.Write{Key: fmt.Appendf(nil, "k%05d", i), Value: []byte("x")})
 	}
 	unlock, err := e.LockWrites(context.Background())
 	if err != nil {
@@ -150,7 +151,7 @@ func TestCommitTooLarge(t *testing.T) {
 		!bytes.Contains([]byte(err.Error()), fmt.Appendf(nil, "--max-request-bytes %d", testMaxRequestBytes)) {
 		t.Fatalf("commit of %d writes: %v", len(ws), err)
 	}
-	big := []store.Write{{Key: []byte("big"), Value: make([]byte, testMaxRequestBytes)}}
+	big := []engine.Write{{Key: []byte("big"), Value: make([]byte, testMaxRequestBytes)}}
 	if err := e.Commit(big, true); !errors.Is(err, store.ErrCommitTooLarge) {
 		t.Fatalf("commit of %d bytes: %v", testMaxRequestBytes, err)
 	}
@@ -175,11 +176,11 @@ func TestCommitTooLarge(t *testing.T) {
 // it, or range-deletes, keeps the last write as Pebble's batch does.
 func TestCommitDedupes(t *testing.T) {
 	e := newEngine(t, 0)
-	commit(t, e, store.Write{Key: []byte("a"), Value: []byte("1")}, store.Write{Key: []byte("b"), Value: []byte("1")},
-		store.Write{Key: []byte("c1"), Value: []byte("1")}, store.Write{Key: []byte("c2"), Value: []byte("1")})
-	commit(t, e, store.Write{Key: []byte("a"), Delete: true}, store.Write{Key: []byte("a"), Value: []byte("2")},
-		store.Write{Key: []byte("b"), Value: []byte("2")}, store.Write{Key: []byte("b"), Delete: true},
-		store.Write{Key: []byte("c1"), Value: []byte("3")}, store.Write{Key: []byte("c"), RangeEnd: []byte("d")})
+	commit(t, e, engine.Write{Key: []byte("a"), Value: []byte("1")}, engine.Write{Key: []byte("b"), Value: []byte("1")},
+		engine.Write{Key: []byte("c1"), Value: []byte("1")}, engine.Write{Key: []byte("c2"), Value: []byte("1")})
+	commit(t, e, engine.Write{Key: []byte("a"), Delete: true}, engine.Write{Key: []byte("a"), Value: []byte("2")},
+		engine.Write{Key: []byte("b"), Value: []byte("2")}, engine.Write{Key: []byte("b"), Delete: true},
+		engine.Write{Key: []byte("c1"), Value: []byte("3")}, engine.Write{Key: []byte("c"), RangeEnd: []byte("d")})
 	v, err := e.View()
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +204,7 @@ func TestCommitDedupes(t *testing.T) {
 // returning nothing.
 func TestFutureRevisionRefused(t *testing.T) {
 	e := newEngine(t, 4)
-	commit(t, e, store.Write{Key: []byte("k1"), Value: []byte("v1")})
+	commit(t, e, engine.Write{Key: []byte("k1"), Value: []byte("v1")})
 	v, err := e.View()
 	if err != nil {
 		t.Fatal(err)

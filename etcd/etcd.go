@@ -5,7 +5,7 @@
 // Open connects to the cluster and opens (or creates) the store under a key
 // prefix, so several stores share one cluster. The store's keys are the keys of
 // the Pebble layout behind that prefix; the engine (Engine) maps the store's
-// engine boundary (store.Engine) onto etcd:
+// engine boundary (engine.Engine) onto etcd:
 //
 //   - A view is an etcd revision: the first read of a view learns the cluster's
 //     current revision (one linearizable read), and every read through the view
@@ -28,7 +28,7 @@
 //     another process's commit, cannot commit (store.ErrLocked). The generation
 //     key is written by every commit, so every cache of every process (the last
 //     transaction time, the catalog, surrogate keys, attribute names) is
-//     reloaded when another process has committed (store.SharedEngine).
+//     reloaded when another process has committed (engine.SharedEngine).
 //   - etcd bounds one transaction (--max-txn-ops, default 128 operations, and
 //     --max-request-bytes, default 1.5 MiB). A commit over Config.MaxTxnOps or
 //     Config.MaxRequestBytes fails before anything is sent, with an error
@@ -65,9 +65,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bitempo/bitempo/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/bitempo/bitempo/store"
 )
 
 // Config says where a store is and how to talk to its cluster.

@@ -6,14 +6,15 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/bitempo/bitempo/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/bitempo/bitempo/engine"
 )
 
-// view is a store.View at one etcd revision. It implements
-// store.GenerationView.
+// view is a engine.View at one etcd revision. It implements
+// engine.GenerationView.
 type view struct {
 	e   *Engine
 	rev int64
@@ -24,7 +25,7 @@ func (v *view) Generation() int64 { return v.gen }
 
 func (v *view) Close() error { return nil }
 
-// Get implements store.View with one read at the view's revision.
+// Get implements engine.View with one read at the view's revision.
 func (v *view) Get(key []byte) ([]byte, bool, error) {
 	resp, err := v.read(v.e.etcdKey(key))
 	if err != nil {
@@ -58,14 +59,14 @@ func (v *view) read(key string, opts ...clientv3.OpOption) (*clientv3.GetRespons
 	return resp, err
 }
 
-// NewIter implements store.View.
-func (v *view) NewIter(lower, upper []byte) (store.Iter, error) {
+// NewIter implements engine.View.
+func (v *view) NewIter(lower, upper []byte) (engine.Iter, error) {
 	it := &iter{v: v}
 	it.SetBounds(lower, upper)
 	return it, nil
 }
 
-// iter is a store.Iter that reads its range a page at a time at the view's
+// iter is a engine.Iter that reads its range a page at a time at the view's
 // revision. page holds a contiguous run of the range's keys in ascending
 // order: every key of the range between page[0] and page[len-1] is in it, so
 // a seek to a key inside that run needs no request. loDone and hiDone say the
@@ -245,7 +246,7 @@ func (it *iter) SeekGE(key []byte) bool {
 	return true
 }
 
-// SeekPrefixGE implements store.Iter as SeekGE: etcd has no prefix filters,
+// SeekPrefixGE implements engine.Iter as SeekGE: etcd has no prefix filters,
 // and every caller checks the prefix of the key it lands on.
 func (it *iter) SeekPrefixGE(key []byte) bool { return it.SeekGE(key) }
 

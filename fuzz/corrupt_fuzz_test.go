@@ -9,8 +9,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -131,7 +135,7 @@ func corrupt(base []store.RawKV, data []byte) corruption {
 		case 7: // delete the entry
 			e.Value = nil
 		case 8: // add an entry with a fuzzed key in a keyspace of the store
-			keyspaces := store.Keyspaces()
+			keyspaces := layout.Keyspaces()
 			ks := keyspaces[int(r.byte())%len(keyspaces)]
 			key := append([]byte{ks}, r.bytes(int(r.byte())%64)...)
 			c.entries = append(c.entries, store.RawKV{Key: key, Value: r.bytes(int(r.byte()))})
@@ -212,7 +216,7 @@ func corruptExec(t *testing.T, data []byte) {
 	c := corrupt(base, data)
 	mem := vfs.NewMem()
 	quiet := slog.New(slog.DiscardHandler)
-	db, err := store.Open("db", store.Options{FS: mem, NoSync: true, Logger: quiet, CacheSize: 1 << 20, MemTableSize: 1 << 20})
+	db, err := storetest.Open("db", pebble.Options{FS: mem, CacheSize: 1 << 20, MemTableSize: 1 << 20}, store.Options{NoSync: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +226,7 @@ func corruptExec(t *testing.T, data []byte) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = store.Open("db", store.Options{FS: mem, NoSync: true, MustExist: true, Logger: quiet, CacheSize: 1 << 20, MemTableSize: 1 << 20})
+	db, err = storetest.Open("db", pebble.Options{FS: mem, CacheSize: 1 << 20, MemTableSize: 1 << 20}, store.Options{NoSync: true, MustExist: true, Logger: quiet})
 	if err != nil {
 		if !errors.Is(err, store.ErrCorrupt) && !errors.Is(err, store.ErrNotBitempo) && !errors.Is(err, store.ErrFormat) {
 			t.Fatalf("reopening a corrupt store: untyped error %v", err)

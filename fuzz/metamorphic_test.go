@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -90,16 +93,17 @@ func metaRun(t *testing.T, cfg metaConfig, l oplog.Log, seed uint64) (transcript
 	r := oplog.NewRunner(l.Tables, l.Keys, seed)
 	var nFlush, nCompact atomic.Int64
 	opts := store.Options{NoSync: cfg.noSync, Clock: r.Clock, Logger: slog.New(slog.DiscardHandler)}
+	var popts bpebble.Options
 	dir := "meta"
 	if cfg.onDisk {
 		dir = t.TempDir()
 	} else {
-		opts.FS = vfs.NewMem()
+		popts.FS = vfs.NewMem()
 	}
 	if cfg.tiny {
-		opts.MemTableSize = 16 << 10
+		popts.MemTableSize = 16 << 10
 	}
-	opts.Tune = func(o *pebble.Options) {
+	popts.Tune = func(o *pebble.Options) {
 		o.EventListener = &pebble.EventListener{
 			FlushEnd:      func(pebble.FlushInfo) { nFlush.Add(1) },
 			CompactionEnd: func(pebble.CompactionInfo) { nCompact.Add(1) },
@@ -113,7 +117,7 @@ func metaRun(t *testing.T, cfg metaConfig, l oplog.Log, seed uint64) (transcript
 			}
 		}
 	}
-	db, err := store.Open(dir, opts)
+	db, err := storetest.Open(dir, popts, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // aggBench is one size of the backfill benchmark: entities x 10 versions, in
@@ -75,7 +79,7 @@ func (d *aggBenchData) build(size aggBench) error {
 	// and lives until it exits.
 	fs := vfs.NewMem()
 	var err error
-	if d.db, err = store.Open("bench", store.Options{FS: fs, NoSync: true}); err != nil {
+	if d.db, err = storetest.Open("bench", pebble.Options{FS: fs}, store.Options{NoSync: true}); err != nil {
 		return err
 	}
 	if _, err := d.db.CreateTable(store.TableDef{
@@ -112,7 +116,7 @@ func (d *aggBenchData) build(size aggBench) error {
 	if err := d.db.Close(); err != nil {
 		return err
 	}
-	if d.db, err = store.Open("bench", store.Options{FS: fs}); err != nil {
+	if d.db, err = storetest.Open("bench", pebble.Options{FS: fs}, store.Options{}); err != nil {
 		return err
 	}
 	d.rows = make([]query.LeftRow, size.rows)

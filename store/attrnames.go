@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file owns the attribute-name table of each table (keyspace 0x04) and the
@@ -24,8 +26,8 @@ import (
 // readAttrNames reads the attribute names of table tid from view v, by ordinal.
 // Ordinals must run 0, 1, 2... and names must be distinct: records name
 // attributes by ordinal, so a gap or a duplicate would misname them.
-func readAttrNames(v View, tid uint32) ([]string, error) {
-	prefix := tablePrefix(nil, ksAttrs, tid)
+func readAttrNames(v engine.View, tid uint32) ([]string, error) {
+	prefix := layout.AppendTablePrefix(nil, layout.AttrNames, tid)
 	it, err := v.NewIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return nil, err
@@ -33,7 +35,7 @@ func readAttrNames(v View, tid uint32) ([]string, error) {
 	defer it.Close()
 	var list []string
 	for ok := it.First(); ok; ok = it.Next() {
-		ord, err := decodeAttrNameKey(it.Key()[len(prefix):])
+		ord, err := layout.DecodeAttrNameKey(it.Key()[len(prefix):])
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +49,7 @@ func readAttrNames(v View, tid uint32) ([]string, error) {
 }
 
 // loadAttrNames loads the attribute names of table tid at Open.
-func (db *DB) loadAttrNames(v View, tid uint32) error {
+func (db *DB) loadAttrNames(v engine.View, tid uint32) error {
 	list, err := readAttrNames(v, tid)
 	if err != nil {
 		return err
@@ -204,7 +206,7 @@ func (db *DB) attrName(tid, ord uint32) (string, bool) {
 // asserted later than the last, so the chain ends.
 func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint64, txTo int64) (Attrs, error) {
 	for {
-		value, ok, err := s.view.Get(currentKeys.key(nil, t.ID, tuple, validFrom, 0))
+		value, ok, err := s.view.Get(layout.CurrentKeys.Key(nil, t.ID, tuple, validFrom, 0))
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +218,7 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 			}
 		}
 		if !ok || head.TxFrom != txTo {
-			if value, ok, err = s.view.Get(historyKeys.key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
+			if value, ok, err = s.view.Get(layout.HistoryKeys.Key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
 				return nil, err
 			}
 			if keyTx = txTo; ok {

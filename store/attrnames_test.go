@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/bitempo/bitempo/layout"
 )
 
 // Records store attribute ordinals. An ordinal is persisted by the commit that
@@ -38,7 +40,7 @@ func TestAttrOrdinals(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A gap in the name table would misname every later attribute.
-	if err := db.RawSet(attrNameKey(tbl.ID, 1), nil); err != nil {
+	if err := db.RawSet(layout.AttrNameKey(tbl.ID, 1), nil); err != nil {
 		t.Fatal(err)
 	}
 	view, err := db.engine.View()

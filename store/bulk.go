@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"container/heap"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -12,9 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
-	"github.com/cockroachdb/pebble/v2/sstable"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/bitempo/bitempo/engine"
 )
 
 // This file lets one transaction grow beyond memory. A Writer with spilling on
@@ -43,14 +40,6 @@ import (
 // cannot add a spilled transaction atomically.
 var ErrBulkUnsupported = fmt.Errorf("%w: a transaction spilled to disk", ErrUnsupported)
 
-// bulkIngester is implemented by engines that can add a sorted stream of
-// writes atomically, as one step.
-type bulkIngester interface {
-	// ingestSorted writes the writes yielded by next (sorted by key, one per
-	// key) to a file under dir and adds it to the engine atomically.
-	ingestSorted(dir string, next func() (Write, bool, error)) error
-}
-
 // bulkState is a Writer's spill: its directory, budget and runs.
 type bulkState struct {
 	dir     string
@@ -64,13 +53,12 @@ type bulkState struct {
 // directory under dir whenever they pass budget bytes (Writer.Spill). dir must
 // be on the store's file system for the commit to link rather than copy.
 func (w *Writer) EnableSpill(dir string, budget int64) error {
-	if _, ok := w.db.engine.(bulkIngester); !ok {
+	bi, ok := w.db.engine.(engine.BulkIngester)
+	if !ok {
 		return ErrBulkUnsupported
 	}
-	if w.db.opts.FS != nil || w.db.opts.InMemory {
-		// The runs and the sstable are written with the operating system's
-		// file system, which a store on another vfs.FS cannot ingest from.
-		return fmt.Errorf("%w: the store is not on the operating system's file system", ErrBulkUnsupported)
+	if err := bi.CanIngestFrom(dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrBulkUnsupported, err)
 	}
 	d, err := os.MkdirTemp(dir, "bitempo-spill-")
 	if err != nil {
@@ -88,7 +76,7 @@ func (w *Writer) Spill() error {
 	if b == nil {
 		return nil
 	}
-	for i, ws := range [][]Write{w.retires, w.asserts, w.other} {
+	for i, ws := range [][]engine.Write{w.retires, w.asserts, w.other} {
 		for _, x := range ws[b.checked[i]:] {
 			b.size += int64(len(x.Key) + len(x.Value) + 16)
 		}
@@ -97,7 +85,7 @@ func (w *Writer) Spill() error {
 	if b.size < b.budget {
 		return nil
 	}
-	writes := sortedWrites(append(append(append([]Write(nil), w.retires...), w.asserts...), w.other...))
+	writes := sortedWrites(append(append(append([]engine.Write(nil), w.retires...), w.asserts...), w.other...))
 	path := filepath.Join(b.dir, fmt.Sprintf("run-%06d", len(b.runs)))
 	if err := writeRun(path, writes); err != nil {
 		return fmt.Errorf("bitempo: spill: %w", err)
@@ -119,8 +107,8 @@ func (b *bulkState) close() {
 }
 
 // sortedWrites sorts writes by key, keeping the last write of each key.
-func sortedWrites(ws []Write) []Write {
-	slices.SortStableFunc(ws, func(x, y Write) int { return bytes.Compare(x.Key, y.Key) })
+func sortedWrites(ws []engine.Write) []engine.Write {
+	slices.SortStableFunc(ws, func(x, y engine.Write) int { return bytes.Compare(x.Key, y.Key) })
 	out := ws[:0]
 	for i := range ws {
 		if len(out) > 0 && bytes.Equal(out[len(out)-1].Key, ws[i].Key) {
@@ -134,7 +122,7 @@ func sortedWrites(ws []Write) []Write {
 
 // A run file is a sequence of entries: uvarint key length, key, one byte (1 for
 // a deletion), uvarint value length, value.
-func writeRun(path string, ws []Write) error {
+func writeRun(path string, ws []engine.Write) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -167,7 +155,7 @@ func writeRun(path string, ws []Write) error {
 type runReader struct {
 	f    *os.File
 	r    *bufio.Reader
-	cur  Write
+	cur  engine.Write
 	rank int // later runs win ties
 }
 
@@ -195,7 +183,7 @@ func (rr *runReader) next() (bool, error) {
 	if _, err := io.ReadFull(rr.r, value); err != nil {
 		return false, err
 	}
-	rr.cur = Write{Key: key, Value: value, Delete: del == 1}
+	rr.cur = engine.Write{Key: key, Value: value, Delete: del == 1}
 	return true, nil
 }
 
@@ -221,7 +209,7 @@ func (h *mergeHeap) Pop() any {
 // commitSpilled commits a spilled transaction: the last run is the writes
 // still in memory (tail, in batch order), and all runs are merged into the
 // engine's atomic ingestion.
-func (w *Writer) commitSpilled(tail []Write) error {
+func (w *Writer) commitSpilled(tail []engine.Write) error {
 	b := w.bulk
 	path := filepath.Join(b.dir, fmt.Sprintf("run-%06d", len(b.runs)))
 	if err := writeRun(path, sortedWrites(tail)); err != nil {
@@ -252,16 +240,16 @@ func (w *Writer) commitSpilled(tail []Write) error {
 		h = append(h, rr)
 	}
 	heap.Init(&h)
-	next := func() (Write, bool, error) {
+	next := func() (engine.Write, bool, error) {
 		if len(h) == 0 {
-			return Write{}, false, nil
+			return engine.Write{}, false, nil
 		}
 		out := h[0].cur
 		for len(h) > 0 && bytes.Equal(h[0].cur.Key, out.Key) {
 			rr := h[0]
 			ok, err := rr.next()
 			if err != nil {
-				return Write{}, false, err
+				return engine.Write{}, false, err
 			}
 			if ok {
 				heap.Fix(&h, 0)
@@ -272,46 +260,5 @@ func (w *Writer) commitSpilled(tail []Write) error {
 		}
 		return out, true, nil
 	}
-	return w.db.engine.(bulkIngester).ingestSorted(b.dir, next)
-}
-
-// ingestSorted writes one sstable and ingests it. Pebble's Fatalf (a failed
-// manifest or log write during the ingestion) is turned into ErrFailed as in
-// commit.
-func (e *pebbleEngine) ingestSorted(dir string, next func() (Write, bool, error)) (err error) {
-	if err := e.h.err(); err != nil {
-		return err
-	}
-	if err := e.lock.check(); err != nil {
-		return err
-	}
-	path := filepath.Join(dir, "ingest.sst")
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return err
-	}
-	sw := sstable.NewWriter(objstorageprovider.NewFileWritable(f), writerOptions(e.opts, e.db.TableFormat())) // comparer.go
-	for {
-		x, ok, err := next()
-		if err != nil {
-			_ = sw.Close()
-			return err
-		}
-		if !ok {
-			break
-		}
-		if x.Delete {
-			err = sw.Delete(x.Key)
-		} else {
-			err = sw.Set(x.Key, x.Value)
-		}
-		if err != nil {
-			_ = sw.Close()
-			return err
-		}
-	}
-	if err := sw.Close(); err != nil {
-		return err
-	}
-	return e.h.guard(func() error { return e.db.Ingest(context.Background(), []string{path}) })
+	return w.db.engine.(engine.BulkIngester).IngestSorted(b.dir, next)
 }

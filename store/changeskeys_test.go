@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // changesKeysListed is ChangesKeys as it was before ScanChangesKeys: every
@@ -16,8 +17,8 @@ import (
 func changesKeysListed(s *Snapshot, t *Table) ([][]byte, error) {
 	seen := map[string]bool{}
 	var out [][]byte
-	for _, ks := range []byte{ksEvents, ksCheckpoints, ksCurrent} {
-		prefix := tablePrefix(nil, ks, t.ID)
+	for _, ks := range []byte{layout.Events, layout.Checkpoints, layout.Current} {
+		prefix := layout.AppendTablePrefix(nil, ks, t.ID)
 		for kv, err := range s.RawScan(prefix, encoding.PrefixEnd(prefix)) {
 			if err != nil {
 				return nil, err
@@ -123,7 +124,7 @@ func TestScanChangesKeys(t *testing.T) {
 	}
 
 	// A malformed key in the checkpoints, after every valid tuple.
-	bad := append(tablePrefix(nil, ksCheckpoints, tbl.ID), 0xfe, 0x01)
+	bad := append(layout.AppendTablePrefix(nil, layout.Checkpoints, tbl.ID), 0xfe, 0x01)
 	if err := db.RawSet(bad, []byte{0}); err != nil {
 		t.Fatal(err)
 	}

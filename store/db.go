@@ -11,20 +11,24 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bitempo/bitempo/encoding"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // DB is an open bitempo store. It is safe for concurrent use: any number of
 // readers, one writer at a time.
 type DB struct {
-	engine Engine
+	engine engine.Engine
 	opts   Options
 	dir    string
 
 	// writer serialises transactions: held from BeginWrite to Commit or Abort.
 	writer writerLock
-	// unlockShared releases a SharedEngine's cross-process write lock, taken
+	// unlockShared releases a engine.SharedEngine's cross-process write lock, taken
 	// with writer (lockShared); nil while not held.
 	unlockShared func()
 	// snapshots counts the snapshots taken and not yet closed; Close refuses
@@ -33,8 +37,8 @@ type DB struct {
 	// compacting is held shared by Compact while it runs and exclusively by
 	// Close before it closes the engine.
 	compacting sync.RWMutex
-	// gen is the generation of a SharedEngine the caches below describe
-	// (GenerationView); unused on other engines.
+	// gen is the generation of a engine.SharedEngine the caches below describe
+	// (engine.GenerationView); unused on other engines.
 	gen atomic.Int64
 
 	mu       sync.RWMutex // guards the fields below
@@ -46,8 +50,7 @@ type DB struct {
 	nextSK   map[uint32]uint64
 	attrOrd  map[uint32]map[string]uint32 // the ordinal of each attribute name
 	attrList map[uint32][]string          // the attribute names by ordinal
-	recovery *Recovery                    // what Open with RecoverWAL dropped
-	dirLock  *dirLock                     // held from Open to Close (lock.go)
+	recovery *engine.Recovery             // what the engine's open dropped
 	// eraseSecret keys the hashes of erased keys (erase.go); nil until the
 	// store has one.
 	eraseSecret []byte
@@ -64,19 +67,10 @@ func (opts Options) withDefaults() Options {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.CacheSize == 0 {
-		opts.CacheSize = 64 << 20
-	}
-	if opts.StallTimeout == 0 {
-		opts.StallTimeout = 30 * time.Second
-	}
-	if opts.MemTableSize == 0 {
-		opts.MemTableSize = 16 << 20
-	}
 	return opts
 }
 
-func newDB(e Engine, opts Options, dir string) *DB {
+func newDB(e engine.Engine, opts Options, dir string) *DB {
 	return &DB{
 		engine: e, opts: opts, dir: dir,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
@@ -84,67 +78,61 @@ func newDB(e Engine, opts Options, dir string) *DB {
 	}
 }
 
-// Open opens the store in dir on Pebble, creating it unless opts.ReadOnly or
-// opts.MustExist.
+// Open opens the store in dir on the Pebble engine with its default settings,
+// creating it unless opts.ReadOnly or opts.MustExist. To tune Pebble (cache
+// and memtable sizes, a file system, write-ahead log recovery), open the
+// engine with package engine/pebble and pass it to OpenEngine.
 func Open(dir string, opts Options) (*DB, error) {
-	opts = opts.withDefaults()
-	e, po, err := openPebble(dir, opts)
+	e, err := pebble.Open(dir, pebble.Options{ReadOnly: opts.ReadOnly, MustExist: opts.MustExist,
+		InMemory: opts.InMemory, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	defer po.release()
-	db := newDB(e, opts, dir)
-	db.dirLock = po.dirLock
-	opened := false
-	defer func() {
-		if !opened {
-			db.dirLock.release()
-		}
-	}()
+	return OpenEngine(e, dir, opts)
+}
+
+// OpenEngine opens the store held by an engine (the Pebble engine of package
+// engine/pebble, or the etcd engine of the module
+// github.com/bitempo/bitempo/etcd, whose Open calls it), creating it in an
+// empty engine unless opts.ReadOnly or opts.MustExist. name says where the
+// store is, for messages and Dir. An engine opened read-only makes the store
+// read-only whatever opts says. The DB owns e from then on: Close closes it,
+// and so does a failed OpenEngine. What the engine cannot do (engine's
+// optional capabilities: Backup, erased bytes' Purge, spilled transactions)
+// fails with an error wrapping ErrUnsupported; Compact does nothing.
+func OpenEngine(e engine.Engine, name string, opts Options) (*DB, error) {
+	opts = opts.withDefaults()
+	if ro, ok := e.(engine.ReadOnly); ok && ro.ReadOnly() {
+		opts.ReadOnly = true
+	}
+	var recovery *engine.Recovery
+	if r, ok := e.(engine.Recovered); ok {
+		recovery = r.Recovery()
+	}
+	db := newDB(e, opts, name)
 	if err := db.load(); err != nil {
-		_ = db.engine.Close()
-		if po.recovery != nil {
+		if recovery != nil {
 			// Every commit, the store's own declaration included, was in the
 			// lost log: say so rather than only that the store does not exist.
-			return nil, fmt.Errorf("%w: %s: nothing of the store survived its write-ahead log (%s): %w", ErrCorrupt, dir, po.recovery, err)
+			err = fmt.Errorf("%w: %s: nothing of the store survived its write-ahead log (%s): %w", ErrCorrupt, name, recovery, err)
 		}
-		return nil, err
+		return nil, errors.Join(err, e.Close())
 	}
-	if recovery := po.recovery; recovery != nil {
+	if recovery != nil {
 		recovery.KeptLastTx = db.lastTx
 		db.recovery = recovery
-		opts.Logger.Warn("bitempo: recovered a store with a damaged write-ahead log", "dir", dir, "report", recovery.String())
+		opts.Logger.Warn("bitempo: recovered a store with a damaged write-ahead log", "dir", name, "report", recovery.String())
 	}
 	if err := db.purgeAfterOpen(); err != nil {
 		return nil, errors.Join(err, db.engine.Close())
 	}
-	opened = true
 	return db, nil
 }
 
-// OpenEngine opens the store held by an engine other than Pebble (such as the
-// etcd engine of the module github.com/bitempo/bitempo/etcd, whose Open calls
-// it), creating it in an empty engine unless opts.ReadOnly or opts.MustExist.
-// name says where the store is, for messages and Dir. Of opts, the fields
-// marked as Pebble's are ignored. The DB owns e from then on: Close closes it,
-// and so does a failed OpenEngine. What only Pebble can do (Backup, erased
-// bytes' Purge, spilled transactions, RecoverWAL) fails with an error wrapping
-// ErrUnsupported; Compact does nothing.
-func OpenEngine(e Engine, name string, opts Options) (*DB, error) {
-	opts = opts.withDefaults()
-	if opts.RecoverWAL {
-		return nil, errors.Join(fmt.Errorf("%w: RecoverWAL on the %s engine", ErrUnsupported, e.Name()), e.Close())
-	}
-	db := newDB(e, opts, name)
-	if err := db.load(); err != nil {
-		return nil, errors.Join(err, e.Close())
-	}
-	return db, nil
-}
-
-// Recovery returns what Open with Options.RecoverWAL dropped, or nil if the
-// store's write-ahead log was intact.
-func (db *DB) Recovery() *Recovery { return db.recovery }
+// Recovery returns what the engine dropped from a damaged write-ahead log when
+// it was opened (the Pebble engine's RecoverWAL option), or nil if nothing was
+// dropped.
+func (db *DB) Recovery() *engine.Recovery { return db.recovery }
 
 // load reads meta and the catalog, or initialises a fresh store.
 func (db *DB) load() error {
@@ -153,10 +141,10 @@ func (db *DB) load() error {
 		return err
 	}
 	defer v.Close()
-	if gv, ok := v.(GenerationView); ok {
+	if gv, ok := v.(engine.GenerationView); ok {
 		db.gen.Store(gv.Generation())
 	}
-	raw, ok, err := v.Get(metaFormat)
+	raw, ok, err := v.Get(layout.MetaFormat)
 	if err != nil {
 		return err
 	}
@@ -175,19 +163,19 @@ func (db *DB) load() error {
 		}
 		return db.initialise()
 	}
-	if err := formatOK(db.dir, raw); err != nil {
+	if err := layout.CheckFormat(db.dir, raw); err != nil {
 		return err
 	}
-	if raw, ok, err = v.Get(metaLayout); err != nil {
+	if raw, ok, err = v.Get(layout.MetaLayout); err != nil {
 		return err
 	}
-	if err := layoutOK(db.dir, raw, ok); err != nil {
+	if err := layout.CheckLayout(db.dir, raw, ok); err != nil {
 		return err
 	}
-	if err := getMeta(v, metaLastTx, &db.lastTx); err != nil {
+	if err := getMeta(v, layout.MetaLastTx, &db.lastTx); err != nil {
 		return err
 	}
-	if err := getMeta(v, metaNextTable, &db.nextTbl); err != nil {
+	if err := getMeta(v, layout.MetaNextTable, &db.nextTbl); err != nil {
 		return err
 	}
 	if err := db.loadSecret(v); err != nil {
@@ -199,7 +187,7 @@ func (db *DB) load() error {
 	return db.loadCatalog(v)
 }
 
-func isEmpty(v View) (bool, error) {
+func isEmpty(v engine.View) (bool, error) {
 	it, err := v.NewIter(nil, nil)
 	if err != nil {
 		return false, err
@@ -210,11 +198,11 @@ func isEmpty(v View) (bool, error) {
 
 func (db *DB) initialise() error {
 	db.nextTbl = 1
-	writes := []Write{
-		{Key: metaFormat, Value: mustMarshal(uint64(formatVersion))},
-		{Key: metaLayout, Value: mustMarshal(comparerName)},
-		{Key: metaLastTx, Value: mustMarshal(int64(0))},
-		{Key: metaNextTable, Value: mustMarshal(db.nextTbl)},
+	writes := []engine.Write{
+		{Key: layout.MetaFormat, Value: mustMarshal(uint64(layout.FormatVersion))},
+		{Key: layout.MetaLayout, Value: mustMarshal(layout.ComparerName)},
+		{Key: layout.MetaLastTx, Value: mustMarshal(int64(0))},
+		{Key: layout.MetaNextTable, Value: mustMarshal(db.nextTbl)},
 	}
 	secret, key, err := newSecretWrite()
 	if err != nil {
@@ -227,7 +215,7 @@ func (db *DB) initialise() error {
 	return nil
 }
 
-func getMeta(v View, key []byte, dst any) error {
+func getMeta(v engine.View, key []byte, dst any) error {
 	raw, ok, err := v.Get(key)
 	if err != nil {
 		return err
@@ -249,8 +237,8 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-func (db *DB) loadCatalog(v View) error {
-	it, err := v.NewIter([]byte{ksCatalog}, []byte{ksCatalog + 1})
+func (db *DB) loadCatalog(v engine.View) error {
+	it, err := v.NewIter([]byte{layout.Catalog}, []byte{layout.Catalog + 1})
 	if err != nil {
 		return err
 	}
@@ -267,7 +255,7 @@ func (db *DB) loadCatalog(v View) error {
 		db.tables[t.Name] = t
 		db.byID[t.ID] = t
 		var next uint64 = 1
-		if raw, ok, err := v.Get(skCounterKey(t.ID)); err != nil {
+		if raw, ok, err := v.Get(layout.SKCounterKey(t.ID)); err != nil {
 			return err
 		} else if ok {
 			if next, _, err = encoding.DecodeUint64(raw); err != nil {
@@ -315,18 +303,14 @@ func (db *DB) Close() error {
 	}
 	db.compacting.Lock() // Pebble may not close under a running compaction
 	defer db.compacting.Unlock()
-	if _, ok := db.engine.(purger); !ok {
+	if _, ok := db.engine.(engine.Purger); !ok {
 		return db.engine.Close()
 	}
 	// No snapshot is open: a purge now removes every erased byte (purge.go).
 	if err := db.purgeLocked(context.Background(), true); err != nil {
-		err = errors.Join(err, db.engine.Close())
-		db.dirLock.release()
-		return err
+		return errors.Join(err, db.engine.Close())
 	}
-	err := db.finishPurge(false)
-	db.dirLock.release()
-	return err
+	return db.finishPurge(false)
 }
 
 // Compact rewrites the whole store into its read-optimised shape and returns when
@@ -348,12 +332,12 @@ func (db *DB) Compact(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	c, ok := db.engine.(compacter)
+	c, ok := db.engine.(engine.Compacter)
 	if !ok {
 		return nil // nothing to do: see Compact's comment
 	}
 	start := time.Now()
-	if err := c.compact(ctx); err != nil {
+	if err := c.Compact(ctx); err != nil {
 		return fmt.Errorf("bitempo: compact: %w", err)
 	}
 	db.opts.Logger.Info("bitempo: compacted", "dir", db.dir, "took", time.Since(start))
@@ -435,9 +419,9 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bitempo: encode table %q: %w", def.Name, err)
 	}
-	writes := []Write{
-		{Key: catalogKey(def.Name), Value: value},
-		{Key: metaNextTable, Value: mustMarshal(id + 1)},
+	writes := []engine.Write{
+		{Key: layout.CatalogKey(def.Name), Value: value},
+		{Key: layout.MetaNextTable, Value: mustMarshal(id + 1)},
 	}
 	if err := db.commit(writes, !db.opts.NoSync); err != nil {
 		return nil, fmt.Errorf("bitempo: create table %q: %w", def.Name, err)
@@ -497,14 +481,14 @@ func (db *DB) DeclareAttrNames(t *Table, names []string) error {
 		return err
 	}
 	defer unlock()
-	var writes []Write
+	var writes []engine.Write
 	var added []string
 	ords := db.attrOrd[t.ID]
 	for _, name := range names {
 		if _, seen := ords[name]; seen || slices.Contains(added, name) {
 			continue
 		}
-		writes = append(writes, Write{Key: attrNameKey(t.ID, uint32(len(db.attrList[t.ID])+len(added))), Value: []byte(name)})
+		writes = append(writes, engine.Write{Key: layout.AttrNameKey(t.ID, uint32(len(db.attrList[t.ID])+len(added))), Value: []byte(name)})
 		added = append(added, name)
 	}
 	if len(writes) == 0 {

@@ -9,9 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bitempo/bitempo/encoding"
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 var customers = TableDef{Name: "customers", Key: []KeyColumn{{Name: "id", Type: String}}}
@@ -93,13 +98,13 @@ func TestOpenErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.commit([]Write{{Key: metaFormat, Value: mustMarshal(uint64(formatVersion + 1))}}, true); err != nil {
+		if err := db.commit([]engine.Write{{Key: layout.MetaFormat, Value: mustMarshal(uint64(layout.FormatVersion + 1))}}, true); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
 		_, err = Open(p, Options{})
-		if !errors.Is(err, ErrNewerFormat) {
-			t.Fatalf("got %v, want ErrNewerFormat", err)
+		if !errors.Is(err, layout.ErrNewerFormat) {
+			t.Fatalf("got %v, want layout.ErrNewerFormat", err)
 		}
 	})
 }
@@ -132,7 +137,7 @@ func TestReadOnly(t *testing.T) {
 
 func TestCatalog(t *testing.T) {
 	fs := vfs.NewMem()
-	db, err := Open("db", Options{FS: fs})
+	db, err := openOn("db", bpebble.Options{FS: fs}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +169,7 @@ func TestCatalog(t *testing.T) {
 	}
 	db.Close()
 
-	db, err = Open("db", Options{FS: fs})
+	db, err = openOn("db", bpebble.Options{FS: fs}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +224,7 @@ func TestTxTimeMonotonicAcrossRestarts(t *testing.T) {
 	fs := vfs.NewMem()
 	now := int64(1_000_000)
 	clock := func() int64 { return now }
-	db, err := Open("db", Options{FS: fs, Clock: clock})
+	db, err := openOn("db", bpebble.Options{FS: fs}, Options{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +240,7 @@ func TestTxTimeMonotonicAcrossRestarts(t *testing.T) {
 	db.Close()
 
 	now = 5 // the wall clock stepped back
-	db, err = Open("db", Options{FS: fs, Clock: clock})
+	db, err = openOn("db", bpebble.Options{FS: fs}, Options{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,34 +304,34 @@ func TestVerifyFindsDamage(t *testing.T) {
 	cases := []struct {
 		name      string
 		invariant int
-		damage    func(db *DB, tb *Table) []Write
+		damage    func(db *DB, tb *Table) []engine.Write
 	}{
-		{"overlapping current records", 2, func(db *DB, tb *Table) []Write {
+		{"overlapping current records", 2, func(db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
 			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 50, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 5, nil)
-			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 5, 0), Value: val}}
+			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 5, 0), Value: val}}
 		}},
-		{"inverted valid period", 1, func(db *DB, tb *Table) []Write {
+		{"inverted valid period", 1, func(db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
 			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 1, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 1, nil)
-			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
+			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"record newer than the last commit", 4, func(db *DB, tb *Table) []Write {
+		{"record newer than the last commit", 4, func(db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
 			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx() + 100, TxTo: Infinity, SK: 1}, 1, nil)
-			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
+			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"surrogate key shared by two keys", 3, func(db *DB, tb *Table) []Write {
+		{"surrogate key shared by two keys", 3, func(db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"b"})
 			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 1, nil)
-			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: val}}
+			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"missing sk index entry", 5, func(db *DB, tb *Table) []Write {
-			return []Write{{Key: skIndex.key(nil, tb.ID, 1, db.LastTx()), Delete: true}}
+		{"missing sk index entry", 5, func(db *DB, tb *Table) []engine.Write {
+			return []engine.Write{{Key: layout.SKIndexKeys.Key(nil, tb.ID, 1, db.LastTx()), Delete: true}}
 		}},
-		{"garbage value", 0, func(db *DB, tb *Table) []Write {
+		{"garbage value", 0, func(db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			return []Write{{Key: currentKeys.key(nil, tb.ID, tuple, 1, 0), Value: []byte{0xc1, 0xff, 0x00}}}
+			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: []byte{0xc1, 0xff, 0x00}}}
 		}},
 	}
 	for _, c := range cases {
@@ -494,4 +499,14 @@ func TestCloseDuringCompact(t *testing.T) {
 	if err := <-compacted; err != nil && !errors.Is(err, ErrClosed) {
 		t.Fatalf("Compact racing Close: %v, want nil or ErrClosed", err)
 	}
+}
+
+// openOn opens the store in dir on a Pebble engine opened with popts.
+func openOn(dir string, popts bpebble.Options, opts Options) (*DB, error) {
+	popts.ReadOnly, popts.MustExist = opts.ReadOnly, opts.MustExist
+	e, err := bpebble.Open(dir, popts)
+	if err != nil {
+		return nil, err
+	}
+	return OpenEngine(e, dir, opts)
 }

@@ -8,7 +8,7 @@
 //
 // Every key starts with a one-byte keyspace prefix; the keyspaces that belong to
 // a table continue with its table id ("tid") as an ordered uvarint ("ord(n)",
-// layout.go's appendOrdered: one byte below 248, else a length byte and the
+// layout.go's layout.AppendOrdered: one byte below 248, else a length byte and the
 // value's bytes big-endian; bytewise order is numeric order and no form is a
 // prefix of another), so a table is one contiguous range of each and a store's
 // first 248 tables cost one byte per key. "tuple" is the natural key in encoding.AppendKey form
@@ -169,7 +169,7 @@
 // comparer bitempo.layout.v2 (4-byte table ids, fixed-width surrogate keys
 // and log ordinals, absolute valid_to), under the same format marker; Open
 // tells them apart by the comparer name in the MANIFEST (and, on an engine
-// without one, by meta "layout") and refuses them with ErrFormat before
+// without one, by meta "layout") and refuses them with layout.ErrFormat before
 // Pebble opens them, like format 1 (format.go): move their data with export
 // --all --history and import.
 //
@@ -293,14 +293,14 @@
 //
 // # Engines
 //
-// The layout runs on any ordered key-value engine behind the Engine interface
+// The layout runs on any ordered key-value engine behind the engine.Engine interface
 // (kv.go): consistent views, bounded ordered iterators, atomic ordered commits.
 // Open puts a store on Pebble (engine_pebble.go); OpenEngine on another engine,
 // such as etcd (the module github.com/bitempo/bitempo/etcd). What only Pebble
 // can do (Backup, spilled transactions, purging erased bytes from files,
 // RecoverWAL, Compact) is found by type assertion and refused elsewhere with
 // ErrUnsupported (Compact does nothing). An engine that several processes write
-// (SharedEngine) serialises their transactions with a cross-process write
+// (engine.SharedEngine) serialises their transactions with a cross-process write
 // lock, refuses the commit of a process that lost it, and gives its views a
 // generation: a DB reloads its caches (last transaction time, catalog,
 // surrogate key counters, attribute names, erase secret) from any view whose

@@ -2,6 +2,9 @@ package store
 
 import (
 	"fmt"
+
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // DropTable deletes a table: its catalog entry and every key it owns (records,
@@ -25,14 +28,14 @@ func (db *DB) DropTable(name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownTable, name)
 	}
-	writes := []Write{{Key: catalogKey(name), Delete: true}}
-	for _, ks := range perTableKeyspaces() {
-		lo := tablePrefix(nil, ks, t.ID)
-		hi := tablePrefix(nil, ks, t.ID+1)
+	writes := []engine.Write{{Key: layout.CatalogKey(name), Delete: true}}
+	for _, ks := range layout.PerTableKeyspaces() {
+		lo := layout.AppendTablePrefix(nil, ks, t.ID)
+		hi := layout.AppendTablePrefix(nil, ks, t.ID+1)
 		if t.ID == ^uint32(0) {
 			hi = []byte{ks + 1}
 		}
-		writes = append(writes, Write{Key: lo, RangeEnd: hi})
+		writes = append(writes, engine.Write{Key: lo, RangeEnd: hi})
 	}
 	if err := db.commit(writes, !db.opts.NoSync); err != nil {
 		return fmt.Errorf("bitempo: drop table %q: %w", name, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file decodes raw keys and values (RawScan's output) with the layout of the
@@ -40,7 +41,7 @@ type Field struct {
 // Entry is one stored key and value, decoded.
 type Entry struct {
 	RawKV
-	// Keyspace is KeyspaceName of the key's first byte.
+	// Keyspace is layout.KeyspaceName of the key's first byte.
 	Keyspace string
 	// Table is the entry's table: from the table id of record keyspaces, or the
 	// catalog entry's own table. Nil for meta keys and unknown table ids.
@@ -66,12 +67,12 @@ func (db *DB) DecodeEntry(kv RawKV) Entry {
 		return e
 	}
 	ks, rest := kv.Key[0], kv.Key[1:]
-	e.Keyspace = KeyspaceName(ks)
+	e.Keyspace = layout.KeyspaceName(ks)
 	var err error
 	switch ks {
-	case ksMeta:
+	case layout.Meta:
 		err = e.decodeMeta(rest)
-	case ksCatalog:
+	case layout.Catalog:
 		err = e.decodeCatalog(db, rest)
 	default:
 		err = e.decodeTableEntry(db, ks, kv.Key)
@@ -100,10 +101,10 @@ func (e *Entry) decodeMeta(name []byte) error {
 		return err
 	}
 	kind := FieldPlain
-	if bytes.Equal(name, metaEraseSecret[1:]) {
+	if bytes.Equal(name, layout.MetaEraseSecret[1:]) {
 		v = "(secret)" // erase.go: it keys the hashes of erased keys
 	}
-	if bytes.Equal(name, metaLastTx[1:]) {
+	if bytes.Equal(name, layout.MetaLastTx[1:]) {
 		kind = FieldTxTime
 		if n, ok := toInt64(v); ok {
 			v = n
@@ -151,23 +152,23 @@ func (e *Entry) decodeCatalog(db *DB, name []byte) error {
 
 // decodeTableEntry decodes the keyspaces whose keys start with a table id.
 func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
-	tid, b, err := splitTableID(key)
+	tid, b, err := layout.SplitTableID(key)
 	if err != nil {
 		return err
 	}
 	e.Table = db.tableByID(tid)
 	e.addKey("table_id", FieldPlain, tid)
 	switch ks {
-	case ksSK:
+	case layout.SKCounter:
 		next, _, err := encoding.DecodeUint64(e.RawKV.Value)
 		e.addValue("next_sk", FieldPlain, next)
 		return err
-	case ksAttrs:
-		ord, err := decodeAttrNameKey(b)
+	case layout.AttrNames:
+		ord, err := layout.DecodeAttrNameKey(b)
 		e.addKey("ordinal", FieldPlain, ord)
 		e.addValue("name", FieldPlain, string(e.RawKV.Value))
 		return err
-	case ksBatches:
+	case layout.Batches:
 		e.addKey("batch", FieldPlain, string(b))
 		tx, err := decodeBatchValue(e.RawKV.Value)
 		e.addValue("tx", FieldTxTime, tx)
@@ -178,21 +179,21 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 	}
 	t := e.Table
 	switch ks {
-	case ksCurrent:
-		return e.decodeRecord(db, t, currentKeys, b)
-	case ksHistory:
-		return e.decodeRecord(db, t, historyKeys, b)
-	case ksSKIndex:
+	case layout.Current:
+		return e.decodeRecord(db, t, layout.CurrentKeys, b)
+	case layout.History:
+		return e.decodeRecord(db, t, layout.HistoryKeys, b)
+	case layout.SKIndex:
 		return e.decodeSKIndex(t, b)
-	case ksTxLog:
+	case layout.TxLog:
 		return e.decodeTxLog(t, b)
-	case ksEvents:
+	case layout.Events:
 		return e.decodeEvent(t, b)
-	case ksGroups:
+	case layout.Groups:
 		return e.decodeGroup(db, t, b)
-	case ksCheckpoints:
+	case layout.Checkpoints:
 		return e.decodeCheckpoint(t, b)
-	case ksErasedSK, ksErasedKey:
+	case layout.ErasedSK, layout.ErasedKey:
 		return e.decodeErasedEntry(ks, b)
 	}
 	return fmt.Errorf("unknown keyspace 0x%02x", ks)
@@ -208,7 +209,7 @@ func (e *Entry) decodeTuple(t *Table, b []byte) ([]byte, error) {
 	return rest, err
 }
 
-func (e *Entry) decodeRecord(db *DB, t *Table, keys recordKeys, b []byte) error {
+func (e *Entry) decodeRecord(db *DB, t *Table, keys layout.RecordCodec, b []byte) error {
 	from, txFrom, err := e.decodeRecordKey(t, keys, b)
 	if err != nil {
 		return err
@@ -219,8 +220,8 @@ func (e *Entry) decodeRecord(db *DB, t *Table, keys recordKeys, b []byte) error 
 // decodeRecordKey decodes tuple | desc(valid_from) [| desc(tx_from)], the tail of
 // a record key in 0x10 / 0x11 and of a group index key, and returns its
 // valid_from and tx_from (0 for a current record).
-func (e *Entry) decodeRecordKey(t *Table, keys recordKeys, b []byte) (int64, int64, error) {
-	tuple, from, txFrom, err := keys.decode(t, b)
+func (e *Entry) decodeRecordKey(t *Table, keys layout.RecordCodec, b []byte) (int64, int64, error) {
+	tuple, from, txFrom, err := keys.Decode(t.splitTuple, b)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -228,7 +229,7 @@ func (e *Entry) decodeRecordKey(t *Table, keys recordKeys, b []byte) (int64, int
 		return 0, 0, err
 	}
 	e.addKey("valid_from", FieldValidTime, from)
-	if keys.ks == ksHistory {
+	if keys.Keyspace() == layout.History {
 		e.addKey("tx_from", FieldTxTime, txFrom)
 	}
 	return from, txFrom, nil
@@ -257,13 +258,13 @@ func (e *Entry) decodeRecordValue(db *DB, t *Table, validFrom, keyTxFrom int64) 
 }
 
 func (e *Entry) decodeSKIndex(t *Table, b []byte) error {
-	sk, txFrom, err := skIndex.decodeKey(b)
+	sk, txFrom, err := layout.SKIndexKeys.DecodeKey(b)
 	if err != nil {
 		return err
 	}
 	e.addKey("sk", FieldPlain, sk)
 	e.addKey("tx_from", FieldTxTime, txFrom)
-	tuple, from, err := skIndex.decodeValue(t, e.RawKV.Value)
+	tuple, from, err := layout.SKIndexKeys.DecodeValue(t.splitTuple, e.RawKV.Value)
 	if err != nil {
 		return err
 	}
@@ -277,7 +278,7 @@ func (e *Entry) decodeSKIndex(t *Table, b []byte) error {
 // decodeTxLog decodes a transaction-log entry: per change its op, valid_from
 // and, for a retire, the tx_from of the retired record.
 func (e *Entry) decodeTxLog(t *Table, b []byte) error {
-	tx, ord, err := txLogKey.decode(b)
+	tx, ord, err := layout.TxLogKeys.Decode(b)
 	if err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func (e *Entry) decodeEvent(t *Table, b []byte) error {
 	if err != nil {
 		return err
 	}
-	at, seq, err := eventKey.decodePos(rest)
+	at, seq, err := layout.EventKeys.DecodePos(rest)
 	if err != nil {
 		return err
 	}
@@ -351,9 +352,9 @@ func (e *Entry) decodeGroup(db *DB, t *Table, b []byte) error {
 	if len(rest) == 0 || rest[0] > groupHistory {
 		return fmt.Errorf("missing or unknown group index marker")
 	}
-	keys := currentKeys
+	keys := layout.CurrentKeys
 	if rest[0] == groupHistory {
-		keys = historyKeys
+		keys = layout.HistoryKeys
 	}
 	from, txFrom, err := e.decodeRecordKey(t, keys, rest[1:])
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -84,7 +85,7 @@ func TestDecodeEntry(t *testing.T) {
 		}
 	}
 	// A value that does not decode is reported, not fatal.
-	e := db.DecodeEntry(store.RawKV{Key: append(store.TablePrefix(0x10, 1), 0xff), Value: []byte{0xc1}})
+	e := db.DecodeEntry(store.RawKV{Key: append(layout.TablePrefix(0x10, 1), 0xff), Value: []byte{0xc1}})
 	if !errors.Is(e.Err, store.ErrCorrupt) || e.Keyspace != "current" {
 		t.Fatalf("corrupt entry: %+v", e)
 	}

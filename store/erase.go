@@ -11,6 +11,8 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file owns erasure: removing every trace of one natural key's data from a
@@ -99,14 +101,14 @@ func isErasure(value []byte) bool { return len(value) > 0 && value[0] == logEras
 
 // decodeErasure decodes an erasure entry's value of transaction tx.
 func decodeErasure(t *Table, tx int64, b []byte) (Erasure, error) {
-	if len(b) < 1+hashLen+1 || b[0] != logErasure {
+	if len(b) < 1+layout.HashLen+1 || b[0] != logErasure {
 		return Erasure{}, fmt.Errorf("%w: table %q txlog erasure entry of tx %d is too short", ErrCorrupt, t.Name, tx)
 	}
-	n, k := binary.Uvarint(b[1+hashLen:])
+	n, k := binary.Uvarint(b[1+layout.HashLen:])
 	if k <= 0 || n > 1<<40 {
 		return Erasure{}, fmt.Errorf("%w: table %q txlog erasure entry of tx %d: record count", ErrCorrupt, t.Name, tx)
 	}
-	return Erasure{Tx: tx, KeyHash: bytes.Clone(b[1 : 1+hashLen]), Records: int(n), Reason: string(b[1+hashLen+k:])}, nil
+	return Erasure{Tx: tx, KeyHash: bytes.Clone(b[1 : 1+layout.HashLen]), Records: int(n), Reason: string(b[1+layout.HashLen+k:])}, nil
 }
 
 // KeyHash returns the keyed hash under which an erasure of key in table t is
@@ -143,7 +145,7 @@ func (s *Snapshot) Erasures(t *Table, key Key) ([]int64, error) {
 	if err != nil || hash == nil {
 		return nil, err
 	}
-	pfx := erasedKey.prefix(t.ID, hash)
+	pfx := layout.ErasedKeyKeys.Prefix(t.ID, hash)
 	it, err := s.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
 		return nil, err
@@ -151,7 +153,7 @@ func (s *Snapshot) Erasures(t *Table, key Key) ([]int64, error) {
 	defer it.Close()
 	var out []int64
 	for ok := it.First(); ok; ok = it.Next() {
-		_, tx, err := erasedKey.decodeKey(it.Key()[len(pfx)-hashLen:])
+		_, tx, err := layout.ErasedKeyKeys.DecodeKey(it.Key()[len(pfx)-layout.HashLen:])
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +168,7 @@ func (s *Snapshot) ErasedSK(t *Table, sk uint64) (tx int64, erased bool, err err
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	raw, ok, err := s.view.Get(erasedSK.key(t.ID, sk))
+	raw, ok, err := s.view.Get(layout.ErasedSKKeys.Key(t.ID, sk))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -199,11 +201,11 @@ func (w *Writer) Erase(t *Table, tuple []byte, reason string) (int, error) {
 	txs := map[int64]bool{}
 	for i := range recs {
 		v := &recs[i]
-		keys := historyKeys
+		keys := layout.HistoryKeys
 		if v.TxTo == Infinity {
-			keys = currentKeys
+			keys = layout.CurrentKeys
 		}
-		dels = append(dels, keys.key(nil, t.ID, tuple, v.ValidFrom, v.TxFrom))
+		dels = append(dels, keys.Key(nil, t.ID, tuple, v.ValidFrom, v.TxFrom))
 		if len(t.GroupBy) > 0 {
 			if k, ok, _ := groupEntryKey(t, v); ok {
 				dels = append(dels, k)
@@ -216,13 +218,13 @@ func (w *Writer) Erase(t *Table, tuple []byte, reason string) (int, error) {
 			txs[v.TxTo] = true
 		}
 	}
-	spans = append(spans, prefixSpan(currentKeys.keyPrefix(nil, t.ID, tuple)), prefixSpan(historyKeys.keyPrefix(nil, t.ID, tuple)))
+	spans = append(spans, prefixSpan(layout.CurrentKeys.KeyPrefix(nil, t.ID, tuple)), prefixSpan(layout.HistoryKeys.KeyPrefix(nil, t.ID, tuple)))
 	// A changes table's event log and checkpoint of the key.
-	evPfx := eventKey.keyPrefix(nil, t.ID, tuple)
+	evPfx := layout.EventKeys.KeyPrefix(nil, t.ID, tuple)
 	if dels, err = s.collectKeys(evPfx, dels, nil); err != nil {
 		return 0, err
 	}
-	cp := checkpointKey(t.ID, tuple)
+	cp := layout.CheckpointKey(t.ID, tuple)
 	if _, ok, err := s.view.Get(cp); err != nil {
 		return 0, err
 	} else if ok {
@@ -235,15 +237,15 @@ func (w *Writer) Erase(t *Table, tuple []byte, reason string) (int, error) {
 	}
 	tx := w.Tx()
 	for _, sk := range sortedKeys(sks) {
-		pfx := skIndex.prefix(nil, t.ID, sk)
+		pfx := layout.SKIndexKeys.Prefix(nil, t.ID, sk)
 		if dels, err = s.collectKeys(pfx, dels, nil); err != nil {
 			return 0, err
 		}
 		spans = append(spans, prefixSpan(pfx))
-		w.set(erasedSK.key(t.ID, sk), encoding.AppendTimeAsc(nil, tx))
+		w.set(layout.ErasedSKKeys.Key(t.ID, sk), encoding.AppendTimeAsc(nil, tx))
 	}
 	for _, ltx := range sortedKeys(txs) {
-		lo, hi := txLogKey.key(nil, t.ID, ltx, 0), txLogKey.key(nil, t.ID, ltx+1, 0)
+		lo, hi := layout.TxLogKeys.Key(nil, t.ID, ltx, 0), layout.TxLogKeys.Key(nil, t.ID, ltx+1, 0)
 		if dels, err = s.collectKeys(lo, dels, func(value []byte) bool {
 			if isErasure(value) {
 				return false
@@ -272,8 +274,8 @@ func (w *Writer) Erase(t *Table, tuple []byte, reason string) (int, error) {
 	w.flushLog(t.ID)
 	ord := w.ordinals[t.ID]
 	w.ordinals[t.ID] = ord + 1
-	w.set(txLogKey.key(nil, t.ID, tx, ord), appendErasure(nil, &e))
-	w.set(erasedKey.key(t.ID, e.KeyHash, tx), nil)
+	w.set(layout.TxLogKeys.Key(nil, t.ID, tx, ord), appendErasure(nil, &e))
+	w.set(layout.ErasedKeyKeys.Key(t.ID, e.KeyHash, tx), nil)
 	w.purge = append(w.purge, spans...)
 	return len(recs), nil
 }
@@ -315,8 +317,8 @@ func (db *DB) secret() []byte {
 }
 
 // loadSecret reads the erase secret from meta, if the store has one.
-func (db *DB) loadSecret(v View) error {
-	raw, ok, err := v.Get(metaEraseSecret)
+func (db *DB) loadSecret(v engine.View) error {
+	raw, ok, err := v.Get(layout.MetaEraseSecret)
 	if err != nil || !ok {
 		return err
 	}
@@ -330,18 +332,18 @@ func (db *DB) loadSecret(v View) error {
 
 // newSecretWrite returns the write that creates a fresh erase secret, and the
 // secret.
-func newSecretWrite() (Write, []byte, error) {
+func newSecretWrite() (engine.Write, []byte, error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
-		return Write{}, nil, fmt.Errorf("bitempo: erase secret: %w", err)
+		return engine.Write{}, nil, fmt.Errorf("bitempo: erase secret: %w", err)
 	}
-	return Write{Key: metaEraseSecret, Value: mustMarshal(secret)}, secret, nil
+	return engine.Write{Key: layout.MetaEraseSecret, Value: mustMarshal(secret)}, secret, nil
 }
 
 // decodeErasedEntry decodes the keys of 0x40 and 0x41 for dumps.
 func (e *Entry) decodeErasedEntry(ks byte, b []byte) error {
-	if ks == ksErasedSK {
-		sk, err := erasedSK.decodeKey(b)
+	if ks == layout.ErasedSK {
+		sk, err := layout.ErasedSKKeys.DecodeKey(b)
 		if err != nil {
 			return err
 		}
@@ -350,7 +352,7 @@ func (e *Entry) decodeErasedEntry(ks byte, b []byte) error {
 		e.addValue("erased_by", FieldTxTime, tx)
 		return err
 	}
-	hash, tx, err := erasedKey.decodeKey(b)
+	hash, tx, err := layout.ErasedKeyKeys.DecodeKey(b)
 	e.addKey("key_hash", FieldPlain, fmt.Sprintf("%x", hash))
 	e.addKey("erased_by", FieldTxTime, tx)
 	return err
@@ -380,13 +382,13 @@ func verifyErasures(s *Snapshot, t *Table, live func(sk uint64) bool, rep *Repor
 	if err != nil {
 		return err
 	}
-	pfx := tablePrefix(nil, ksErasedSK, t.ID)
+	pfx := layout.AppendTablePrefix(nil, layout.ErasedSK, t.ID)
 	it, err := s.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		sk, err := erasedSK.decodeKey(it.Key()[len(pfx):])
+		sk, err := layout.ErasedSKKeys.DecodeKey(it.Key()[len(pfx):])
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
 			continue
@@ -397,7 +399,7 @@ func verifyErasures(s *Snapshot, t *Table, live func(sk uint64) bool, rep *Repor
 		case live(sk):
 			rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("erased sk %d still names a record", sk)})
 		}
-		ipfx := skIndex.prefix(nil, t.ID, sk)
+		ipfx := layout.SKIndexKeys.Prefix(nil, t.ID, sk)
 		if keys, err := s.collectKeys(ipfx, nil, nil); err != nil {
 			return firstError(err, it.Close())
 		} else if len(keys) > 0 {
@@ -407,14 +409,14 @@ func verifyErasures(s *Snapshot, t *Table, live func(sk uint64) bool, rep *Repor
 	if err := firstError(it.Error(), it.Close()); err != nil {
 		return err
 	}
-	pfx = tablePrefix(nil, ksErasedKey, t.ID)
+	pfx = layout.AppendTablePrefix(nil, layout.ErasedKey, t.ID)
 	it, err = s.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		hash, tx, err := erasedKey.decodeKey(it.Key()[len(pfx):])
+		hash, tx, err := layout.ErasedKeyKeys.DecodeKey(it.Key()[len(pfx):])
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
 			continue

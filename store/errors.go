@@ -3,24 +3,27 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them with context,
-// so errors.Is works on every error a caller sees.
+// so errors.Is works on every error a caller sees. Those an engine or the
+// layout returns are defined there and re-exported here under the same name.
 var (
-	// ErrNotExist: the directory holds no database and the options forbid creating one.
-	ErrNotExist = errors.New("bitempo: store does not exist")
-	// ErrLocked: another process (or another DB in this process) holds the store.
-	ErrLocked = errors.New("bitempo: store is locked by another process")
-	// ErrNotBitempo: the directory holds files that are not a bitempo store.
-	ErrNotBitempo = errors.New("bitempo: not a bitempo store")
-	// ErrNewerFormat: the store was written by a newer bitempo layout version.
-	ErrNewerFormat = errors.New("bitempo: store format is newer than this version supports")
-	// ErrFormat: the store's layout version is not the one this build reads
-	// (older or newer); the error is a *FormatError that says how to move the data.
-	ErrFormat = errors.New("bitempo: unsupported store format")
-	// ErrReadOnly: a write on a store opened read-only.
-	ErrReadOnly = errors.New("bitempo: store is read-only")
+	// ErrNotExist: see engine.ErrNotExist.
+	ErrNotExist = engine.ErrNotExist
+	// ErrLocked: see engine.ErrLocked.
+	ErrLocked = engine.ErrLocked
+	// ErrNotBitempo: see engine.ErrNotBitempo.
+	ErrNotBitempo = engine.ErrNotBitempo
+	// ErrNewerFormat: see layout.ErrNewerFormat.
+	ErrNewerFormat = layout.ErrNewerFormat
+	// ErrFormat: see layout.ErrFormat; the error is a *FormatError.
+	ErrFormat = layout.ErrFormat
+	// ErrReadOnly: see engine.ErrReadOnly.
+	ErrReadOnly = engine.ErrReadOnly
 	// ErrClosed: use of a closed DB or Snapshot.
 	ErrClosed = errors.New("bitempo: store is closed")
 	// ErrSnapshotsOpen: Close of a DB whose snapshots are not all closed; the DB
@@ -36,15 +39,10 @@ var (
 	ErrKeyShape = errors.New("bitempo: key does not match the table's key schema")
 	// ErrInvalidPeriod: an interval with from >= to.
 	ErrInvalidPeriod = errors.New("bitempo: invalid period")
-	// ErrFailed: the storage engine reported a fatal error (such as a failed
-	// write-ahead log write); the DB refuses further writes and must be reopened.
-	ErrFailed = errors.New("bitempo: store failed; close and reopen it")
-	// ErrCorrupt: damage to the store's files (a checksum mismatch in a table
-	// file, a damaged MANIFEST, write-ahead log, OPTIONS file or marker), or a
-	// stored key or value that cannot be decoded. The message names the file
-	// where it is known. Once a DB has seen corruption it refuses every read and
-	// write until it is reopened.
-	ErrCorrupt = errors.New("bitempo: corrupt store")
+	// ErrFailed: see engine.ErrFailed.
+	ErrFailed = engine.ErrFailed
+	// ErrCorrupt: see engine.ErrCorrupt.
+	ErrCorrupt = engine.ErrCorrupt
 	// ErrReentrant: a write (a transaction, CreateTable, DeclareAttrNames,
 	// RawWrite) or Close called on a store from inside the function of one of
 	// its own write transactions (Writer.Run); it would wait for itself.
@@ -53,15 +51,10 @@ var (
 	// it finished, a retire of a record that is not current, an empty raw key,
 	// out-of-order lookup probes, an invalid event operation or batch id.
 	ErrInvalidUse = errors.New("bitempo: invalid use")
-	// ErrIO: the operating system refused to read or write the store's files
-	// (permissions, no space left, an I/O error). Nothing is known to be damaged;
-	// fix the cause and reopen.
-	ErrIO = errors.New("bitempo: store files cannot be read or written")
-	// ErrDamagedWAL: the store's write-ahead log is damaged (not merely torn by a
-	// crash): Open refuses it, and errors carrying ErrDamagedWAL also wrap
-	// ErrCorrupt. Options.RecoverWAL (the tool's recover command) opens it
-	// keeping the transactions before the damage.
-	ErrDamagedWAL = errors.New("bitempo: damaged write-ahead log")
+	// ErrIO: see engine.ErrIO.
+	ErrIO = engine.ErrIO
+	// ErrDamagedWAL: see engine.ErrDamagedWAL.
+	ErrDamagedWAL = engine.ErrDamagedWAL
 	// ErrTooLarge: a write whose value exceeds the size the store can read back
 	// (encoding.MaxValueSize); nothing of the transaction is written.
 	ErrTooLarge = errors.New("bitempo: value too large")
@@ -86,3 +79,15 @@ func CheckPeriod(from, to int64) error {
 	}
 	return nil
 }
+
+// Errors of the storage engine boundary, re-exported (see package engine).
+var (
+	ErrUnsupported    = engine.ErrUnsupported
+	ErrCommitTooLarge = engine.ErrCommitTooLarge
+	ErrUnavailable    = engine.ErrUnavailable
+	ErrSnapshotTooOld = engine.ErrSnapshotTooOld
+)
+
+// FormatError is returned by Open for a store whose layout version this build
+// does not read (see layout.FormatError).
+type FormatError = layout.FormatError

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -130,7 +133,7 @@ func TestErrorsWrapSentinels(t *testing.T) {
 				}
 				return nil
 			})}
-			db, err := store.Open("db", store.Options{FS: errorfs.Wrap(vfs.NewMem(), inject), Logger: quiet})
+			db, err := storetest.Open("db", bpebble.Options{FS: errorfs.Wrap(vfs.NewMem(), inject)}, store.Options{Logger: quiet})
 			if err != nil {
 				t.Fatal(err)
 			}

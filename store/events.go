@@ -7,9 +7,12 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/bitempo/bitempo/encoding"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file owns the keyspaces of changes tables: the per-key event log (0x20),
@@ -182,13 +185,13 @@ func (w *Writer) PutEvent(t *Table, tuple []byte, e LogEvent) error {
 	if err != nil {
 		return err
 	}
-	w.set(eventKey.key(nil, t.ID, tuple, e.At, e.Seq), value)
+	w.set(layout.EventKeys.Key(nil, t.ID, tuple, e.At, e.Seq), value)
 	return nil
 }
 
 // DeleteEvent removes the event at (at, seq) from the key's event log.
 func (w *Writer) DeleteEvent(t *Table, tuple []byte, at, seq int64) {
-	w.del(eventKey.key(nil, t.ID, tuple, at, seq))
+	w.del(layout.EventKeys.Key(nil, t.ID, tuple, at, seq))
 }
 
 // PutCheckpoint writes the checkpoint of a key.
@@ -200,7 +203,7 @@ func (w *Writer) PutCheckpoint(t *Table, tuple []byte, c Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	w.set(checkpointKey(t.ID, tuple), value)
+	w.set(layout.CheckpointKey(t.ID, tuple), value)
 	return nil
 }
 
@@ -213,7 +216,7 @@ func (w *Writer) PutBatch(t *Table, id string) error {
 	if id == "" || len(id) > MaxBatchIDLen {
 		return fmt.Errorf("%w: table %q: batch id must be 1-%d bytes, got %d", ErrInvalidUse, t.Name, MaxBatchIDLen, len(id))
 	}
-	w.set(batchKey(t.ID, id), mustMarshal(w.Tx()))
+	w.set(layout.BatchKey(t.ID, id), mustMarshal(w.Tx()))
 	return nil
 }
 
@@ -222,14 +225,14 @@ func (w *Writer) PutBatch(t *Table, id string) error {
 // breaking out of the loop; the iterator is closed on every path.
 func (s *Snapshot) KeyEvents(t *Table, tuple []byte, fromAt, fromSeq int64) iter.Seq2[LogEvent, error] {
 	return func(yield func(LogEvent, error) bool) {
-		prefix := eventKey.keyPrefix(nil, t.ID, tuple)
+		prefix := layout.EventKeys.KeyPrefix(nil, t.ID, tuple)
 		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 		if err != nil {
 			yield(LogEvent{}, err)
 			return
 		}
 		defer it.Close()
-		seek := eventKey.appendPos(slices.Clip(prefix), fromAt, fromSeq)
+		seek := layout.EventKeys.AppendPos(slices.Clip(prefix), fromAt, fromSeq)
 		for ok := it.SeekPrefixGE(seek); ok; ok = it.Next() {
 			e, err := decodeEvent(t, it.Key()[len(prefix):], it.Value())
 			if !yield(e, err) || err != nil {
@@ -251,7 +254,7 @@ func (s *Snapshot) LastEvent(t *Table, tuple []byte) (LogEvent, bool, error) {
 // (at, seq), if any.
 func (s *Snapshot) EventBefore(t *Table, tuple []byte, at, seq int64) (LogEvent, bool, error) {
 	return s.eventBefore(t, tuple, func(prefix []byte) []byte {
-		return eventKey.appendPos(slices.Clip(prefix), at, seq)
+		return layout.EventKeys.AppendPos(slices.Clip(prefix), at, seq)
 	})
 }
 
@@ -261,11 +264,11 @@ func (s *Snapshot) eventBefore(t *Table, tuple []byte, bound func(prefix []byte)
 	if s.closed {
 		return LogEvent{}, false, ErrClosed
 	}
-	it, err := s.iter(ksEvents)
+	it, err := s.iter(layout.Events)
 	if err != nil {
 		return LogEvent{}, false, err
 	}
-	prefix := eventKey.keyPrefix(s.buf[:0], t.ID, tuple)
+	prefix := layout.EventKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = prefix
 	if !it.SeekLT(bound(prefix)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return LogEvent{}, false, it.Error()
@@ -277,7 +280,7 @@ func (s *Snapshot) eventBefore(t *Table, tuple []byte, bound func(prefix []byte)
 // decodeEvent decodes an event from the part of its key after the tuple and its
 // value.
 func decodeEvent(t *Table, suffix, value []byte) (LogEvent, error) {
-	at, seq, err := eventKey.decodePos(suffix)
+	at, seq, err := layout.EventKeys.DecodePos(suffix)
 	if err != nil {
 		return LogEvent{}, fmt.Errorf("table %q: %w", t.Name, err)
 	}
@@ -289,7 +292,7 @@ func (s *Snapshot) Checkpoint(t *Table, tuple []byte) (Checkpoint, bool, error) 
 	if s.closed {
 		return Checkpoint{}, false, ErrClosed
 	}
-	raw, ok, err := s.view.Get(checkpointKey(t.ID, tuple))
+	raw, ok, err := s.view.Get(layout.CheckpointKey(t.ID, tuple))
 	if err != nil || !ok {
 		return Checkpoint{}, false, err
 	}
@@ -305,7 +308,7 @@ func (s *Snapshot) BatchTx(t *Table, id string) (int64, bool, error) {
 	if s.closed {
 		return 0, false, ErrClosed
 	}
-	raw, ok, err := s.view.Get(batchKey(t.ID, id))
+	raw, ok, err := s.view.Get(layout.BatchKey(t.ID, id))
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -328,7 +331,7 @@ func decodeBatchValue(raw []byte) (int64, error) {
 // Batches yields the batch ids applied to table t, in byte order of the id.
 func (s *Snapshot) Batches(t *Table) iter.Seq2[BatchRecord, error] {
 	return func(yield func(BatchRecord, error) bool) {
-		prefix := tablePrefix(nil, ksBatches, t.ID)
+		prefix := layout.AppendTablePrefix(nil, layout.Batches, t.ID)
 		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 		if err != nil {
 			yield(BatchRecord{}, err)
@@ -383,9 +386,9 @@ func (s *Snapshot) ScanChangesKeys(t *Table) iter.Seq2[[]byte, error] {
 				}
 			}
 		}()
-		for i, ks := range []byte{ksEvents, ksCheckpoints, ksCurrent} {
+		for i, ks := range []byte{layout.Events, layout.Checkpoints, layout.Current} {
 			c := &cursors[i]
-			c.prefix = tablePrefix(nil, ks, t.ID)
+			c.prefix = layout.AppendTablePrefix(nil, ks, t.ID)
 			it, err := s.newIter(c.prefix, encoding.PrefixEnd(c.prefix))
 			if err != nil {
 				yield(nil, err)
@@ -432,7 +435,7 @@ func (s *Snapshot) ScanChangesKeys(t *Table) iter.Seq2[[]byte, error] {
 // changesCursor is one keyspace of ScanChangesKeys: its iterator and the tuple
 // of the key it is on (nil once it is exhausted).
 type changesCursor struct {
-	it     Iter
+	it     engine.Iter
 	prefix []byte
 	tuple  []byte
 }
@@ -458,8 +461,8 @@ func (s *Snapshot) HasChangesData(t *Table) (bool, error) {
 	if s.closed {
 		return false, ErrClosed
 	}
-	for _, ks := range []byte{ksEvents, ksBatches, ksCheckpoints} {
-		prefix := tablePrefix(nil, ks, t.ID)
+	for _, ks := range []byte{layout.Events, layout.Batches, layout.Checkpoints} {
+		prefix := layout.AppendTablePrefix(nil, ks, t.ID)
 		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 		if err != nil {
 			return false, err
@@ -482,7 +485,7 @@ func (s *Snapshot) KeyVersionsTail(t *Table, tuple []byte, from int64, before in
 	}
 	var out []Version
 	complete := true
-	err := s.keyRecords(t, tuple, currentKeys, func(v Version) bool {
+	err := s.keyRecords(t, tuple, layout.CurrentKeys, func(v Version) bool {
 		if v.ValidFrom < from {
 			if before == 0 {
 				complete = false

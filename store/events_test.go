@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 func openEventsDB(t *testing.T) (*DB, *Table) {
@@ -268,10 +269,10 @@ func TestEventLogCorruptValues(t *testing.T) {
 	db, tbl := openEventsDB(t)
 	a := eventsTuple(t, tbl, "a")
 	commitEvents(t, db, func(w *Writer) error {
-		w.set(eventKey.key(nil, tbl.ID, a, 1, 0), []byte{0x92, 0x07, 0xc0})
-		w.set(append(eventKey.key(nil, tbl.ID, a, 2, 0), 0x00), []byte{0x92, 0x02, 0xc0})
-		w.set(checkpointKey(tbl.ID, a), []byte{0x94})
-		w.set(batchKey(tbl.ID, "b"), []byte("not an int"))
+		w.set(layout.EventKeys.Key(nil, tbl.ID, a, 1, 0), []byte{0x92, 0x07, 0xc0})
+		w.set(append(layout.EventKeys.Key(nil, tbl.ID, a, 2, 0), 0x00), []byte{0x92, 0x02, 0xc0})
+		w.set(layout.CheckpointKey(tbl.ID, a), []byte{0x94})
+		w.set(layout.BatchKey(tbl.ID, "b"), []byte("not an int"))
 		return nil
 	})
 	s, err := db.Snapshot()

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/bitempo/bitempo/query"
@@ -35,9 +38,9 @@ var quiet = slog.New(slog.DiscardHandler)
 // closes it.
 func damageStore(t *testing.T, dir string) {
 	t.Helper()
-	db, err := store.Open(dir, store.Options{Logger: quiet, MemTableSize: 64 << 10, Tune: func(o *pebble.Options) {
+	db, err := storetest.Open(dir, bpebble.Options{MemTableSize: 64 << 10, Tune: func(o *pebble.Options) {
 		o.DisableAutomaticCompactions = true
-	}})
+	}}, store.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +393,7 @@ func TestDamagedWAL(t *testing.T) {
 				sameDir(t, "after the failed open", before, dir)
 			}
 
-			db, err := store.Open(dir, store.Options{Logger: quiet, MustExist: true, RecoverWAL: true})
+			db, err := storetest.Open(dir, bpebble.Options{RecoverWAL: true}, store.Options{Logger: quiet, MustExist: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -41,7 +43,7 @@ func filterBenchStores(b *testing.B) [2]*DB {
 				filterBenchErr = err
 				return
 			}
-			db, err := Open(dir, Options{NoSync: true, MemTableSize: 4 << 20, Tune: tune})
+			db, err := openOn(dir, bpebble.Options{MemTableSize: 4 << 20, Tune: tune}, Options{NoSync: true})
 			if err != nil {
 				filterBenchErr = err
 				return

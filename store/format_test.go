@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/bitempo/bitempo/layout"
 )
 
 // copyFixture copies a checked-in store into a fresh directory and returns it
@@ -64,12 +66,12 @@ func TestOpenFormat1Refused(t *testing.T) {
 			db.Close()
 			t.Fatalf("%+v: opened a format-1 store", opts)
 		}
-		if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
-			t.Fatalf("%+v: got %v, want ErrFormat (and not ErrNewerFormat)", opts, err)
+		if !errors.Is(err, layout.ErrFormat) || errors.Is(err, layout.ErrNewerFormat) {
+			t.Fatalf("%+v: got %v, want layout.ErrFormat (and not layout.ErrNewerFormat)", opts, err)
 		}
-		var fe *FormatError
-		if !errors.As(err, &fe) || fe.Found != 1 || fe.Want != formatVersion || fe.Dir != dir {
-			t.Fatalf("%+v: got %#v, want a *FormatError of format 1", opts, fe)
+		var fe *layout.FormatError
+		if !errors.As(err, &fe) || fe.Found != 1 || fe.Want != layout.FormatVersion || fe.Dir != dir {
+			t.Fatalf("%+v: got %#v, want a *layout.FormatError of format 1", opts, fe)
 		}
 		for _, want := range []string{"store format 1", "reads only format 2", "not changed",
 			"bitempo scan NAME --format json", "bitempo export --all --history", "bitempo import", "bitempo load NAME FILE"} {
@@ -84,7 +86,7 @@ func TestOpenFormat1Refused(t *testing.T) {
 }
 
 // A store written by a development build of format 2 is refused before
-// Pebble opens it, read-write or read-only, with a *FormatError that names the
+// Pebble opens it, read-write or read-only, with a *layout.FormatError that names the
 // comparer it found and says how to move its data; its directory is left
 // exactly as it was. Two such builds: one with Pebble's default comparer, and
 // one with an earlier layout of bitempo's own (bitempo.layout.v2: 4-byte table
@@ -101,16 +103,16 @@ func TestOpenFormat2DevRefused(t *testing.T) {
 				db.Close()
 				t.Fatalf("%s %+v: opened a store of a development layout", tc.fixture, opts)
 			}
-			if !errors.Is(err, ErrFormat) || errors.Is(err, ErrNewerFormat) {
-				t.Fatalf("%s %+v: got %v, want ErrFormat (and not ErrNewerFormat)", tc.fixture, opts, err)
+			if !errors.Is(err, layout.ErrFormat) || errors.Is(err, layout.ErrNewerFormat) {
+				t.Fatalf("%s %+v: got %v, want layout.ErrFormat (and not layout.ErrNewerFormat)", tc.fixture, opts, err)
 			}
-			var fe *FormatError
-			if !errors.As(err, &fe) || fe.Found != formatVersion || fe.Want != formatVersion || fe.Dir != dir ||
+			var fe *layout.FormatError
+			if !errors.As(err, &fe) || fe.Found != layout.FormatVersion || fe.Want != layout.FormatVersion || fe.Dir != dir ||
 				fe.Comparer != tc.comparer {
-				t.Fatalf("%s %+v: got %#v, want a *FormatError of the development format 2", tc.fixture, opts, fe)
+				t.Fatalf("%s %+v: got %#v, want a *layout.FormatError of the development format 2", tc.fixture, opts, fe)
 			}
 			for _, want := range []string{"store format 2 as written by a development build", tc.named,
-				comparerName, "not changed", "bitempo export --all --history", "bitempo import"} {
+				layout.ComparerName, "not changed", "bitempo export --all --history", "bitempo import"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%s %+v: message %q lacks %q", tc.fixture, opts, err, want)
 				}
@@ -154,7 +156,7 @@ func TestOpenForeignComparer(t *testing.T) {
 
 // A store whose meta "layout" does not name this build's layout, or that has
 // none (as on an engine that records no comparer, written before the marker
-// existed), is refused with a *FormatError naming what it found.
+// existed), is refused with a *layout.FormatError naming what it found.
 func TestOpenOtherLayoutRefused(t *testing.T) {
 	for _, c := range []struct {
 		value []byte // nil: the marker deleted
@@ -168,7 +170,7 @@ func TestOpenOtherLayoutRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.RawSet(metaLayout, c.value); err != nil {
+		if err := db.RawSet(layout.MetaLayout, c.value); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Close(); err != nil {
@@ -179,8 +181,8 @@ func TestOpenOtherLayoutRefused(t *testing.T) {
 			db.Close()
 			t.Fatalf("%s: opened a store of another layout", c.want)
 		}
-		var fe *FormatError
-		if !errors.Is(err, ErrFormat) || !errors.As(err, &fe) || fe.Comparer != c.want || fe.Found != formatVersion ||
+		var fe *layout.FormatError
+		if !errors.Is(err, layout.ErrFormat) || !errors.As(err, &fe) || fe.Comparer != c.want || fe.Found != layout.FormatVersion ||
 			!strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "bitempo export --all --history") {
 			t.Fatalf("%s: got %v (%#v)", c.want, err, fe)
 		}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
@@ -50,7 +53,7 @@ func TestFullDiskDuringFlush(t *testing.T) {
 		return nil
 	})}
 	logs := &countingHandler{}
-	db, err := store.Open("db", store.Options{FS: errorfs.Wrap(mem, full), MemTableSize: 256 << 10, StallTimeout: timeout, Logger: slog.New(logs)})
+	db, err := storetest.Open("db", pebble.Options{FS: errorfs.Wrap(mem, full), MemTableSize: 256 << 10, StallTimeout: timeout}, store.Options{Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +108,7 @@ func TestFullDiskDuringFlush(t *testing.T) {
 	// The abandoned store keeps its lock; a process restart finds the disk
 	// as it was synced.
 	full.Off()
-	db, err = store.Open("db", store.Options{FS: mem.CrashClone(vfs.CrashCloneCfg{}), MustExist: true, Logger: quiet})
+	db, err = storetest.Open("db", pebble.Options{FS: mem.CrashClone(vfs.CrashCloneCfg{})}, store.Options{MustExist: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,10 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+
+	"github.com/bitempo/bitempo/layout"
 )
 
 // The benchmark store: benchKeys keys x benchVersions versions, built through the
@@ -52,8 +56,7 @@ func benchStore(b *testing.B) *DB {
 		if benchErr == nil {
 			// Read a settled store, as a service does, not one with a fresh pile of
 			// L0 files from the load.
-			pdb := benchDB.engine.(*pebbleEngine).db
-			benchErr = pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true)
+			benchErr = benchDB.Compact(context.Background())
 		}
 	})
 	if benchErr != nil {
@@ -152,13 +155,13 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 	b.Run("floor-raw-seekge", func(b *testing.B) {
-		it, _ := s.iter(ksCurrent)
+		it, _ := s.iter(layout.Current)
 		var buf []byte
 		blocks := blockReads(db)
 		defer func() { reportBlockReads(b, db, blocks) }()
 		for i := 0; b.Loop(); i++ {
 			tuple, _ := tb.AppendKey(nil, keys[i%n])
-			buf = currentKeys.key(buf[:0], tb.ID, tuple, valids[i%n], 0)
+			buf = layout.CurrentKeys.Key(buf[:0], tb.ID, tuple, valids[i%n], 0)
 			if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:len(buf)-8]) || len(it.Value()) == 0 {
 				b.Fatal("floor read missed")
 			}
@@ -173,7 +176,7 @@ func BenchmarkGet(b *testing.B) {
 // cache for (hits and misses): the blocks a read touched, a measure of its
 // work that a busy machine does not change, unlike its time.
 func blockReads(db *DB) int64 {
-	m := db.engine.(*pebbleEngine).db.Metrics()
+	m := db.engine.(*bpebble.Engine).Metrics()
 	return m.BlockCache.Hits + m.BlockCache.Misses
 }
 

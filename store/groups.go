@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file owns the temporal group index (keyspace 0x30) of tables declared with
@@ -141,23 +143,23 @@ func (t *Table) AppendGroupKey(dst []byte, group Key) ([]byte, error) {
 
 // groupPrefix returns 0x30 | tid | group tuple.
 func groupPrefix(dst []byte, tid uint32, group []byte) []byte {
-	return append(tablePrefix(dst, ksGroups, tid), group...)
+	return append(layout.AppendTablePrefix(dst, layout.Groups, tid), group...)
 }
 
 // groupEntryKey returns the index key of record v, or ok false when the record
 // belongs to no group. Current records omit tx_from.
 func groupEntryKey(t *Table, v *Version) (key []byte, ok bool, err error) {
-	key, ok, err = t.appendGroupTuple(tablePrefix(nil, ksGroups, t.ID), v.Attrs)
+	key, ok, err = t.appendGroupTuple(layout.AppendTablePrefix(nil, layout.Groups, t.ID), v.Attrs)
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	keys := currentKeys
+	keys := layout.CurrentKeys
 	if v.TxTo == Infinity {
 		key = append(key, groupCurrent)
 	} else {
-		key, keys = append(key, groupHistory), historyKeys
+		key, keys = append(key, groupHistory), layout.HistoryKeys
 	}
-	return keys.appendRecordSuffix(key, v.tuple, v.ValidFrom, v.TxFrom), true, nil
+	return keys.AppendRecordSuffix(key, v.tuple, v.ValidFrom, v.TxFrom), true, nil
 }
 
 // groupAssert indexes the record v that Assert lays out; value is its encoding.
@@ -169,7 +171,7 @@ func (w *Writer) groupAssert(t *Table, v *Version, value []byte) error {
 	if err != nil || !ok {
 		return err
 	}
-	w.asserts = append(w.asserts, Write{Key: key, Value: value})
+	w.asserts = append(w.asserts, engine.Write{Key: key, Value: value})
 	return nil
 }
 
@@ -188,7 +190,7 @@ func (w *Writer) groupRetire(t *Table, v *Version, value []byte) error {
 	cur := *v
 	cur.TxTo = Infinity
 	curKey, _, _ := groupEntryKey(t, &cur)
-	w.retires = append(w.retires, Write{Key: curKey, Delete: true}, Write{Key: hist, Value: value})
+	w.retires = append(w.retires, engine.Write{Key: curKey, Delete: true}, engine.Write{Key: hist, Value: value})
 	return nil
 }
 
@@ -291,11 +293,11 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 	if len(suffix) == 0 || suffix[0] > groupHistory {
 		return bad("missing or unknown marker")
 	}
-	marker, keys := suffix[0], currentKeys
+	marker, keys := suffix[0], layout.CurrentKeys
 	if marker == groupHistory {
-		keys = historyKeys
+		keys = layout.HistoryKeys
 	}
-	tuple, from, keyTxFrom, err := keys.decode(t, suffix[1:])
+	tuple, from, keyTxFrom, err := keys.Decode(t.splitTuple, suffix[1:])
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -330,13 +332,13 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 			return err
 		}
 	}
-	it, err := s.newIter([]byte{ksGroups}, []byte{ksGroups + 1})
+	it, err := s.newIter([]byte{layout.Groups}, []byte{layout.Groups + 1})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; {
-		tid, _, err := splitTableID(it.Key())
+		tid, _, err := layout.SplitTableID(it.Key())
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Detail: fmt.Sprintf("groups key %x: %v", it.Key(), err)})
 			ok = it.Next()
@@ -348,7 +350,7 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 		if tid == ^uint32(0) {
 			break
 		}
-		ok = it.SeekGE(tablePrefix(nil, ksGroups, tid+1))
+		ok = it.SeekGE(layout.AppendTablePrefix(nil, layout.Groups, tid+1))
 	}
 	return it.Error()
 }
@@ -367,7 +369,7 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 	h := tupleHash{maphash.MakeSeed()}
 	var want []groupHash
-	for _, keys := range []recordKeys{currentKeys, historyKeys} {
+	for _, keys := range []layout.RecordCodec{layout.CurrentKeys, layout.HistoryKeys} {
 		err := decodableRecords(s, t, keys, func(v *Version, value []byte) {
 			key, ok, err := groupEntryKey(t, v)
 			if err != nil {
@@ -386,7 +388,7 @@ func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 	find := func(key []byte) (int, bool) {
 		return slices.BinarySearchFunc(want, h.of(key), func(w groupHash, k uint64) int { return cmp.Compare(w.key, k) })
 	}
-	prefix := tablePrefix(nil, ksGroups, t.ID)
+	prefix := layout.AppendTablePrefix(nil, layout.Groups, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
@@ -409,7 +411,7 @@ func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 	if !slices.ContainsFunc(want, func(w groupHash) bool { return !w.matched }) {
 		return nil
 	}
-	for _, keys := range []recordKeys{currentKeys, historyKeys} {
+	for _, keys := range []layout.RecordCodec{layout.CurrentKeys, layout.HistoryKeys} {
 		err := decodableRecords(s, t, keys, func(v *Version, _ []byte) {
 			key, ok, err := groupEntryKey(t, v)
 			if err != nil || !ok {
@@ -453,15 +455,15 @@ func groupEntryNaturalKey(t *Table, b []byte) Key {
 // keyspace keys (current or history) and its stored value, which is valid
 // only during the call. Records that do not decode are skipped: Verify's own
 // pass reports them.
-func decodableRecords(s *Snapshot, t *Table, keys recordKeys, fn func(v *Version, value []byte)) error {
-	prefix := keys.tablePrefix(nil, t.ID)
+func decodableRecords(s *Snapshot, t *Table, keys layout.RecordCodec, fn func(v *Version, value []byte)) error {
+	prefix := keys.TablePrefix(nil, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		tuple, from, txFrom, err := keys.decode(t, it.Key()[len(prefix):])
+		tuple, from, txFrom, err := keys.Decode(t.splitTuple, it.Key()[len(prefix):])
 		if err != nil {
 			continue
 		}

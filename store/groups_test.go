@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -362,12 +363,12 @@ func TestVerifyGroupIndex(t *testing.T) {
 			return db.RawSet(append(e[0].Key[:len(e[0].Key)-1:len(e[0].Key)-1], 0x42), e[0].Value)
 		}, "has no matching record"},
 		{"entry of an unknown table", func(db *store.DB, e []store.RawKV) error {
-			return db.RawSet(append(store.TablePrefix(0x30, 99), 1), []byte{1})
+			return db.RawSet(append(layout.TablePrefix(0x30, 99), 1), []byte{1})
 		}, "not a grouped table"},
 		{"record with a float group value", func(db *store.DB, e []store.RawKV) error {
 			tb, _ := db.Table("contracts")
 			tuple, _ := tb.AppendKey(nil, store.Key{"c9"})
-			key := append(store.TablePrefix(0x10, tb.ID), tuple...)
+			key := append(layout.TablePrefix(0x10, tb.ID), tuple...)
 			key = encoding.AppendTimeDesc(key, 0)
 			names := db.AttrNames(tb) // records name attributes by ordinal
 			value, err := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 5, TxFrom: 1, TxTo: store.Infinity, SK: 1 << 40, Attrs: encoding.Attrs{"user_id": 1.5}},

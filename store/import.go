@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file imports history recorded elsewhere: records with the transaction
@@ -44,7 +46,7 @@ const importFlushWrites = 16 << 10
 // periods, unique surrogate keys) are Verify's.
 type Importer struct {
 	db       *DB
-	pending  []Write
+	pending  []engine.Write
 	lastTx   int64
 	checked  map[uint32]bool
 	nextSK   map[uint32]uint64
@@ -107,8 +109,8 @@ func (im *Importer) begin(t *Table) error {
 		return err
 	}
 	defer s.Close()
-	for _, ks := range []byte{ksCurrent, ksHistory, ksEvents, ksBatches, ksCheckpoints} {
-		prefix := tablePrefix(nil, ks, t.ID)
+	for _, ks := range []byte{layout.Current, layout.History, layout.Events, layout.Batches, layout.Checkpoints} {
+		prefix := layout.AppendTablePrefix(nil, ks, t.ID)
 		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 		if err != nil {
 			return err
@@ -118,7 +120,7 @@ func (im *Importer) begin(t *Table) error {
 			return err
 		}
 		if found {
-			return importErr(t, "the table already holds %s; an import fills empty tables only", KeyspaceName(ks))
+			return importErr(t, "the table already holds %s; an import fills empty tables only", layout.KeyspaceName(ks))
 		}
 	}
 	im.db.mu.RLock()
@@ -211,13 +213,13 @@ func (im *Importer) finishKey() error {
 		v := &k.records[i]
 		value := values[i]
 		if v.TxTo == Infinity {
-			im.pending = append(im.pending, Write{Key: currentKeys.key(nil, tid, k.tuple, v.ValidFrom, 0), Value: value})
+			im.pending = append(im.pending, engine.Write{Key: layout.CurrentKeys.Key(nil, tid, k.tuple, v.ValidFrom, 0), Value: value})
 		} else {
 			var err error
 			if value, err = importShared(k.records, values, i); err != nil {
 				return importErr(t, "key %s: %v", v.Key, err)
 			}
-			im.pending = append(im.pending, Write{Key: historyKeys.key(nil, tid, k.tuple, v.ValidFrom, v.TxFrom), Value: value})
+			im.pending = append(im.pending, engine.Write{Key: layout.HistoryKeys.Key(nil, tid, k.tuple, v.ValidFrom, v.TxFrom), Value: value})
 			changes = append(changes, change{v.TxTo, logChange{op: LogRetire, validFrom: v.ValidFrom, txFrom: v.TxFrom}})
 		}
 		changes = append(changes, change{v.TxFrom, logChange{op: LogAssert, validFrom: v.ValidFrom, txFrom: v.TxFrom}})
@@ -227,14 +229,14 @@ func (im *Importer) finishKey() error {
 				return err
 			}
 			if ok {
-				im.pending = append(im.pending, Write{Key: gkey, Value: value})
+				im.pending = append(im.pending, engine.Write{Key: gkey, Value: value})
 			}
 		}
 		continues := slices.ContainsFunc(k.records, func(p Version) bool {
 			return p.SK == v.SK && p.ValidFrom == v.ValidFrom && p.TxTo == v.TxFrom
 		})
 		if !continues {
-			im.pending = append(im.pending, Write{Key: skIndex.key(nil, tid, v.SK, v.TxFrom), Value: skIndex.value(nil, k.tuple, v.ValidFrom)})
+			im.pending = append(im.pending, engine.Write{Key: layout.SKIndexKeys.Key(nil, tid, v.SK, v.TxFrom), Value: layout.SKIndexKeys.Value(nil, k.tuple, v.ValidFrom)})
 		}
 	}
 	slices.SortStableFunc(changes, func(a, b change) int {
@@ -248,7 +250,7 @@ func (im *Importer) finishKey() error {
 			value.add(changes[j].c)
 		}
 		o := txOrdinal{tid, tx}
-		im.pending = append(im.pending, Write{Key: txLogKey.key(nil, tid, tx, im.ordinals[o]), Value: value.b})
+		im.pending = append(im.pending, engine.Write{Key: layout.TxLogKeys.Key(nil, tid, tx, im.ordinals[o]), Value: value.b})
 		im.ordinals[o] += uint32(j - i)
 		i = j
 	}
@@ -300,7 +302,7 @@ func (im *Importer) Event(t *Table, key Key, e LogEvent) error {
 	if err != nil {
 		return importErr(t, "key %s: %v", key, err)
 	}
-	im.pending = append(im.pending, Write{Key: eventKey.key(nil, t.ID, tuple, e.At, e.Seq), Value: value})
+	im.pending = append(im.pending, engine.Write{Key: layout.EventKeys.Key(nil, t.ID, tuple, e.At, e.Seq), Value: value})
 	im.noteAttrs(t, e.Attrs)
 	return im.maybeFlush()
 }
@@ -318,7 +320,7 @@ func (im *Importer) Checkpoint(t *Table, key Key, c Checkpoint) error {
 	if err != nil {
 		return importErr(t, "key %s: checkpoint: %v", key, err)
 	}
-	im.pending = append(im.pending, Write{Key: checkpointKey(t.ID, tuple), Value: value})
+	im.pending = append(im.pending, engine.Write{Key: layout.CheckpointKey(t.ID, tuple), Value: value})
 	return im.maybeFlush()
 }
 
@@ -337,7 +339,7 @@ func (im *Importer) Batch(t *Table, id string, tx int64) error {
 	if tx <= 0 || tx == Infinity {
 		return importErr(t, "batch %q: transaction time %d", id, tx)
 	}
-	im.pending = append(im.pending, Write{Key: batchKey(t.ID, id), Value: mustMarshal(tx)})
+	im.pending = append(im.pending, engine.Write{Key: layout.BatchKey(t.ID, id), Value: mustMarshal(tx)})
 	im.lastTx = max(im.lastTx, tx)
 	return im.maybeFlush()
 }
@@ -373,17 +375,17 @@ func (im *Importer) maybeFlush() error {
 // flush commits the pending writes with the store's counters.
 func (im *Importer) flush() error {
 	writes := im.pending
-	writes = append(writes, Write{Key: metaLastTx, Value: mustMarshal(im.lastTx)})
+	writes = append(writes, engine.Write{Key: layout.MetaLastTx, Value: mustMarshal(im.lastTx)})
 	im.db.mu.RLock()
 	for tid, next := range im.nextSK {
 		if next != im.db.nextSK[tid] {
-			writes = append(writes, Write{Key: skCounterKey(tid), Value: encoding.AppendUint64(nil, next)})
+			writes = append(writes, engine.Write{Key: layout.SKCounterKey(tid), Value: encoding.AppendUint64(nil, next)})
 		}
 	}
 	for tid, names := range im.newAttrs {
 		base := uint32(len(im.db.attrList[tid]))
 		for i, name := range names {
-			writes = append(writes, Write{Key: attrNameKey(tid, base+uint32(i)), Value: []byte(name)})
+			writes = append(writes, engine.Write{Key: layout.AttrNameKey(tid, base+uint32(i)), Value: []byte(name)})
 		}
 	}
 	im.db.mu.RUnlock()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -178,7 +179,7 @@ func rawState(t *testing.T, db *store.DB) []string {
 		if bytes.Equal(kv.Key, []byte("\x01erase_secret")) {
 			continue
 		}
-		if store.KeyspaceName(kv.Key[0]) == "txlog" {
+		if layout.KeyspaceName(kv.Key[0]) == "txlog" {
 			txlog = append(txlog, fmt.Sprintf("%x -> %x", kv.Key[:len(kv.Key)-4], kv.Value))
 			continue
 		}

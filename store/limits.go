@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
 )
 
 // Size limits of what the store writes.
@@ -24,7 +25,7 @@ const (
 // then made its key unreadable, and so impossible to overwrite or delete.
 // Package txn checks attributes against the same limit as they are written, so
 // this is the backstop for every other path (raw writes, layout growth).
-func checkWrites(writes []Write) error {
+func checkWrites(writes []engine.Write) error {
 	for _, w := range writes {
 		if len(w.Value) > MaxValueSize {
 			return fmt.Errorf("%w: a value of %d bytes exceeds the limit of %d (keyspace %#02x)", ErrTooLarge, len(w.Value), MaxValueSize, w.Key[0])

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file holds the batch lookup behind query.Resolve: probes sorted by key
@@ -66,7 +68,7 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 	}
 	var m *merge
 	if first >= 0 {
-		pfx := currentKeys.tablePrefix(nil, t.ID)
+		pfx := layout.CurrentKeys.TablePrefix(nil, t.ID)
 		lower := append(slices.Clip(pfx), probes[first].Tuple...)
 		it, err := s.newIter(lower, encoding.PrefixEnd(append(slices.Clip(pfx), probes[last].Tuple...)))
 		if err != nil {
@@ -106,7 +108,7 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 type merge struct {
 	s       *Snapshot
 	t       *Table
-	it      Iter
+	it      engine.Iter
 	pfxLen  int
 	attrs   bool
 	ok      bool   // the iterator is positioned
@@ -120,7 +122,7 @@ type merge struct {
 // enterKey positions the iterator on the newest record of tuple's key, stepping
 // over what lies before it or seeking when that is more than a few records.
 func (m *merge) enterKey(tuple []byte) error {
-	m.keyPfx = currentKeys.keyPrefix(m.keyPfx[:0], m.t.ID, tuple)
+	m.keyPfx = layout.CurrentKeys.KeyPrefix(m.keyPfx[:0], m.t.ID, tuple)
 	for steps := 0; m.ok; steps++ {
 		if bytes.Compare(m.it.Key(), m.keyPfx) >= 0 {
 			break
@@ -143,7 +145,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 		return Version{}, UnknownKey, nil
 	}
 	for moves := 0; m.inKey; moves++ {
-		from, err := currentKeys.validFrom(m.it.Key(), len(m.keyPfx))
+		from, err := layout.CurrentKeys.ValidFrom(m.it.Key(), len(m.keyPfx))
 		if err != nil {
 			return Version{}, 0, err
 		}
@@ -153,7 +155,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 		if moves < nextsBeforeSeek {
 			m.ok = m.it.Next()
 		} else {
-			m.seek = currentKeys.appendValid(append(m.seek[:0], m.keyPfx...), valid)
+			m.seek = layout.CurrentKeys.AppendValid(append(m.seek[:0], m.keyPfx...), valid)
 			m.ok = m.it.SeekGE(m.seek)
 		}
 		m.atFirst = false

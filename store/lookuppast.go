@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file is LookupSorted's merge for probes at a transaction time older
@@ -31,8 +33,8 @@ type pastMerge struct {
 	s     *Snapshot
 	t     *Table
 	attrs bool
-	cur   Iter
-	hist  Iter
+	cur   engine.Iter
+	hist  engine.Iter
 	curOK bool // the current-index iterator is positioned
 	hisOK bool // the history iterator is positioned
 
@@ -63,11 +65,11 @@ func (s *Snapshot) newPastMerge(t *Table, lowTuple, highTuple []byte, attrs bool
 	m := &pastMerge{s: s, t: t, attrs: attrs}
 	var err error
 	for _, r := range []struct {
-		keys recordKeys
-		it   *Iter
+		keys layout.RecordCodec
+		it   *engine.Iter
 		ok   *bool
-	}{{currentKeys, &m.cur, &m.curOK}, {historyKeys, &m.hist, &m.hisOK}} {
-		pfx := r.keys.tablePrefix(nil, t.ID)
+	}{{layout.CurrentKeys, &m.cur, &m.curOK}, {layout.HistoryKeys, &m.hist, &m.hisOK}} {
+		pfx := r.keys.TablePrefix(nil, t.ID)
 		lower := append(slices.Clip(pfx), lowTuple...)
 		upper := encoding.PrefixEnd(append(slices.Clip(pfx), highTuple...))
 		if *r.it, err = s.newIter(lower, upper); err != nil {
@@ -81,7 +83,7 @@ func (s *Snapshot) newPastMerge(t *Table, lowTuple, highTuple []byte, attrs bool
 
 func (m *pastMerge) close() error {
 	var err error
-	for _, it := range []Iter{m.cur, m.hist} {
+	for _, it := range []engine.Iter{m.cur, m.hist} {
 		if it != nil {
 			err = firstError(err, it.Close())
 		}
@@ -193,7 +195,7 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 
 // enter positions it on the first record at or after keyPfx: a few steps
 // forward, or a seek (always a seek when the key is read again).
-func (m *pastMerge) enter(it Iter, ok bool, keyPfx []byte, again bool) bool {
+func (m *pastMerge) enter(it engine.Iter, ok bool, keyPfx []byte, again bool) bool {
 	if again {
 		return it.SeekGE(keyPfx)
 	}
@@ -213,11 +215,11 @@ func (m *pastMerge) keep(from, keyTx int64, head encoding.RecordValue, value []b
 }
 
 func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
-	m.curPfx = currentKeys.keyPrefix(m.curPfx[:0], m.t.ID, tuple)
+	m.curPfx = layout.CurrentKeys.KeyPrefix(m.curPfx[:0], m.t.ID, tuple)
 	it := m.cur
 	m.curOK = m.enter(it, m.curOK, m.curPfx, again)
 	for ; m.curOK && bytes.HasPrefix(it.Key(), m.curPfx); m.curOK = it.Next() {
-		from, err := currentKeys.validFrom(it.Key(), len(m.curPfx))
+		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(m.curPfx))
 		if err != nil {
 			return err
 		}
@@ -238,21 +240,21 @@ func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
 }
 
 func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
-	m.hisPfx = historyKeys.keyPrefix(m.hisPfx[:0], m.t.ID, tuple)
+	m.hisPfx = layout.HistoryKeys.KeyPrefix(m.hisPfx[:0], m.t.ID, tuple)
 	it := m.hist
 	m.hisOK = m.enter(it, m.hisOK, m.hisPfx, again)
 	for m.hisOK && bytes.HasPrefix(it.Key(), m.hisPfx) {
-		from, err := historyKeys.validFrom(it.Key(), len(m.hisPfx))
+		from, err := layout.HistoryKeys.ValidFrom(it.Key(), len(m.hisPfx))
 		if err != nil {
 			return err
 		}
-		m.group = historyKeys.appendValid(append(m.group[:0], m.hisPfx...), from)
+		m.group = layout.HistoryKeys.AppendValid(append(m.group[:0], m.hisPfx...), from)
 		// The newest record of this valid_from asserted at or before tx: a few
 		// steps, then one seek.
 		found := false
 		var keyTx int64
 		for steps := 0; m.hisOK && bytes.HasPrefix(it.Key(), m.group); steps++ {
-			if keyTx, err = historyKeys.txFrom(it.Key()); err != nil {
+			if keyTx, err = layout.HistoryKeys.TxFrom(it.Key()); err != nil {
 				return err
 			}
 			if keyTx <= tx {
@@ -262,7 +264,7 @@ func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
 			if steps < nextsBeforeSeek {
 				m.hisOK = it.Next()
 			} else {
-				m.seek = historyKeys.appendValid(append(m.seek[:0], m.group...), tx)
+				m.seek = layout.HistoryKeys.AppendValid(append(m.seek[:0], m.group...), tx)
 				m.hisOK = it.SeekGE(m.seek)
 			}
 		}
@@ -285,7 +287,7 @@ func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
 				if from == NegInfinity {
 					m.hisOK = it.SeekGE(encoding.PrefixEnd(m.hisPfx))
 				} else {
-					m.seek = historyKeys.appendValid(append(m.seek[:0], m.hisPfx...), from-1)
+					m.seek = layout.HistoryKeys.AppendValid(append(m.seek[:0], m.hisPfx...), from-1)
 					m.hisOK = it.SeekGE(m.seek)
 				}
 				break

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -84,7 +87,7 @@ func TestMissingWAL(t *testing.T) {
 				sameDir(t, "after the failed open", before, dir)
 			}
 
-			db, err := store.Open(dir, store.Options{Logger: quiet, MustExist: true, RecoverWAL: true})
+			db, err := storetest.Open(dir, pebble.Options{RecoverWAL: true}, store.Options{Logger: quiet, MustExist: true})
 			if c.kept == 0 {
 				// The store's declaration was in the log too: nothing is left.
 				wantCorrupt(t, "recover", err, "")

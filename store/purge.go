@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file makes erased bytes leave the disk. An erasure's deletes hide the
@@ -56,7 +57,7 @@ type purgeState struct {
 // notePurge adds the spans of a committed erasure. The caller holds the
 // writer lock.
 func (db *DB) notePurge(spans []span) {
-	if _, ok := db.engine.(purger); len(spans) == 0 || !ok {
+	if _, ok := db.engine.(engine.Purger); len(spans) == 0 || !ok {
 		return
 	}
 	db.purge.mu.Lock()
@@ -66,9 +67,9 @@ func (db *DB) notePurge(spans []span) {
 }
 
 // loadPurgePending notes a purge that a crash interrupted.
-func (db *DB) loadPurgePending(v View) error {
-	_, ok, err := v.Get(metaPurgePending)
-	if _, canPurge := db.engine.(purger); ok && canPurge {
+func (db *DB) loadPurgePending(v engine.View) error {
+	_, ok, err := v.Get(layout.MetaPurgePending)
+	if _, canPurge := db.engine.(engine.Purger); ok && canPurge {
 		db.purge.all, db.purge.pending = true, true
 	}
 	return err
@@ -87,8 +88,8 @@ func (db *DB) purgeAfterOpen() error {
 	return db.finishPurge(true)
 }
 
-// finishPurge rotates the MANIFEST (closing the engine, and reopening it when
-// reopen is set) and clears the pending mark, once every span is compacted and
+// finishPurge has the engine forget its deleted files (closing the engine, and
+// reopening it when reopen is set) and clears the pending mark, once every span is compacted and
 // no snapshot is open. The caller holds the writer lock and no one else uses
 // the engine.
 func (db *DB) finishPurge(reopen bool) error {
@@ -100,11 +101,17 @@ func (db *DB) finishPurge(reopen bool) error {
 		}
 		return db.engine.Close()
 	}
-	if err := db.engine.(purger).rotateManifest(reopen); err != nil {
-		return fmt.Errorf("bitempo: purge: %w", err)
+	err := db.engine.(engine.Purger).ForgetDeletedFiles(layout.MetaPurgePending, reopen)
+	if err != nil {
+		err = fmt.Errorf("bitempo: purge: %w", err)
+	} else {
+		db.purge.pending = false
 	}
-	db.purge.pending = false
-	return nil
+	if !reopen {
+		// The engine is closed; Close releases what it still holds (its locks).
+		err = errors.Join(err, db.engine.Close())
+	}
+	return err
 }
 
 // PurgePending reports whether erased bytes may still be in the store's
@@ -144,7 +151,7 @@ func (db *DB) purgeLocked(ctx context.Context, writerHeld bool) error {
 	}
 	clean := db.snapshots.Load() == 0
 	start := time.Now()
-	if err := db.engine.(purger).purge(ctx, mergeSpans(spans), all, clean); err != nil {
+	if err := db.engine.(engine.Purger).Purge(ctx, mergeSpans(spans), all, clean); err != nil {
 		return fmt.Errorf("bitempo: purge: %w", err)
 	}
 	if !clean || db.snapshots.Load() != 0 {
@@ -169,11 +176,11 @@ func (db *DB) purgeLocked(ctx context.Context, writerHeld bool) error {
 
 // mergeSpans merges the spans of one keyspace and table into one span from the
 // least start to the greatest end: one manual compaction per stretch.
-func mergeSpans(spans []span) []span {
+func mergeSpans(spans []span) []engine.Span {
 	byTable := map[string]*span{}
 	var order []string
 	for _, sp := range spans {
-		id := string(sp.start[:max(tableIDEnd(sp.start), min(len(sp.start), 1))])
+		id := string(sp.start[:max(layout.TableIDEnd(sp.start), min(len(sp.start), 1))])
 		m := byTable[id]
 		if m == nil {
 			byTable[id] = &span{sp.start, sp.end}
@@ -188,154 +195,9 @@ func mergeSpans(spans []span) []span {
 		}
 	}
 	slices.Sort(order)
-	out := make([]span, 0, len(order))
+	out := make([]engine.Span, 0, len(order))
 	for _, id := range order {
-		out = append(out, *byTable[id])
+		out = append(out, engine.Span{Start: byTable[id].start, End: byTable[id].end})
 	}
 	return out
-}
-
-// purge flushes the memtable, compacts spans (everything when all) to the
-// bottom level, rotates the MANIFEST and, when wait is set, waits until the
-// obsolete files are deleted.
-//
-// Pebble's manual compaction never rewrites a file that is already in the
-// bottom level, so erased values that reached it next to their tombstones
-// (a compaction that ran while a snapshot still read them must keep both)
-// would stay there. So each span first gets a range-key tombstone: bitempo
-// stores no range keys, so it changes no read, but the flushed file that
-// holds it overlaps the whole span, and compacting it down rewrites every
-// bottom-level file of the span, dropping what the point tombstones delete.
-func (e *pebbleEngine) purge(ctx context.Context, spans []span, all, wait bool) error {
-	if err := e.h.err(); err != nil {
-		return err
-	}
-	if all {
-		spans = []span{{[]byte{0x00}, []byte{0xff, 0xff}}}
-	}
-	err := e.h.guard(func() error {
-		for _, sp := range spans {
-			if err := e.db.RangeKeyDelete(sp.start, sp.end, pebble.NoSync); err != nil {
-				return err
-			}
-		}
-		if err := e.db.Flush(); err != nil {
-			return err
-		}
-		for _, sp := range spans {
-			if err := e.db.Compact(ctx, sp.start, sp.end, true); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return e.h.readErr(err)
-	}
-	if !wait {
-		return nil
-	}
-	// Pebble deletes obsolete files in the background; an iterator still
-	// open elsewhere keeps its tables (zombies) until it closes. The wait is
-	// bounded so that such a reader cannot hang the purge: the erasure then
-	// stays pending and Close finishes it.
-	deadline := time.Now().Add(purgeWait)
-	for {
-		m := e.db.Metrics()
-		if m.Table.ObsoleteCount == 0 && m.Table.ZombieCount == 0 && m.WAL.ObsoleteFiles == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("obsolete files still present after %s (%d tables, %d zombie tables, %d logs)", purgeWait, m.Table.ObsoleteCount, m.Table.ZombieCount, m.WAL.ObsoleteFiles)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// purgeWait bounds how long a purge waits for Pebble to delete obsolete files.
-const purgeWait = 10 * time.Second
-
-// noRecycleCleaner deletes obsolete files like Pebble's default cleaner, and
-// also turns off write-ahead log recycling: Pebble recycles log files only
-// when the cleaner does not need their contents (an unexported marker method
-// that the ArchiveCleaner embedded one level deeper supplies; Clean comes from
-// the DeleteCleaner, which is shallower). A recycled log keeps the bytes of its
-// old records until they are overwritten, erased data included.
-// Decision: a fresh log file per memtable costs a file creation per flush,
-// which is small against a flush; the rejected alternative, overwriting
-// recycled logs with zeros, would cost a write of the whole log.
-type noRecycleCleaner struct {
-	pebble.DeleteCleaner
-	needsContents
-}
-
-type needsContents struct{ pebble.ArchiveCleaner }
-
-func (noRecycleCleaner) String() string { return "delete (no WAL recycling)" }
-
-// rotateManifest closes the engine and opens it twice with one write (the
-// delete of meta "purge_pending") and a flush each time: each open writes a
-// fresh MANIFEST holding only the live sstables' bounds, and Pebble keeps one
-// previous MANIFEST (Options.NumPrevManifest cannot go below 1), so after the
-// second the MANIFESTs that named the erased keys' sstables are deleted. With
-// reopen the engine is opened a third time for use.
-func (e *pebbleEngine) rotateManifest(reopen bool) error {
-	err := e.h.guard(e.db.Close)
-	e.db = nil // closed: close() of a failed rotation is a no-op
-	if err != nil {
-		return err
-	}
-	rounds := 2
-	if reopen {
-		rounds = 3
-	}
-	for i := range rounds {
-		db, err := e.reopen(reopen)
-		if err != nil {
-			return err
-		}
-		if i == 2 {
-			e.db = db
-			return nil
-		}
-		err = e.h.guard(func() error {
-			err := db.Delete(metaPurgePending, pebble.Sync)
-			if err == nil {
-				err = db.Flush()
-			}
-			return errors.Join(err, db.Close())
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// reopen opens the engine's directory again with the options of its first
-// open. inOpen says it runs inside Open, which still holds its reference to
-// the directory lock of the first open (Open drops it when it returns), so
-// that lock is reused; from Close the lock was released with the engine and
-// a fresh one is taken.
-func (e *pebbleEngine) reopen(inOpen bool) (*pebble.DB, error) {
-	o := e.opts.Clone()
-	if !inOpen {
-		lock, err := pebble.LockDirectory(e.dir, o.FS)
-		if err != nil {
-			return nil, err
-		}
-		defer lock.Close() // Open takes its own reference
-		o.Lock = lock
-	}
-	o.ErrorIfNotExists = true
-	var db *pebble.DB
-	err := e.h.guard(func() (err error) {
-		db, err = pebble.Open(e.dir, o)
-		return err
-	})
-	return db, err
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"iter"
+
+	"github.com/bitempo/bitempo/engine"
 )
 
 // This file is a low-level door into the key-value layer, for tests and tools
@@ -46,12 +48,12 @@ func (s *Snapshot) RawScan(lower, upper []byte) iter.Seq2[RawKV, error] {
 // time, catalog, surrogate-key counters) is not updated, so reopen the store
 // after raw writes. It waits for any write transaction to finish.
 func (db *DB) RawWrite(entries ...RawKV) error {
-	writes := make([]Write, len(entries))
+	writes := make([]engine.Write, len(entries))
 	for i, e := range entries {
 		if len(e.Key) == 0 {
 			return fmt.Errorf("%w: raw write of an empty key", ErrInvalidUse)
 		}
-		writes[i] = Write{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value), Delete: e.Value == nil}
+		writes[i] = engine.Write{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value), Delete: e.Value == nil}
 	}
 	if err := db.lockWriter("RawWrite"); err != nil {
 		return err

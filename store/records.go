@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // Records yields every record of table t, current and retired, for exports and
@@ -32,9 +33,9 @@ func (s *Snapshot) Records(t *Table) iter.Seq2[Version, error] {
 			ok, err := tk.next()
 			if err == nil && ok {
 				recs = recs[:0]
-				err = s.keyRecords(t, tk.tuple, currentKeys, collect)
+				err = s.keyRecords(t, tk.tuple, layout.CurrentKeys, collect)
 				if err == nil {
-					err = s.keyRecords(t, tk.tuple, historyKeys, collect)
+					err = s.keyRecords(t, tk.tuple, layout.HistoryKeys, collect)
 				}
 			}
 			if err != nil {
@@ -74,7 +75,7 @@ type KeyedEvent struct {
 // (At, Seq) order, streaming.
 func (s *Snapshot) Events(t *Table) iter.Seq2[KeyedEvent, error] {
 	return func(yield func(KeyedEvent, error) bool) {
-		s.scanKeyed(t, ksEvents, func(key Key, tuple, suffix, value []byte) bool {
+		s.scanKeyed(t, layout.Events, func(key Key, tuple, suffix, value []byte) bool {
 			e, err := decodeEvent(t, suffix, value)
 			return yield(KeyedEvent{Key: key, LogEvent: e}, err) && err == nil
 		}, func(err error) { yield(KeyedEvent{}, err) })
@@ -91,7 +92,7 @@ type KeyedCheckpoint struct {
 // log was compacted, in key order, streaming.
 func (s *Snapshot) Checkpoints(t *Table) iter.Seq2[KeyedCheckpoint, error] {
 	return func(yield func(KeyedCheckpoint, error) bool) {
-		s.scanKeyed(t, ksCheckpoints, func(key Key, tuple, suffix, value []byte) bool {
+		s.scanKeyed(t, layout.Checkpoints, func(key Key, tuple, suffix, value []byte) bool {
 			c, err := decodeCheckpointValue(value)
 			if err == nil && len(suffix) != 0 {
 				err = fmt.Errorf("%w: table %q checkpoint key has %d trailing bytes", ErrCorrupt, t.Name, len(suffix))
@@ -109,7 +110,7 @@ func (s *Snapshot) scanKeyed(t *Table, ks byte, fn func(key Key, tuple, suffix, 
 		fail(ErrClosed)
 		return
 	}
-	prefix := tablePrefix(nil, ks, t.ID)
+	prefix := layout.AppendTablePrefix(nil, ks, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		fail(err)

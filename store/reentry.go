@@ -2,9 +2,10 @@ package store
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bitempo/bitempo/internal/callstack"
 )
 
 // writerLock serialises a store's writers (a write transaction, CreateTable,
@@ -66,23 +67,8 @@ func (w *Writer) Run(fn func() error) error {
 }
 
 // runName is the function name runtime.Callers reports for Writer.Run.
-var runName = runtimeName(func(inner func() error) { _ = (*Writer).Run(&Writer{db: &DB{}}, inner) })
-
-// runtimeName returns the name of the function that call passes control to
-// when it calls its argument.
-func runtimeName(call func(inner func() error)) func() string {
-	return sync.OnceValue(func() string {
-		var name string
-		call(func() error {
-			pc := make([]uintptr, 1)
-			runtime.Callers(2, pc)
-			name = runtime.FuncForPC(pc[0]).Name()
-			return nil
-		})
-		return name
-	})
-}
+var runName = callstack.NameOf(func(inner func() error) { _ = (*Writer).Run(&Writer{db: &DB{}}, inner) })
 
 // inTransactionFunction reports whether the calling goroutine is inside
 // Writer.Run.
-func inTransactionFunction() bool { return onStack(runName()) }
+func inTransactionFunction() bool { return callstack.Has(runName()) }

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file holds the multi-key reads package query builds on: snapshot scans,
@@ -52,8 +54,8 @@ func (sp Span) empty() bool {
 
 // bounds returns the iterator bounds of the span in record keyspace r of table
 // tid.
-func (sp Span) bounds(r recordKeys, tid uint32) (lower, upper []byte) {
-	pfx := r.tablePrefix(nil, tid)
+func (sp Span) bounds(r layout.RecordCodec, tid uint32) (lower, upper []byte) {
+	pfx := r.TablePrefix(nil, tid)
 	lower = append(slices.Clip(pfx), sp.Start...)
 	if sp.End != nil {
 		upper = append(slices.Clip(pfx), sp.End...)
@@ -112,7 +114,7 @@ func (y *yielder[T]) fail(err error) {
 // snapshot at a valid time older than the keys' newest versions): it seeks,
 // since Pebble turns a seek that follows a seek to a smaller key into a few
 // steps, and a seek after NextPrefix starts over from every level.
-func skipKey(it Iter, keyPfx []byte, seekNext bool) bool {
+func skipKey(it engine.Iter, keyPfx []byte, seekNext bool) bool {
 	for range nextsBeforeSeek {
 		if !it.Next() {
 			return false
@@ -121,7 +123,7 @@ func skipKey(it Iter, keyPfx []byte, seekNext bool) bool {
 			return true
 		}
 	}
-	if np, ok := it.(nextPrefixer); ok && skipWithNextPrefix && !seekNext && splitKey(it.Key()) == len(keyPfx) {
+	if np, ok := it.(nextPrefixer); ok && skipWithNextPrefix && !seekNext && layout.Split(it.Key()) == len(keyPfx) {
 		if np.NextPrefix() {
 			return true
 		}
@@ -146,14 +148,14 @@ type nextPrefixer interface {
 
 // keyCursor walks the distinct keys of one record keyspace of a table in order.
 type keyCursor struct {
-	it     Iter
-	keys   recordKeys
+	it     engine.Iter
+	keys   layout.RecordCodec
 	pfxLen int
 	ok     bool
 	keyPfx []byte // keyspace | table id | tuple of the current key
 }
 
-func (s *Snapshot) newKeyCursor(keys recordKeys, t *Table, span Span) (*keyCursor, error) {
+func (s *Snapshot) newKeyCursor(keys layout.RecordCodec, t *Table, span Span) (*keyCursor, error) {
 	lower, upper := span.bounds(keys, t.ID)
 	it, err := s.newIter(lower, upper)
 	if err != nil {
@@ -169,7 +171,7 @@ func (c *keyCursor) load() error {
 	if !c.ok {
 		return c.it.Error()
 	}
-	keyPfx, _, err := c.keys.split(c.it.Key(), c.pfxLen)
+	keyPfx, _, err := c.keys.Split(c.it.Key(), c.pfxLen)
 	c.keyPfx = append(c.keyPfx[:0], keyPfx...)
 	return err
 }
@@ -190,7 +192,7 @@ type tableKeys struct {
 
 func (s *Snapshot) newTableKeys(t *Table, span Span) (*tableKeys, error) {
 	tk := &tableKeys{}
-	for _, keys := range []recordKeys{currentKeys, historyKeys} {
+	for _, keys := range []layout.RecordCodec{layout.CurrentKeys, layout.HistoryKeys} {
 		c, err := s.newKeyCursor(keys, t, span)
 		if c != nil {
 			tk.cursors = append(tk.cursors, c)
@@ -263,7 +265,7 @@ func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Versio
 }
 
 func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Version]) (err error) {
-	lower, upper := span.bounds(currentKeys, t.ID)
+	lower, upper := span.bounds(layout.CurrentKeys, t.ID)
 	it, err := s.newIter(lower, upper)
 	if err != nil {
 		return err
@@ -272,7 +274,7 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 	pfxLen := len(lower) - len(span.Start)
 	var keyPfx, seek []byte
 	for ok := it.First(); ok; {
-		kp, from, err := currentKeys.split(it.Key(), pfxLen)
+		kp, from, err := layout.CurrentKeys.Split(it.Key(), pfxLen)
 		if err != nil {
 			return err
 		}
@@ -290,11 +292,11 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 				continue // no version starts at or before valid; at the next key
 			case stepSeek:
 				seeked = true
-				seek = currentKeys.appendValid(append(seek[:0], keyPfx...), valid)
+				seek = layout.CurrentKeys.AppendValid(append(seek[:0], keyPfx...), valid)
 				if ok = it.SeekGE(seek); !ok || !bytes.HasPrefix(it.Key(), keyPfx) {
 					continue // likewise
 				}
-				if _, from, err = currentKeys.split(it.Key(), pfxLen); err != nil {
+				if _, from, err = layout.CurrentKeys.Split(it.Key(), pfxLen); err != nil {
 					return err
 				}
 			}
@@ -333,7 +335,7 @@ const (
 // at a valid time a few versions back costs a few steps instead of a seek, and
 // the scan then leaves the key with NextPrefix rather than a second seek. from
 // is the valid_from of the version found.
-func stepToValid(it Iter, keyPfx []byte, pfxLen int, valid int64) (step stepResult, from int64, err error) {
+func stepToValid(it engine.Iter, keyPfx []byte, pfxLen int, valid int64) (step stepResult, from int64, err error) {
 	for range nextsBeforeSeek {
 		if !it.Next() {
 			return stepEnd, 0, nil
@@ -341,7 +343,7 @@ func stepToValid(it Iter, keyPfx []byte, pfxLen int, valid int64) (step stepResu
 		if !bytes.HasPrefix(it.Key(), keyPfx) {
 			return stepNextKey, 0, nil
 		}
-		if _, from, err = currentKeys.split(it.Key(), pfxLen); err != nil || from <= valid {
+		if _, from, err = layout.CurrentKeys.Split(it.Key(), pfxLen); err != nil || from <= valid {
 			return stepFound, from, err
 		}
 	}
@@ -406,7 +408,7 @@ func (s *Snapshot) ScanHistory(t *Table, span Span, tx, from, to int64, after *H
 }
 
 func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
-	lower, upper := span.bounds(currentKeys, t.ID)
+	lower, upper := span.bounds(layout.CurrentKeys, t.ID)
 	it, err := s.newIter(lower, upper)
 	if err != nil {
 		return err
@@ -414,7 +416,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 	defer func() { err = firstError(err, it.Close()) }()
 	h := &keyHistory{s: s, t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
 	for ok := it.First(); ok; {
-		kp, _, err := currentKeys.split(it.Key(), h.pfxLen)
+		kp, _, err := layout.CurrentKeys.Split(it.Key(), h.pfxLen)
 		if err != nil {
 			return err
 		}
@@ -441,7 +443,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 type keyHistory struct {
 	s      *Snapshot
 	t      *Table
-	it     Iter
+	it     engine.Iter
 	pfxLen int
 	from   int64
 	to     int64
@@ -502,12 +504,12 @@ func (h *keyHistory) run() (bool, error) {
 }
 
 func (h *keyHistory) seekKey(t int64) []byte {
-	h.seek = currentKeys.appendValid(append(h.seek[:0], h.keyPfx...), t)
+	h.seek = layout.CurrentKeys.AppendValid(append(h.seek[:0], h.keyPfx...), t)
 	return h.seek
 }
 
 func (h *keyHistory) decode() (Version, error) {
-	from, err := currentKeys.validFrom(h.it.Key(), len(h.keyPfx))
+	from, err := layout.CurrentKeys.ValidFrom(h.it.Key(), len(h.keyPfx))
 	if err != nil {
 		return Version{}, err
 	}
@@ -555,19 +557,19 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 	if err := s.checkHorizon(t, tx); err != nil {
 		return Version{}, false, err
 	}
-	it, err := s.iter(ksSKIndex)
+	it, err := s.iter(layout.SKIndex)
 	if err != nil {
 		return Version{}, false, err
 	}
-	prefix := skIndex.prefix(nil, t.ID, sk)
-	if !it.SeekPrefixGE(skIndex.key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
+	prefix := layout.SKIndexKeys.Prefix(nil, t.ID, sk)
+	if !it.SeekPrefixGE(layout.SKIndexKeys.Key(nil, t.ID, sk, tx)) || !bytes.HasPrefix(it.Key(), prefix) {
 		return Version{}, false, it.Error()
 	}
-	txFrom, err := skIndex.decodeTxFrom(it.Key()[len(prefix):])
+	txFrom, err := layout.SKIndexKeys.DecodeTxFrom(it.Key()[len(prefix):])
 	if err != nil {
 		return Version{}, false, err
 	}
-	tuple, validFrom, err := skIndex.decodeValue(t, it.Value())
+	tuple, validFrom, err := layout.SKIndexKeys.DecodeValue(t.splitTuple, it.Value())
 	if err != nil {
 		return Version{}, false, err
 	}
@@ -580,11 +582,11 @@ func (s *Snapshot) RecordBySK(t *Table, sk uint64, tx int64) (Version, bool, err
 // index entry at indexTx says there is one (invariant 5); its absence is
 // corruption.
 func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, indexTx, tx int64) (Version, error) {
-	cur, err := s.iter(ksCurrent)
+	cur, err := s.iter(layout.Current)
 	if err != nil {
 		return Version{}, err
 	}
-	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
+	key := layout.CurrentKeys.Key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
 		head, err := decodeHead(t, cur.Value(), validFrom, 0)
 		if err != nil {
@@ -594,13 +596,13 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 			return s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
 		}
 	}
-	hist, err := s.iter(ksHistory)
+	hist, err := s.iter(layout.History)
 	if err != nil {
 		return Version{}, err
 	}
-	group := historyKeys.appendValid(historyKeys.keyPrefix(nil, t.ID, tuple), validFrom)
-	for ok := hist.SeekPrefixGE(historyKeys.key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
-		keyTx, err := historyKeys.txFrom(hist.Key())
+	group := layout.HistoryKeys.AppendValid(layout.HistoryKeys.KeyPrefix(nil, t.ID, tuple), validFrom)
+	for ok := hist.SeekPrefixGE(layout.HistoryKeys.Key(nil, t.ID, tuple, validFrom, tx)); ok && bytes.HasPrefix(hist.Key(), group); ok = hist.Next() {
+		keyTx, err := layout.HistoryKeys.TxFrom(hist.Key())
 		if err != nil {
 			return Version{}, err
 		}
@@ -626,22 +628,22 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 // the transaction log point at records this way; a pointer to nothing is
 // corruption (invariant 5).
 func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Version, error) {
-	cur, err := s.iter(ksCurrent)
+	cur, err := s.iter(layout.Current)
 	if err != nil {
 		return Version{}, err
 	}
-	key := currentKeys.key(nil, t.ID, tuple, validFrom, 0)
+	key := layout.CurrentKeys.Key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
 		v, err := s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
 		if err != nil || v.TxFrom == txFrom {
 			return v, err
 		}
 	}
-	hist, err := s.iter(ksHistory)
+	hist, err := s.iter(layout.History)
 	if err != nil {
 		return Version{}, err
 	}
-	key = historyKeys.key(key[:0], t.ID, tuple, validFrom, txFrom)
+	key = layout.HistoryKeys.Key(key[:0], t.ID, tuple, validFrom, txFrom)
 	if hist.SeekPrefixGE(key) && bytes.Equal(hist.Key(), key) {
 		return s.decodeVersion(t, tuple, validFrom, txFrom, hist.Value())
 	}
@@ -659,11 +661,11 @@ func (s *Snapshot) Fork() (*Snapshot, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	return &Snapshot{db: s.db, view: borrowedView{s.view}, lastTx: s.lastTx, iters: map[byte]Iter{}}, nil
+	return &Snapshot{db: s.db, view: borrowedView{s.view}, lastTx: s.lastTx, iters: map[byte]engine.Iter{}}, nil
 }
 
 // borrowedView is a fork's view: its owner closes it.
-type borrowedView struct{ View }
+type borrowedView struct{ engine.View }
 
 func (borrowedView) Close() error { return nil }
 

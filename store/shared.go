@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
-// This file keeps a DB's caches right on a SharedEngine, which other processes
-// write too (see SharedEngine). The caches are the last transaction time, the
+// This file keeps a DB's caches right on a engine.SharedEngine, which other processes
+// write too (see engine.SharedEngine). The caches are the last transaction time, the
 // next table id, the catalog, the surrogate key counters, the attribute names
 // and the erase secret: everything load reads at Open. Each is reloaded whole
 // from one view when the view's generation is not the one the caches describe.
@@ -18,14 +21,14 @@ import (
 // is gone from the catalog, and writes to it through an old handle write keys
 // that no catalog entry names (as on Pebble after DropTable).
 
-// lockWriter takes the writer lock for op and, on a SharedEngine, the
+// lockWriter takes the writer lock for op and, on a engine.SharedEngine, the
 // cross-process write lock with it, and then brings the caches up to date: a
 // write starts from every commit of every process. unlockWriter releases both.
 func (db *DB) lockWriter(op string) error {
 	if err := db.writer.lock(op); err != nil {
 		return err
 	}
-	se, ok := db.engine.(SharedEngine)
+	se, ok := db.engine.(engine.SharedEngine)
 	if !ok {
 		return nil
 	}
@@ -65,10 +68,10 @@ func (db *DB) refresh() error {
 	return err
 }
 
-// refreshFrom reloads the caches from v if v is a GenerationView whose
+// refreshFrom reloads the caches from v if v is a engine.GenerationView whose
 // generation is not the caches'. The caller does not hold mu.
-func (db *DB) refreshFrom(v View) error {
-	gv, ok := v.(GenerationView)
+func (db *DB) refreshFrom(v engine.View) error {
+	gv, ok := v.(engine.GenerationView)
 	if !ok {
 		return nil
 	}
@@ -89,7 +92,7 @@ func (db *DB) refreshFrom(v View) error {
 }
 
 // reloadLocked replaces the caches with what v holds. The caller holds mu.
-func (db *DB) reloadLocked(v View) error {
+func (db *DB) reloadLocked(v engine.View) error {
 	old := maps.Clone(db.byID)
 	saved := struct {
 		lastTx      int64
@@ -103,9 +106,9 @@ func (db *DB) reloadLocked(v View) error {
 	}{db.lastTx, db.nextTbl, db.tables, db.byID, db.nextSK, db.attrOrd, db.attrList, db.eraseSecret}
 	db.tables, db.byID, db.nextSK = map[string]*Table{}, map[uint32]*Table{}, map[uint32]uint64{}
 	db.attrOrd, db.attrList = map[uint32]map[string]uint32{}, map[uint32][]string{}
-	err := getMeta(v, metaLastTx, &db.lastTx)
+	err := getMeta(v, layout.MetaLastTx, &db.lastTx)
 	if err == nil {
-		err = getMeta(v, metaNextTable, &db.nextTbl)
+		err = getMeta(v, layout.MetaNextTable, &db.nextTbl)
 	}
 	if err == nil {
 		err = db.loadSecret(v)

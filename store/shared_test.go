@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // A record retired by an SCD2 close, re-asserted with the same sk, key,
@@ -49,7 +50,7 @@ func TestRetiredRecordSharesAttrs(t *testing.T) {
 		t.Fatal(err)
 	}
 	shared := 0
-	for kv, err := range s.RawScan([]byte{ksHistory}, []byte{ksHistory + 1}) {
+	for kv, err := range s.RawScan([]byte{layout.History}, []byte{layout.History + 1}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestRetiredRecordSharesAttrs(t *testing.T) {
 		t.Fatalf("verify: %v %v", rep, err)
 	}
 	// Break the chain: the middle record, which the first one shares, is gone.
-	if err := db.RawSet(historyKeys.key(nil, tbl.ID, a, 10, txs[1]), nil); err != nil {
+	if err := db.RawSet(layout.HistoryKeys.Key(nil, tbl.ID, a, 10, txs[1]), nil); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := Verify(db)

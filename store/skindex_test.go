@@ -2,6 +2,8 @@ package store
 
 import (
 	"testing"
+
+	"github.com/bitempo/bitempo/layout"
 )
 
 // An SCD2 close re-asserts the closed version with its surrogate key, key and
@@ -40,7 +42,7 @@ func TestSKIndexSkipsSCD2Close(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := stats[indexOf(ksSKIndex)].Entries; n != 2 {
+	if n := stats[indexOf(layout.SKIndex)].Entries; n != 2 {
 		t.Fatalf("%d sk-index entries, want 2 (the close writes none)", n)
 	}
 	for _, c := range []struct {

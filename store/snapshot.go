@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // Snapshot is a consistent, read-only view of the store as of the moment it was
@@ -15,9 +17,9 @@ import (
 // iterators, so it is meant for one goroutine; Close releases it.
 type Snapshot struct {
 	db     *DB
-	view   View
+	view   engine.View
 	lastTx int64
-	iters  map[byte]Iter // one reusable iterator per keyspace
+	iters  map[byte]engine.Iter // one reusable iterator per keyspace
 	names  map[uint32]*attrNames
 	buf    []byte
 	closed bool
@@ -38,7 +40,7 @@ func (db *DB) Snapshot() (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	// On a SharedEngine another process may have committed tables, attribute
+	// On a engine.SharedEngine another process may have committed tables, attribute
 	// names or surrogate keys this view shows: the caches follow the view.
 	if err := db.refreshFrom(s.view); err != nil {
 		return nil, errors.Join(err, s.Close())
@@ -61,12 +63,12 @@ func (db *DB) snapshot() (*Snapshot, error) {
 	// and its LastTx must describe the same commit. It is one point read of a key
 	// that stays in the memtable or the block cache.
 	var lastTx int64
-	if err := getMeta(v, metaLastTx, &lastTx); err != nil {
+	if err := getMeta(v, layout.MetaLastTx, &lastTx); err != nil {
 		_ = v.Close()
 		return nil, err
 	}
 	db.snapshots.Add(1)
-	return &Snapshot{db: db, view: v, lastTx: lastTx, iters: map[byte]Iter{}}, nil
+	return &Snapshot{db: db, view: v, lastTx: lastTx, iters: map[byte]engine.Iter{}}, nil
 }
 
 // AcquireSnapshot implements Reader with a fresh snapshot.
@@ -111,7 +113,7 @@ func (s *Snapshot) LastTx() int64 { return s.lastTx }
 func (s *Snapshot) Table(name string) (*Table, error) { return s.db.Table(name) }
 
 // iter returns the snapshot's iterator over keyspace ks, creating it on first use.
-func (s *Snapshot) iter(ks byte) (Iter, error) {
+func (s *Snapshot) iter(ks byte) (engine.Iter, error) {
 	if it, ok := s.iters[ks]; ok {
 		return it, nil
 	}
@@ -125,7 +127,7 @@ func (s *Snapshot) iter(ks byte) (Iter, error) {
 
 // NewIter returns a fresh iterator over [lower, upper) that the caller must close;
 // for scans that outlive one call (iter.Seq2 results).
-func (s *Snapshot) newIter(lower, upper []byte) (Iter, error) {
+func (s *Snapshot) newIter(lower, upper []byte) (engine.Iter, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
@@ -182,14 +184,14 @@ func (s *Snapshot) VersionAt(t *Table, tuple []byte, valid, tx int64) (Version, 
 }
 
 func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, MissReason, error) {
-	it, err := s.iter(ksCurrent)
+	it, err := s.iter(layout.Current)
 	if err != nil {
 		return Version{}, 0, err
 	}
-	prefix := currentKeys.keyPrefix(s.buf[:0], t.ID, tuple)
-	s.buf = currentKeys.appendValid(prefix, valid)
+	prefix := layout.CurrentKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
+	s.buf = layout.CurrentKeys.AppendValid(prefix, valid)
 	if it.SeekPrefixGE(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
-		from, err := currentKeys.validFrom(it.Key(), len(prefix))
+		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(prefix))
 		if err != nil {
 			return Version{}, 0, err
 		}
@@ -276,14 +278,14 @@ func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64, full b
 // currentCandidate returns the current record with tx_from <= tx and the greatest
 // valid_from <= valid (only its head without full).
 func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
-	it, err := s.iter(ksCurrent)
+	it, err := s.iter(layout.Current)
 	if err != nil {
 		return Version{}, false, err
 	}
-	prefix := currentKeys.keyPrefix(s.buf[:0], t.ID, tuple)
-	s.buf = currentKeys.appendValid(prefix, valid)
+	prefix := layout.CurrentKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
+	s.buf = layout.CurrentKeys.AppendValid(prefix, valid)
 	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); {
-		from, err := currentKeys.validFrom(it.Key(), len(prefix))
+		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(prefix))
 		if err != nil {
 			return Version{}, false, err
 		}
@@ -309,14 +311,14 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 // valid_from in (floor, valid] (any valid_from <= valid when !haveFloor); only
 // its head without full.
 func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int64, haveFloor, full bool) (Version, bool, error) {
-	it, err := s.iter(ksHistory)
+	it, err := s.iter(layout.History)
 	if err != nil {
 		return Version{}, false, err
 	}
-	prefix := historyKeys.keyPrefix(nil, t.ID, tuple)
-	seek := historyKeys.appendValid(slices.Clip(prefix), valid)
+	prefix := layout.HistoryKeys.KeyPrefix(nil, t.ID, tuple)
+	seek := layout.HistoryKeys.AppendValid(slices.Clip(prefix), valid)
 	for ok := it.SeekPrefixGE(seek); ok && bytes.HasPrefix(it.Key(), prefix); {
-		kp, from, err := historyKeys.split(it.Key(), len(prefix)-len(tuple))
+		kp, from, err := layout.HistoryKeys.Split(it.Key(), len(prefix)-len(tuple))
 		if err != nil {
 			return Version{}, false, err
 		}
@@ -330,9 +332,9 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		}
 		// Every record of one valid_from, newest asserted first: one seek finds
 		// the newest asserted at or before tx.
-		group := historyKeys.appendValid(slices.Clip(prefix), from)
-		if it.SeekPrefixGE(historyKeys.key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
-			keyTx, err := historyKeys.txFrom(it.Key())
+		group := layout.HistoryKeys.AppendValid(slices.Clip(prefix), from)
+		if it.SeekPrefixGE(layout.HistoryKeys.Key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
+			keyTx, err := layout.HistoryKeys.TxFrom(it.Key())
 			if err != nil {
 				return Version{}, false, err
 			}
@@ -347,7 +349,7 @@ func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int
 		if from == NegInfinity {
 			break
 		}
-		ok = it.SeekPrefixGE(historyKeys.appendValid(slices.Clip(prefix), from-1))
+		ok = it.SeekPrefixGE(layout.HistoryKeys.AppendValid(slices.Clip(prefix), from-1))
 	}
 	return Version{}, false, it.Error()
 }
@@ -377,7 +379,7 @@ func (s *Snapshot) KeyVersions(t *Table, tuple []byte, tx int64) ([]Version, err
 		}
 	}
 	var out []Version
-	err := s.keyRecords(t, tuple, currentKeys, func(v Version) bool {
+	err := s.keyRecords(t, tuple, layout.CurrentKeys, func(v Version) bool {
 		if v.TxFrom <= tx {
 			out = append(out, v)
 		}
@@ -387,7 +389,7 @@ func (s *Snapshot) KeyVersions(t *Table, tuple []byte, tx int64) ([]Version, err
 		slices.Reverse(out)
 		return out, err
 	}
-	err = s.keyRecords(t, tuple, historyKeys, func(v Version) bool {
+	err = s.keyRecords(t, tuple, layout.HistoryKeys, func(v Version) bool {
 		if v.AliveAt(tx) {
 			out = append(out, v)
 		}
@@ -405,10 +407,10 @@ func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
 	}
 	var out []Version
 	collect := func(v Version) bool { out = append(out, v); return true }
-	if err := s.keyRecords(t, tuple, historyKeys, collect); err != nil {
+	if err := s.keyRecords(t, tuple, layout.HistoryKeys, collect); err != nil {
 		return nil, err
 	}
-	if err := s.keyRecords(t, tuple, currentKeys, collect); err != nil {
+	if err := s.keyRecords(t, tuple, layout.CurrentKeys, collect); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Version) int {
@@ -422,17 +424,17 @@ func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
 
 // keyRecords calls fn for every record of a key in record keyspace keys
 // (current or history), in key order, until fn returns false.
-func (s *Snapshot) keyRecords(t *Table, tuple []byte, keys recordKeys, fn func(Version) bool) error {
-	prefix := keys.keyPrefix(nil, t.ID, tuple)
-	it, err := s.iter(keys.ks)
+func (s *Snapshot) keyRecords(t *Table, tuple []byte, keys layout.RecordCodec, fn func(Version) bool) error {
+	prefix := keys.KeyPrefix(nil, t.ID, tuple)
+	it, err := s.iter(keys.Keyspace())
 	if err != nil {
 		return err
 	}
 	for ok := it.SeekPrefixGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
-		_, from, err := keys.split(it.Key(), len(prefix)-len(tuple))
+		_, from, err := keys.Split(it.Key(), len(prefix)-len(tuple))
 		var keyTx int64
 		if err == nil {
-			keyTx, err = keys.txFrom(it.Key())
+			keyTx, err = keys.TxFrom(it.Key())
 		}
 		if err != nil {
 			return err

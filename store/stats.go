@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // TableStats counts what a table holds, for tools and monitoring.
@@ -30,27 +31,27 @@ func (s *Snapshot) TableStats(t *Table) (TableStats, error) {
 	if s.closed {
 		return st, ErrClosed
 	}
-	current, err := s.countRecords(t, ksCurrent, &st.Versions)
+	current, err := s.countRecords(t, layout.Current, &st.Versions)
 	if err != nil {
 		return st, err
 	}
-	history, err := s.countRecords(t, ksHistory, &st.Retired)
+	history, err := s.countRecords(t, layout.History, &st.Retired)
 	if err != nil {
 		return st, err
 	}
 	st.Records = st.Versions + st.Retired
 	st.Keys = unionSize(current, history)
-	if st.Events, err = s.countKeys(ksEvents, t.ID); err != nil {
+	if st.Events, err = s.countKeys(layout.Events, t.ID); err != nil {
 		return st, err
 	}
-	st.Batches, err = s.countKeys(ksBatches, t.ID)
+	st.Batches, err = s.countKeys(layout.Batches, t.ID)
 	return st, err
 }
 
 // countRecords counts the records of t in keyspace ks and returns the distinct
 // tuples, in key order.
 func (s *Snapshot) countRecords(t *Table, ks byte, n *int64) ([][]byte, error) {
-	prefix := tablePrefix(nil, ks, t.ID)
+	prefix := layout.AppendTablePrefix(nil, ks, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func (s *Snapshot) countRecords(t *Table, ks byte, n *int64) ([][]byte, error) {
 }
 
 func (s *Snapshot) countKeys(ks byte, tid uint32) (int64, error) {
-	prefix := tablePrefix(nil, ks, tid)
+	prefix := layout.AppendTablePrefix(nil, ks, tid)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return 0, err
@@ -113,16 +114,17 @@ type KeyspaceStats struct {
 }
 
 // KeyspaceStats counts the entries and logical bytes of every keyspace of the
-// store (Keyspaces order) with one pass over the snapshot: the measure of what
+// store (layout.Keyspaces order) with one pass over the snapshot: the measure of what
 // the layout costs per version, whatever the engine's compression.
 func (s *Snapshot) KeyspaceStats() ([]KeyspaceStats, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	out := make([]KeyspaceStats, len(keyspaces))
-	for i, ks := range keyspaces {
-		out[i] = KeyspaceStats{Prefix: ks.prefix, Name: ks.name}
-		it, err := s.newIter([]byte{ks.prefix}, []byte{ks.prefix + 1})
+	table := layout.KeyspaceTable()
+	out := make([]KeyspaceStats, len(table))
+	for i, ks := range table {
+		out[i] = KeyspaceStats{Prefix: ks.Prefix, Name: ks.Name}
+		it, err := s.newIter([]byte{ks.Prefix}, []byte{ks.Prefix + 1})
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"testing"
+
+	"github.com/bitempo/bitempo/layout"
 )
 
 // KeyspaceStats counts every stored entry once, in the keyspace of its first
@@ -35,12 +37,12 @@ func TestKeyspaceStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(Keyspaces()) {
-		t.Fatalf("%d keyspaces, want %d", len(got), len(Keyspaces()))
+	if len(got) != len(layout.Keyspaces()) {
+		t.Fatalf("%d keyspaces, want %d", len(got), len(layout.Keyspaces()))
 	}
 	for _, k := range got {
 		w := want[k.Prefix]
-		if k.Name != KeyspaceName(k.Prefix) || k.Entries != w.Entries || k.KeyBytes != w.KeyBytes || k.ValueBytes != w.ValueBytes {
+		if k.Name != layout.KeyspaceName(k.Prefix) || k.Entries != w.Entries || k.KeyBytes != w.KeyBytes || k.ValueBytes != w.ValueBytes {
 			t.Errorf("keyspace 0x%02x: got %+v, want %+v", k.Prefix, k, w)
 		}
 		delete(want, k.Prefix)
@@ -48,15 +50,15 @@ func TestKeyspaceStats(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("entries outside the keyspace table: %v", want)
 	}
-	for _, ks := range []byte{ksCurrent, ksSKIndex, ksTxLog, ksEvents} {
+	for _, ks := range []byte{layout.Current, layout.SKIndex, layout.TxLog, layout.Events} {
 		if got[indexOf(ks)].Entries == 0 {
-			t.Errorf("keyspace %s is empty", KeyspaceName(ks))
+			t.Errorf("keyspace %s is empty", layout.KeyspaceName(ks))
 		}
 	}
 }
 
 func indexOf(ks byte) int {
-	for i, p := range Keyspaces() {
+	for i, p := range layout.Keyspaces() {
 		if p == ks {
 			return i
 		}

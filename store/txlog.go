@@ -7,6 +7,8 @@ import (
 	"iter"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file owns the transaction log (keyspace 0x13), the change feed of a table:
@@ -227,7 +229,7 @@ func (w *Writer) logChange(t *Table, op LogOp, v *Version) {
 // flushLog moves the open entry of table tid, if any, to the commit's writes.
 func (w *Writer) flushLog(tid uint32) {
 	if e := w.logs[tid]; e != nil {
-		w.other = append(w.other, Write{Key: txLogKey.key(nil, tid, w.Tx(), e.first), Value: e.value.b})
+		w.other = append(w.other, engine.Write{Key: layout.TxLogKeys.Key(nil, tid, w.Tx(), e.first), Value: e.value.b})
 		delete(w.logs, tid)
 	}
 }
@@ -254,11 +256,11 @@ func (s *Snapshot) TxLog(t *Table, from LogPos, until int64) iter.Seq2[LogEntry,
 }
 
 func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry]) (err error) {
-	pfx := txLogKey.tablePrefix(t.ID)
-	lower := txLogKey.key(nil, t.ID, from.Tx, 0)
+	pfx := layout.TxLogKeys.TablePrefix(t.ID)
+	lower := layout.TxLogKeys.Key(nil, t.ID, from.Tx, 0)
 	upper := encoding.PrefixEnd(pfx)
 	if until < Infinity {
-		upper = txLogKey.key(nil, t.ID, until+1, 0)
+		upper = layout.TxLogKeys.Key(nil, t.ID, until+1, 0)
 	}
 	it, err := s.newIter(lower, upper)
 	if err != nil {
@@ -267,13 +269,13 @@ func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry
 	defer func() { err = firstError(err, it.Close()) }()
 	// Start at the entry holding from: the last one of from.Tx whose first
 	// ordinal is at or before from.Ordinal, or the first entry after it.
-	ok := it.SeekLT(append(txLogKey.key(nil, t.ID, from.Tx, from.Ordinal), 0))
+	ok := it.SeekLT(append(layout.TxLogKeys.Key(nil, t.ID, from.Tx, from.Ordinal), 0))
 	if !ok {
 		ok = it.First()
 	}
 	var changes []logChange
 	for ; ok; ok = it.Next() {
-		tx, first, err := txLogKey.decode(it.Key()[len(pfx):])
+		tx, first, err := layout.TxLogKeys.Decode(it.Key()[len(pfx):])
 		if err != nil {
 			return err
 		}

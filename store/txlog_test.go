@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/bitempo/bitempo/layout"
 )
 
 // The changes one transaction makes to one key share a transaction-log entry,
@@ -94,7 +96,7 @@ func TestTxLogPositionsInsideEntries(t *testing.T) {
 }
 
 func countEntries(t *testing.T, s *Snapshot, tbl *Table) int {
-	pfx := txLogKey.tablePrefix(tbl.ID)
+	pfx := layout.TxLogKeys.TablePrefix(tbl.ID)
 	n := 0
 	for _, err := range s.RawScan(pfx, append(pfx, 0xff)) {
 		if err != nil {

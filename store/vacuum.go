@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file owns transaction-time retention. A table declared with
@@ -69,7 +70,7 @@ func (s *Snapshot) Horizon(t *Table) (int64, error) {
 	if h, ok := s.horizons[t.ID]; ok {
 		return h, nil
 	}
-	raw, ok, err := s.view.Get(horizonKey(t.ID))
+	raw, ok, err := s.view.Get(layout.HorizonKey(t.ID))
 	if err != nil {
 		return 0, err
 	}
@@ -150,18 +151,18 @@ func (w *Writer) vacuum(t *Table, h int64) (VacuumResult, error) {
 	r.Horizon = h
 	start := time.Now()
 	left := map[uint64]bool{} // surrogate keys with a record left
-	if err := s.tableVersions(t, currentKeys, func(v *Version) error {
+	if err := s.tableVersions(t, layout.CurrentKeys, func(v *Version) error {
 		left[v.SK] = true
 		return nil
 	}); err != nil {
 		return r, err
 	}
-	err = s.tableVersions(t, historyKeys, func(v *Version) error {
+	err = s.tableVersions(t, layout.HistoryKeys, func(v *Version) error {
 		if v.TxTo > h {
 			left[v.SK] = true
 			return nil
 		}
-		w.del(historyKeys.key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom))
+		w.del(layout.HistoryKeys.Key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom))
 		if k, ok, _ := groupEntryKey(t, v); ok && len(t.GroupBy) > 0 {
 			w.del(k)
 		}
@@ -174,7 +175,7 @@ func (w *Writer) vacuum(t *Table, h int64) (VacuumResult, error) {
 	if r.SKEntries, err = w.vacuumSKIndex(t, h, left); err != nil {
 		return r, err
 	}
-	lo, hi := txLogKey.key(nil, t.ID, NegInfinity, 0), txLogKey.key(nil, t.ID, h+1, 0)
+	lo, hi := layout.TxLogKeys.Key(nil, t.ID, NegInfinity, 0), layout.TxLogKeys.Key(nil, t.ID, h+1, 0)
 	dels, err := s.collectKeys(lo, nil, nil, hi)
 	if err != nil {
 		return r, err
@@ -183,9 +184,9 @@ func (w *Writer) vacuum(t *Table, h int64) (VacuumResult, error) {
 		w.del(k)
 	}
 	r.LogEntries = len(dels)
-	w.set(horizonKey(t.ID), encoding.AppendTimeAsc(nil, h))
-	tp := tablePrefix(nil, ksHistory, t.ID)
-	w.purge = append(w.purge, prefixSpan(tp), span{lo, hi}, prefixSpan(tablePrefix(nil, ksSKIndex, t.ID)), prefixSpan(tablePrefix(nil, ksGroups, t.ID)))
+	w.set(layout.HorizonKey(t.ID), encoding.AppendTimeAsc(nil, h))
+	tp := layout.AppendTablePrefix(nil, layout.History, t.ID)
+	w.purge = append(w.purge, prefixSpan(tp), span{lo, hi}, prefixSpan(layout.AppendTablePrefix(nil, layout.SKIndex, t.ID)), prefixSpan(layout.AppendTablePrefix(nil, layout.Groups, t.ID)))
 	w.db.opts.Logger.Info("bitempo: vacuum", "table", t.Name, "horizon", h, "records", r.Records, "took", time.Since(start))
 	return r, nil
 }
@@ -194,7 +195,7 @@ func (w *Writer) vacuum(t *Table, h int64) (VacuumResult, error) {
 // reach: per surrogate key, those older than its newest entry at or before h,
 // and every entry of a key with no record left.
 func (w *Writer) vacuumSKIndex(t *Table, h int64, left map[uint64]bool) (int, error) {
-	pfx := tablePrefix(nil, ksSKIndex, t.ID)
+	pfx := layout.AppendTablePrefix(nil, layout.SKIndex, t.ID)
 	it, err := w.snap.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
 		return 0, err
@@ -204,7 +205,7 @@ func (w *Writer) vacuumSKIndex(t *Table, h int64, left map[uint64]bool) (int, er
 	first := true
 	keptOld := false // the current sk's newest entry at or before h was kept
 	for ok := it.First(); ok; ok = it.Next() {
-		sk, txFrom, err := skIndex.decodeKey(it.Key()[len(pfx):])
+		sk, txFrom, err := layout.SKIndexKeys.DecodeKey(it.Key()[len(pfx):])
 		if err != nil {
 			return n, firstError(err, it.Close())
 		}
@@ -224,14 +225,14 @@ func (w *Writer) vacuumSKIndex(t *Table, h int64, left map[uint64]bool) (int, er
 }
 
 // tableVersions calls fn for every record of table t in keyspace keys.
-func (s *Snapshot) tableVersions(t *Table, keys recordKeys, fn func(v *Version) error) error {
-	pfx := keys.tablePrefix(nil, t.ID)
+func (s *Snapshot) tableVersions(t *Table, keys layout.RecordCodec, fn func(v *Version) error) error {
+	pfx := keys.TablePrefix(nil, t.ID)
 	it, err := s.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		tuple, from, keyTx, err := keys.decode(t, it.Key()[len(pfx):])
+		tuple, from, keyTx, err := keys.Decode(t.splitTuple, it.Key()[len(pfx):])
 		if err != nil {
 			return firstError(err, it.Close())
 		}

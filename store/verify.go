@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // maxProblems caps a report, so a badly damaged store gives a readable answer.
@@ -117,8 +119,8 @@ func Verify(r Reader) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, ks := range perTableKeyspaces() {
-		if ks == ksGroups {
+	for _, ks := range layout.PerTableKeyspaces() {
+		if ks == layout.Groups {
 			continue // verifyGroups also checks that the table is grouped
 		}
 		if err := verifyTableIDs(s, ks, known, rep); err != nil {
@@ -151,19 +153,19 @@ func verifyTableIDs(s *Snapshot, ks byte, known map[uint32]bool, rep *Report) er
 	}
 	defer it.Close()
 	for ok := it.First(); ok; {
-		tid, _, err := splitTableID(it.Key())
+		tid, _, err := layout.SplitTableID(it.Key())
 		if err != nil {
-			rep.add(Problem{Invariant: 0, Detail: fmt.Sprintf("%s key %x: %v", KeyspaceName(ks), it.Key(), err)})
+			rep.add(Problem{Invariant: 0, Detail: fmt.Sprintf("%s key %x: %v", layout.KeyspaceName(ks), it.Key(), err)})
 			ok = it.Next()
 			continue
 		}
 		if !known[tid] {
-			rep.add(Problem{Invariant: 5, Detail: fmt.Sprintf("%s keys of table id %d, which is not in the catalog", KeyspaceName(ks), tid)})
+			rep.add(Problem{Invariant: 5, Detail: fmt.Sprintf("%s keys of table id %d, which is not in the catalog", layout.KeyspaceName(ks), tid)})
 		}
 		if tid == ^uint32(0) {
 			break
 		}
-		ok = it.SeekGE(tablePrefix(nil, ks, tid+1))
+		ok = it.SeekGE(layout.AppendTablePrefix(nil, ks, tid+1))
 	}
 	return it.Error()
 }
@@ -186,9 +188,9 @@ type verRef struct{ ord, idx uint32 }
 type recStream struct {
 	s      *Snapshot
 	t      *Table
-	keys   recordKeys
+	keys   layout.RecordCodec
 	prefix []byte
-	it     Iter
+	it     engine.Iter
 	valid  bool
 	report *Report // where records that do not decode are reported; nil: skipped
 	// The first record of the next key, already decoded.
@@ -205,17 +207,17 @@ func (r *recStream) group(recs []Version) (tuple []byte, out []Version, ok bool)
 		tuple, out, r.hasNext = r.nextTuple, append(out, r.next), false
 	}
 	for ; r.valid; r.valid = r.it.Next() {
-		tup, from, txFrom, err := r.keys.decode(r.t, r.it.Key()[len(r.prefix):])
+		tup, from, txFrom, err := r.keys.Decode(r.t.splitTuple, r.it.Key()[len(r.prefix):])
 		var v Version
 		if err == nil {
 			v, err = r.s.decodeVersion(r.t, tup, from, txFrom, r.it.Value())
 		}
-		if err == nil && r.keys.ks == ksHistory && txFrom != v.TxFrom {
+		if err == nil && r.keys.Keyspace() == layout.History && txFrom != v.TxFrom {
 			err = fmt.Errorf("%w: key says tx_from %d, value %d", ErrCorrupt, txFrom, v.TxFrom)
 		}
 		if err != nil {
 			if r.report != nil {
-				r.report.add(Problem{Invariant: 0, Table: r.t.Name, Detail: fmt.Sprintf("%s record %x: %v", KeyspaceName(r.keys.ks), r.it.Key(), err)})
+				r.report.add(Problem{Invariant: 0, Table: r.t.Name, Detail: fmt.Sprintf("%s record %x: %v", layout.KeyspaceName(r.keys.Keyspace()), r.it.Key(), err)})
 			}
 			continue
 		}
@@ -240,8 +242,8 @@ func (r *recStream) group(recs []Version) (tuple []byte, out []Version, ok bool)
 // fn must not keep g or its records.
 func forEachKey(s *Snapshot, t *Table, report *Report, fn func(g *keyGroup)) error {
 	streams := make([]*recStream, 2)
-	for i, keys := range []recordKeys{currentKeys, historyKeys} {
-		prefix := keys.tablePrefix(nil, t.ID)
+	for i, keys := range []layout.RecordCodec{layout.CurrentKeys, layout.HistoryKeys} {
+		prefix := keys.TablePrefix(nil, t.ID)
 		it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 		if err != nil {
 			return err
@@ -630,18 +632,18 @@ func verifySKIndex(s *Snapshot, t *Table, horizon int64, records int, rep *Repor
 	// valid_from asserted since, and a record asserted by then needs an entry
 	// of its sk and place at or before it.
 	var oldEntries []skLoc // per sk, key and valid_from, the oldest tx_from of entries through the horizon
-	prefix := tablePrefix(nil, ksSKIndex, t.ID)
+	prefix := layout.AppendTablePrefix(nil, layout.SKIndex, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		sk, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix):])
+		sk, txFrom, err := layout.SKIndexKeys.DecodeKey(it.Key()[len(prefix):])
 		var from int64
 		var tuple []byte
 		if err == nil {
-			tuple, from, err = skIndex.decodeValue(t, it.Value())
+			tuple, from, err = layout.SKIndexKeys.DecodeValue(t.splitTuple, it.Value())
 		}
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("sk index entry %x: %v", it.Key(), err)})
@@ -729,7 +731,7 @@ func verifyTxLog(s *Snapshot, t *Table, horizon int64, changes int, rep *Report)
 	}
 	slices.SortFunc(wants, cmpLogWant)
 	wants = slices.CompactFunc(wants, func(a, b logWant) bool { return cmpLogWant(a, b) == 0 })
-	prefix := txLogKey.tablePrefix(t.ID)
+	prefix := layout.TxLogKeys.TablePrefix(t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
@@ -739,7 +741,7 @@ func verifyTxLog(s *Snapshot, t *Table, horizon int64, changes int, rep *Report)
 	var lastTx int64
 	var nextOrd uint64 // the least ordinal the next entry of lastTx may start at
 	for ok := it.First(); ok; ok = it.Next() {
-		tx, first, err := txLogKey.decode(it.Key()[len(prefix):])
+		tx, first, err := layout.TxLogKeys.Decode(it.Key()[len(prefix):])
 		if err == nil && isErasure(it.Value()) {
 			if _, err := decodeErasure(t, tx, it.Value()); err != nil {
 				rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})
@@ -793,7 +795,7 @@ func verifyTxLog(s *Snapshot, t *Table, horizon int64, changes int, rep *Report)
 
 // nextSKCommitted reads the persisted sk counter of a table in snapshot s.
 func (db *DB) nextSKCommitted(s *Snapshot, tid uint32) uint64 {
-	raw, ok, err := s.view.Get(skCounterKey(tid))
+	raw, ok, err := s.view.Get(layout.SKCounterKey(tid))
 	if err != nil || !ok {
 		return 1
 	}

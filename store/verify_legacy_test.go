@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/layout"
 )
 
 func legacyVerify(r Reader) (*Report, error) {
@@ -28,8 +29,8 @@ func legacyVerify(r Reader) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, ks := range perTableKeyspaces() {
-		if ks == ksGroups {
+	for _, ks := range layout.PerTableKeyspaces() {
+		if ks == layout.Groups {
 			continue // verifyGroups also checks that the table is grouped
 		}
 		if err := verifyTableIDs(s, ks, known, rep); err != nil {
@@ -47,7 +48,7 @@ func legacyVerify(r Reader) (*Report, error) {
 func legacyVerifyTable(s *Snapshot, t *Table, rep *Report) error {
 	byKey := map[string][]Version{}
 	collect := func(tuple []byte, recs []Version) { byKey[string(tuple)] = append(byKey[string(tuple)], recs...) }
-	if err := legacyTableRecords(s, t, currentKeys, rep, collect); err != nil {
+	if err := legacyTableRecords(s, t, layout.CurrentKeys, rep, collect); err != nil {
 		return err
 	}
 	for _, recs := range byKey {
@@ -57,7 +58,7 @@ func legacyVerifyTable(s *Snapshot, t *Table, rep *Report) error {
 			}
 		}
 	}
-	if err := legacyTableRecords(s, t, historyKeys, rep, collect); err != nil {
+	if err := legacyTableRecords(s, t, layout.HistoryKeys, rep, collect); err != nil {
 		return err
 	}
 	skOwner := map[uint64]string{}
@@ -136,18 +137,18 @@ func legacyVerifySKIndex(s *Snapshot, t *Table, byKey map[string][]Version, rep 
 		}
 	}
 	oldEntries := map[skRef][]int64{}
-	prefix := tablePrefix(nil, ksSKIndex, t.ID)
+	prefix := layout.AppendTablePrefix(nil, layout.SKIndex, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		sk, txFrom, err := skIndex.decodeKey(it.Key()[len(prefix):])
+		sk, txFrom, err := layout.SKIndexKeys.DecodeKey(it.Key()[len(prefix):])
 		var from int64
 		var tuple []byte
 		if err == nil {
-			tuple, from, err = skIndex.decodeValue(t, it.Value())
+			tuple, from, err = layout.SKIndexKeys.DecodeValue(t.splitTuple, it.Value())
 		}
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("sk index entry %x: %v", it.Key(), err)})
@@ -206,7 +207,7 @@ func legacyVerifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *R
 			}
 		}
 	}
-	prefix := txLogKey.tablePrefix(t.ID)
+	prefix := layout.TxLogKeys.TablePrefix(t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
@@ -216,7 +217,7 @@ func legacyVerifyTxLog(s *Snapshot, t *Table, byKey map[string][]Version, rep *R
 	var lastTx int64
 	var nextOrd uint64 // the least ordinal the next entry of lastTx may start at
 	for ok := it.First(); ok; ok = it.Next() {
-		tx, first, err := txLogKey.decode(it.Key()[len(prefix):])
+		tx, first, err := layout.TxLogKeys.Decode(it.Key()[len(prefix):])
 		if err == nil && isErasure(it.Value()) {
 			if _, err := decodeErasure(t, tx, it.Value()); err != nil {
 				rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("txlog entry %x: %v", it.Key(), err)})
@@ -274,13 +275,13 @@ func legacyVerifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep
 	if err != nil {
 		return err
 	}
-	pfx := tablePrefix(nil, ksErasedSK, t.ID)
+	pfx := layout.AppendTablePrefix(nil, layout.ErasedSK, t.ID)
 	it, err := s.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		sk, err := erasedSK.decodeKey(it.Key()[len(pfx):])
+		sk, err := layout.ErasedSKKeys.DecodeKey(it.Key()[len(pfx):])
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
 			continue
@@ -291,7 +292,7 @@ func legacyVerifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep
 		case live[sk]:
 			rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("erased sk %d still names a record", sk)})
 		}
-		ipfx := skIndex.prefix(nil, t.ID, sk)
+		ipfx := layout.SKIndexKeys.Prefix(nil, t.ID, sk)
 		if keys, err := s.collectKeys(ipfx, nil, nil); err != nil {
 			return firstError(err, it.Close())
 		} else if len(keys) > 0 {
@@ -301,14 +302,14 @@ func legacyVerifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep
 	if err := firstError(it.Error(), it.Close()); err != nil {
 		return err
 	}
-	pfx = tablePrefix(nil, ksErasedKey, t.ID)
+	pfx = layout.AppendTablePrefix(nil, layout.ErasedKey, t.ID)
 	it, err = s.newIter(pfx, encoding.PrefixEnd(pfx))
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		hash, tx, err := erasedKey.decodeKey(it.Key()[len(pfx):])
+		hash, tx, err := layout.ErasedKeyKeys.DecodeKey(it.Key()[len(pfx):])
 		if err != nil {
 			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
 			continue
@@ -332,8 +333,8 @@ func legacyVerifyErasures(s *Snapshot, t *Table, byKey map[string][]Version, rep
 	}
 	return it.Error()
 }
-func legacyTableRecords(s *Snapshot, t *Table, keys recordKeys, rep *Report, fn func(tuple []byte, recs []Version)) error {
-	prefix := keys.tablePrefix(nil, t.ID)
+func legacyTableRecords(s *Snapshot, t *Table, keys layout.RecordCodec, rep *Report, fn func(tuple []byte, recs []Version)) error {
+	prefix := keys.TablePrefix(nil, t.ID)
 	it, err := s.newIter(prefix, encoding.PrefixEnd(prefix))
 	if err != nil {
 		return err
@@ -348,16 +349,16 @@ func legacyTableRecords(s *Snapshot, t *Table, keys recordKeys, rep *Report, fn 
 		recs = nil
 	}
 	for ok := it.First(); ok; ok = it.Next() {
-		tuple, from, txFrom, err := keys.decode(t, it.Key()[len(prefix):])
+		tuple, from, txFrom, err := keys.Decode(t.splitTuple, it.Key()[len(prefix):])
 		var v Version
 		if err == nil {
 			v, err = s.decodeVersion(t, tuple, from, txFrom, it.Value())
 		}
-		if err == nil && keys.ks == ksHistory && txFrom != v.TxFrom {
+		if err == nil && keys.Keyspace() == layout.History && txFrom != v.TxFrom {
 			err = fmt.Errorf("%w: key says tx_from %d, value %d", ErrCorrupt, txFrom, v.TxFrom)
 		}
 		if err != nil {
-			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("%s record %x: %v", KeyspaceName(keys.ks), it.Key(), err)})
+			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: fmt.Sprintf("%s record %x: %v", layout.KeyspaceName(keys.Keyspace()), it.Key(), err)})
 			continue
 		}
 		if !bytes.Equal(tuple, cur) {

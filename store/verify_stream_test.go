@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bitempo/bitempo/engine"
 )
 
 // TestVerifyMatchesLegacy damages a store at random (deleted keys, flipped value
@@ -26,39 +28,39 @@ func TestVerifyMatchesLegacy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var raw []Write
+			var raw []engine.Write
 			it, err := s.newIter([]byte{0x02}, []byte{0xff})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for ok := it.First(); ok; ok = it.Next() {
-				raw = append(raw, Write{Key: slices.Clone(it.Key()), Value: slices.Clone(it.Value())})
+				raw = append(raw, engine.Write{Key: slices.Clone(it.Key()), Value: slices.Clone(it.Value())})
 			}
 			if err := it.Close(); err != nil {
 				t.Fatal(err)
 			}
 			release()
-			var damage []Write
+			var damage []engine.Write
 			for range 1 + rng.IntN(4) {
 				kv := raw[rng.IntN(len(raw))]
 				other := raw[rng.IntN(len(raw))]
 				switch rng.IntN(4) {
 				case 0:
-					damage = append(damage, Write{Key: kv.Key, Delete: true})
+					damage = append(damage, engine.Write{Key: kv.Key, Delete: true})
 				case 1:
 					v := slices.Clone(kv.Value)
 					if len(v) > 0 {
 						v[rng.IntN(len(v))] ^= byte(1 << rng.IntN(8))
 					}
-					damage = append(damage, Write{Key: kv.Key, Value: v})
+					damage = append(damage, engine.Write{Key: kv.Key, Value: v})
 				case 2: // the value of one key under another of the same keyspace
 					if other.Key[0] == kv.Key[0] {
-						damage = append(damage, Write{Key: kv.Key, Value: other.Value})
+						damage = append(damage, engine.Write{Key: kv.Key, Value: other.Value})
 					}
 				case 3: // a key with its last byte changed
 					k := slices.Clone(kv.Key)
 					k[len(k)-1] ^= byte(1 << rng.IntN(8))
-					damage = append(damage, Write{Key: k, Value: kv.Value})
+					damage = append(damage, engine.Write{Key: k, Value: kv.Value})
 				}
 			}
 			if err := db.engine.Commit(damage, true); err != nil {

@@ -6,6 +6,8 @@ import (
 	"maps"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // Writer accumulates one transaction's writes and commits them as one atomic batch.
@@ -20,9 +22,9 @@ type Writer struct {
 	db       *DB
 	snap     *Snapshot
 	tx       int64
-	retires  []Write // applied before asserts: a retire and an assert may share a key
-	asserts  []Write
-	other    []Write
+	retires  []engine.Write // applied before asserts: a retire and an assert may share a key
+	asserts  []engine.Write
+	other    []engine.Write
 	nextSK   map[uint32]uint64
 	ordinals map[uint32]uint32 // the next transaction-log ordinal of each table
 	logs     map[uint32]*openLogEntry
@@ -90,13 +92,13 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	if v.TxTo != Infinity || v.TxFrom >= tx {
 		return fmt.Errorf("%w: retire of a record that is not current: %s", ErrInvalidUse, v.String())
 	}
-	w.retires = append(w.retires, Write{Key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), Delete: true})
+	w.retires = append(w.retires, engine.Write{Key: layout.CurrentKeys.Key(nil, t.ID, v.tuple, v.ValidFrom, 0), Delete: true})
 	v.TxTo = tx
 	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
 	}
-	w.retires = append(w.retires, Write{Key: historyKeys.key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), Value: value})
+	w.retires = append(w.retires, engine.Write{Key: layout.HistoryKeys.Key(nil, t.ID, v.tuple, v.ValidFrom, v.TxFrom), Value: value})
 	rec := retiredRecord{v: v, writes: []int{len(w.retires) - 1}}
 	n := len(w.retires)
 	if err := w.groupRetire(t, &v, value); err != nil {
@@ -119,12 +121,12 @@ func (w *Writer) Assert(t *Table, v Version) error {
 	if err != nil {
 		return err
 	}
-	w.asserts = append(w.asserts, Write{Key: currentKeys.key(nil, t.ID, v.tuple, v.ValidFrom, 0), Value: value})
+	w.asserts = append(w.asserts, engine.Write{Key: layout.CurrentKeys.Key(nil, t.ID, v.tuple, v.ValidFrom, 0), Value: value})
 	if err := w.groupAssert(t, &v, value); err != nil {
 		return err
 	}
 	if rec, ok := w.retired[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}]; !ok {
-		w.asserts = append(w.asserts, Write{Key: skIndex.key(nil, t.ID, v.SK, v.TxFrom), Value: skIndex.value(nil, v.tuple, v.ValidFrom)})
+		w.asserts = append(w.asserts, engine.Write{Key: layout.SKIndexKeys.Key(nil, t.ID, v.SK, v.TxFrom), Value: layout.SKIndexKeys.Value(nil, v.tuple, v.ValidFrom)})
 	} else if err := w.shareAttrs(rec, value); err != nil {
 		return err
 	}
@@ -179,8 +181,10 @@ type skRef struct {
 
 // Set writes a raw key of a keyspace owned by a higher layer's structure (event
 // log, batch ids, group index). The key must have been built by this package.
-func (w *Writer) set(key, value []byte) { w.other = append(w.other, Write{Key: key, Value: value}) }
-func (w *Writer) del(key []byte)        { w.other = append(w.other, Write{Key: key, Delete: true}) }
+func (w *Writer) set(key, value []byte) {
+	w.other = append(w.other, engine.Write{Key: key, Value: value})
+}
+func (w *Writer) del(key []byte) { w.other = append(w.other, engine.Write{Key: key, Delete: true}) }
 
 // Commit writes everything atomically (synced unless the store was opened with
 // NoSync) and publishes the new transaction time. After Commit, successful or
@@ -198,29 +202,29 @@ func (w *Writer) Commit() error {
 	for tid := range w.logs {
 		w.flushLog(tid)
 	}
-	writes := make([]Write, 0, len(w.retires)+len(w.asserts)+len(w.other)+8)
+	writes := make([]engine.Write, 0, len(w.retires)+len(w.asserts)+len(w.other)+8)
 	writes = append(writes, w.retires...)
 	writes = append(writes, w.asserts...)
 	writes = append(writes, w.other...)
-	writes = append(writes, Write{Key: metaLastTx, Value: mustMarshal(tx)})
+	writes = append(writes, engine.Write{Key: layout.MetaLastTx, Value: mustMarshal(tx)})
 	for tid, next := range w.nextSK {
 		if next != w.db.nextSK[tid] {
-			writes = append(writes, Write{Key: skCounterKey(tid), Value: encoding.AppendUint64(nil, next)})
+			writes = append(writes, engine.Write{Key: layout.SKCounterKey(tid), Value: encoding.AppendUint64(nil, next)})
 		}
 	}
 	w.db.mu.RLock()
 	for tid, names := range w.newAttrs {
 		base := uint32(len(w.db.attrList[tid]))
 		for i, name := range names {
-			writes = append(writes, Write{Key: attrNameKey(tid, base+uint32(i)), Value: []byte(name)})
+			writes = append(writes, engine.Write{Key: layout.AttrNameKey(tid, base+uint32(i)), Value: []byte(name)})
 		}
 	}
 	w.db.mu.RUnlock()
 	if w.newSecret != nil {
-		writes = append(writes, Write{Key: metaEraseSecret, Value: mustMarshal(w.newSecret)})
+		writes = append(writes, engine.Write{Key: layout.MetaEraseSecret, Value: mustMarshal(w.newSecret)})
 	}
-	if _, ok := w.db.engine.(purger); ok && len(w.purge) > 0 {
-		writes = append(writes, Write{Key: metaPurgePending, Value: mustMarshal(true)})
+	if _, ok := w.db.engine.(engine.Purger); ok && len(w.purge) > 0 {
+		writes = append(writes, engine.Write{Key: layout.MetaPurgePending, Value: mustMarshal(true)})
 	}
 	commit := func() error { return w.db.commit(writes, !w.db.opts.NoSync) }
 	if w.bulk.spilled() {

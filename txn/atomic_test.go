@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
@@ -31,7 +34,7 @@ func atomicClock() func() int64 {
 // atomicOpen opens a store on fsys with the tables the tests write.
 func atomicOpen(t *testing.T, fsys vfs.FS) *store.DB {
 	t.Helper()
-	db, err := store.Open("db", store.Options{FS: fsys, Clock: atomicClock(), Logger: slog.New(slog.DiscardHandler)})
+	db, err := storetest.Open("db", pebble.Options{FS: fsys}, store.Options{Clock: atomicClock(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +347,7 @@ func TestInjectedWALError(t *testing.T) {
 // reopenDump opens the store on fsys, verifies it, and dumps it.
 func reopenDump(t *testing.T, fsys vfs.FS) []string {
 	t.Helper()
-	db, err := store.Open("db", store.Options{FS: fsys, MustExist: true, Logger: slog.New(slog.DiscardHandler)})
+	db, err := storetest.Open("db", pebble.Options{FS: fsys}, store.Options{MustExist: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+	"github.com/bitempo/bitempo/internal/storetest"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/bitempo/bitempo/store"
@@ -33,7 +36,7 @@ func BenchmarkUpsertIngest(b *testing.B) {
 	}
 	var dbs [2]*store.DB
 	for i, tune := range []func(*pebble.Options){nil, noFilters} {
-		db, err := store.Open(b.TempDir(), store.Options{NoSync: true, Tune: tune})
+		db, err := storetest.Open(b.TempDir(), bpebble.Options{Tune: tune}, store.Options{NoSync: true})
 		if err != nil {
 			b.Fatal(err)
 		}

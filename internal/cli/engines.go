@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bitempo/bitempo/engine/pebble"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -51,10 +52,22 @@ func dbScheme(db string) string {
 // openStore opens --db with opts: a directory on Pebble, a URL through the
 // engine its scheme names.
 func (a *app) openStore(opts store.Options) (*store.DB, error) {
+	return a.openStoreRecovering(opts, false)
+}
+
+// openStoreRecovering is openStore that, with recoverWAL, opens a Pebble store
+// whose write-ahead log is damaged by dropping the damage and what follows
+// (the Pebble engine's RecoverWAL).
+func (a *app) openStoreRecovering(opts store.Options, recoverWAL bool) (*store.DB, error) {
 	opts.Logger = discardLogger()
 	scheme := dbScheme(a.db)
 	if scheme == "" {
-		return store.Open(a.db, opts)
+		e, err := pebble.Open(a.db, pebble.Options{ReadOnly: opts.ReadOnly, MustExist: opts.MustExist,
+			Logger: opts.Logger, RecoverWAL: recoverWAL})
+		if err != nil {
+			return nil, err
+		}
+		return store.OpenEngine(e, a.db, opts)
 	}
 	open, ok := a.engines[scheme]
 	if !ok {
@@ -66,7 +79,7 @@ func (a *app) openStore(opts store.Options) (*store.DB, error) {
 		}
 		return nil, &failure{fmt.Errorf("%w: --db %s needs the %q engine%s", ErrEngineNotBuilt, a.db, scheme, hint)}
 	}
-	if opts.RecoverWAL {
+	if recoverWAL {
 		return nil, &failure{fmt.Errorf("%w: recover on the %s engine (it has no write-ahead log of its own to repair)", store.ErrUnsupported, scheme)}
 	}
 	return open(context.Background(), a.db, opts)

@@ -3,8 +3,9 @@ package cli
 import (
 	"fmt"
 
-	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
+
+	"github.com/bitempo/bitempo/store"
 )
 
 func (a *app) recoverCmd() *cobra.Command {
@@ -30,7 +31,7 @@ the store from a backup.`,
 		Example: `  bitempo recover --db ./bitempo.db`,
 		Args:    argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.openStore(store.Options{MustExist: true, RecoverWAL: true})
+			db, err := a.openStoreRecovering(store.Options{MustExist: true}, true)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/ddtest"
+	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -571,9 +572,9 @@ func runRaw(db *store.DB, d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return err
 		}
-		for _, ks := range store.Keyspaces()[2:] { // the per-table keyspaces
+		for _, ks := range layout.Keyspaces()[2:] { // the per-table keyspaces
 			n := 0
-			pfx := store.TablePrefix(ks, t.ID)
+			pfx := layout.TablePrefix(ks, t.ID)
 			for _, err := range s.RawScan(pfx, encoding.PrefixEnd(pfx)) {
 				if err != nil {
 					return err
@@ -581,7 +582,7 @@ func runRaw(db *store.DB, d *datadriven.TestData) (string, error) {
 				n++
 			}
 			if n > 0 {
-				fmt.Fprintf(&out, "%s: %d\n", store.KeyspaceName(ks), n)
+				fmt.Fprintf(&out, "%s: %d\n", layout.KeyspaceName(ks), n)
 			}
 		}
 		return nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	bpebble "github.com/bitempo/bitempo/engine/pebble"
+
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -31,7 +33,12 @@ const (
 )
 
 func openBitempo(dir string) (engine, error) {
-	db, err := store.Open(dir, store.Options{CacheSize: cacheBytes, Logger: slog.New(slog.DiscardHandler)})
+	quiet := slog.New(slog.DiscardHandler)
+	pe, err := bpebble.Open(dir, bpebble.Options{CacheSize: cacheBytes, Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.OpenEngine(pe, dir, store.Options{Logger: quiet})
 	if err != nil {
 		return nil, err
 	}

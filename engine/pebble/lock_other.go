@@ -1,6 +1,6 @@
 //go:build !unix
 
-package store
+package pebble
 
 // dirLock is a no-op where flock(2) does not exist: Pebble's LOCK file is the
 // only lock there (see lock.go).

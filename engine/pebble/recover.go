@@ -1,4 +1,4 @@
-package store
+package pebble
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
@@ -22,56 +25,6 @@ import (
 // This file checks a store's MANIFEST and write-ahead logs before Pebble opens
 // it read-write, and recovers a store whose log is damaged when the caller asks
 // for it (Options.RecoverWAL). See "Failure model" in the package documentation.
-
-// Recovery describes what Open with Options.RecoverWAL dropped from a damaged
-// write-ahead log. Transactions are the store's commits, in commit order; those
-// after the damage are dropped too, so that the store holds a prefix of its
-// history and never a transaction whose predecessor is missing.
-type Recovery struct {
-	// Missing, if set, says that a live log was missing (deleted) rather than
-	// damaged: the store opened with what its table files hold, nothing was
-	// moved, File, Offset, SavedTo and LostTxs are unset, and Unreadable is set
-	// (the missing log's commits cannot be counted).
-	Missing string
-	// File is the damaged log and Offset where its damage begins.
-	File   string
-	Offset int64
-	// SavedTo is the directory the original log files were moved to, untouched.
-	SavedTo string
-	// KeptLastTx is the transaction time of the newest transaction that survived.
-	KeptLastTx int64
-	// LostTxs are the transaction times of the dropped transactions that could
-	// still be read after the damage, ascending.
-	LostTxs []int64
-	// LostCommits counts the dropped commits that could be read (transactions,
-	// and table or attribute declarations, which carry no transaction time).
-	LostCommits int
-	// Unreadable is set when part of the log could not be read at all, so that
-	// more transactions than LostTxs may have been lost: those between
-	// KeptLastTx and the first of LostTxs.
-	Unreadable bool
-}
-
-func (r *Recovery) String() string {
-	var b strings.Builder
-	if r.Missing != "" {
-		fmt.Fprintf(&b, "%s; kept every transaction through tx %d that the table files hold; the commits in the missing log are lost and cannot be listed", r.Missing, r.KeptLastTx)
-		return b.String()
-	}
-	fmt.Fprintf(&b, "write-ahead log %s is damaged at offset %d; kept every transaction through tx %d", r.File, r.Offset, r.KeptLastTx)
-	fmt.Fprintf(&b, "; dropped %d readable commit(s)", r.LostCommits)
-	if len(r.LostTxs) > 0 {
-		fmt.Fprintf(&b, " with transaction times %d..%d (%d transactions)", r.LostTxs[0], r.LostTxs[len(r.LostTxs)-1], len(r.LostTxs))
-	}
-	if r.Unreadable {
-		b.WriteString(" and the unreadable commit(s) at the damage")
-		if len(r.LostTxs) > 0 {
-			fmt.Fprintf(&b, " (transaction times between %d and %d)", r.KeptLastTx, r.LostTxs[0])
-		}
-	}
-	fmt.Fprintf(&b, "; the original log files are in %s", r.SavedTo)
-	return b.String()
-}
 
 // walDamage is a damaged live write-ahead log found before opening.
 type walDamage struct {
@@ -85,7 +38,7 @@ type walDamage struct {
 }
 
 // checkFiles runs before Pebble opens an existing store. It refuses, with
-// ErrCorrupt and before anything in the directory changes, a store whose
+// engine.ErrCorrupt and before anything in the directory changes, a store whose
 // MANIFEST marker is missing or dangling or whose current MANIFEST is damaged
 // (Pebble would open the readable prefix and delete every table file the rest
 // names). It returns the first damaged live write-ahead log, if any, for the
@@ -93,25 +46,25 @@ type walDamage struct {
 func checkFiles(fsys vfs.FS, dir string, names []string, readOnlyOpen func(vfs.FS) error) (*walDamage, error) {
 	current, err := atomicfs.ReadMarker(fsys, dir, "manifest")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: manifest marker: %v", ErrCorrupt, dir, err)
+		return nil, fmt.Errorf("%w: %s: manifest marker: %v", engine.ErrCorrupt, dir, err)
 	}
 	hasManifest := slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "MANIFEST-") })
 	switch {
 	case current == "" && hasManifest:
-		return nil, fmt.Errorf("%w: %s: the marker file naming the current MANIFEST (marker.manifest.*) is missing", ErrCorrupt, dir)
+		return nil, fmt.Errorf("%w: %s: the marker file naming the current MANIFEST (marker.manifest.*) is missing", engine.ErrCorrupt, dir)
 	case current == "":
 		return nil, nil // CURRENT-era or empty: Pebble decides
 	case !slices.Contains(names, current):
-		return nil, fmt.Errorf("%w: %s: the current MANIFEST %s is missing", ErrCorrupt, dir, current)
+		return nil, fmt.Errorf("%w: %s: the current MANIFEST %s is missing", engine.ErrCorrupt, dir, current)
 	}
 	path := fsys.PathJoin(dir, current)
 	var edits manifestLogs
 	s, err := scanLog(fsys, path, 0, edits.add)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrIO, path, err)
+		return nil, fmt.Errorf("%w: read %s: %v", engine.ErrIO, path, err)
 	}
 	if s.damaged(true) {
-		return nil, fmt.Errorf("%w: %s is damaged at offset %d (of %d bytes); the store was not opened and nothing was changed", ErrCorrupt, path, s.damageAt, s.size)
+		return nil, fmt.Errorf("%w: %s is damaged at offset %d (of %d bytes); the store was not opened and nothing was changed", engine.ErrCorrupt, path, s.damageAt, s.size)
 	}
 	if missing := missingLog(names, &edits); missing != "" {
 		return &walDamage{missing: missing}, nil
@@ -123,7 +76,7 @@ func checkFiles(fsys vfs.FS, dir string, names []string, readOnlyOpen func(vfs.F
 		p := fsys.PathJoin(dir, l.name)
 		s, err := scanLog(fsys, p, uint32(l.num), nil)
 		if err != nil {
-			return nil, fmt.Errorf("%w: read %s: %v", ErrIO, p, err)
+			return nil, fmt.Errorf("%w: read %s: %v", engine.ErrIO, p, err)
 		}
 		// Only the newest log can have a torn tail: an older one was closed,
 		// with an end-of-log trailer, before the next was started.
@@ -214,12 +167,12 @@ func (r *recordingFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error
 // recoverWAL moves the damaged log and every later live log into a new
 // directory of the store, writes back the damaged log's readable prefix, and
 // reports what was dropped. KeptLastTx is filled in after the store opens.
-func recoverWAL(fsys vfs.FS, dir string, d *walDamage) (*Recovery, error) {
+func recoverWAL(fsys vfs.FS, dir string, d *walDamage) (*engine.Recovery, error) {
 	saved := fsys.PathJoin(dir, "lost-wal-"+time.Now().UTC().Format("20060102T150405Z"))
 	if err := fsys.MkdirAll(saved, 0o755); err != nil {
-		return nil, fmt.Errorf("%w: recover: %v", ErrIO, err)
+		return nil, fmt.Errorf("%w: recover: %v", engine.ErrIO, err)
 	}
-	r := &Recovery{File: d.path, Offset: int64(d.scan.damageAt), SavedTo: saved, Unreadable: true}
+	r := &engine.Recovery{File: d.path, Offset: int64(d.scan.damageAt), SavedTo: saved, Unreadable: true}
 	note := func(rec []byte) {
 		r.LostCommits++
 		if tx, ok := batchLastTx(rec); ok {
@@ -232,7 +185,7 @@ func recoverWAL(fsys vfs.FS, dir string, d *walDamage) (*Recovery, error) {
 	for _, p := range d.later {
 		s, err := scanLog(fsys, p, uint32(logNumber(fsys.PathBase(p))), note)
 		if err != nil {
-			return nil, fmt.Errorf("%w: recover: read %s: %v", ErrIO, p, err)
+			return nil, fmt.Errorf("%w: recover: read %s: %v", engine.ErrIO, p, err)
 		}
 		for _, rec := range s.lost {
 			note(rec)
@@ -246,7 +199,7 @@ func recoverWAL(fsys vfs.FS, dir string, d *walDamage) (*Recovery, error) {
 	}
 	for _, p := range append([]string{d.path}, d.later...) {
 		if err := fsys.Rename(p, fsys.PathJoin(saved, fsys.PathBase(p))); err != nil {
-			return nil, fmt.Errorf("%w: recover: move %s aside: %v", ErrIO, p, err)
+			return nil, fmt.Errorf("%w: recover: move %s aside: %v", engine.ErrIO, p, err)
 		}
 	}
 	f, err := fsys.Create(d.path, vfs.WriteCategoryUnspecified)
@@ -255,7 +208,7 @@ func recoverWAL(fsys vfs.FS, dir string, d *walDamage) (*Recovery, error) {
 		err = errors.Join(err, f.Sync(), f.Close())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: recover: write %s: %v", ErrIO, d.path, err)
+		return nil, fmt.Errorf("%w: recover: write %s: %v", engine.ErrIO, d.path, err)
 	}
 	return r, nil
 }
@@ -263,12 +216,12 @@ func recoverWAL(fsys vfs.FS, dir string, d *walDamage) (*Recovery, error) {
 func readPrefix(fsys vfs.FS, path string, n int) ([]byte, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: recover: %v", ErrIO, err)
+		return nil, fmt.Errorf("%w: recover: %v", engine.ErrIO, err)
 	}
 	defer f.Close()
 	b := make([]byte, n)
 	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, fmt.Errorf("%w: recover: %v", ErrIO, err)
+		return nil, fmt.Errorf("%w: recover: %v", engine.ErrIO, err)
 	}
 	return b, nil
 }
@@ -307,7 +260,7 @@ func batchLastTx(rec []byte) (int64, bool) {
 			return 0, false
 		}
 		b = rest
-		if bytes.Equal(key, metaLastTx) {
+		if bytes.Equal(key, layout.MetaLastTx) {
 			var tx int64
 			if msgpack.Unmarshal(value, &tx) == nil {
 				return tx, true
@@ -327,10 +280,10 @@ func varBytes(b []byte) (v, rest []byte, ok bool) {
 
 // checkBeforeOpen runs checkFiles on an existing store and refuses a damaged
 // live write-ahead log, or recovers it when opts.RecoverWAL is set.
-func checkBeforeOpen(fsys vfs.FS, dir string, popts *pebble.Options, opts Options) (*Recovery, error) {
+func checkBeforeOpen(fsys vfs.FS, dir string, popts *pebble.Options, opts Options) (*engine.Recovery, error) {
 	names, err := fsys.List(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %v", ErrIO, dir, err)
+		return nil, fmt.Errorf("%w: read %s: %v", engine.ErrIO, dir, err)
 	}
 	d, err := checkFiles(fsys, dir, names, func(rfs vfs.FS) error {
 		probe := &health{logger: slog.New(slog.DiscardHandler)}
@@ -354,19 +307,19 @@ func checkBeforeOpen(fsys vfs.FS, dir string, popts *pebble.Options, opts Option
 		if !opts.RecoverWAL {
 			return nil, fmt.Errorf("%w: %w: %s: %s, so acknowledged commits would be lost; "+
 				"the store was not opened and nothing was changed (restore the log if you can; open it with RecoverWAL, or run bitempo recover, to keep what the table files hold)",
-				ErrCorrupt, ErrDamagedWAL, dir, d.missing)
+				engine.ErrCorrupt, engine.ErrDamagedWAL, dir, d.missing)
 		}
 		// Nothing to move aside or rewrite: Pebble opens what is there.
-		return &Recovery{Missing: d.missing, Unreadable: true}, nil
+		return &engine.Recovery{Missing: d.missing, Unreadable: true}, nil
 	}
 	lost := len(d.scan.lost)
 	if !opts.RecoverWAL {
 		return nil, fmt.Errorf("%w: %w: %s is damaged at offset %d, with %d readable commit(s) after the damage and %d later log file(s); "+
 			"the store was not opened and nothing was changed (open it with RecoverWAL, or run bitempo recover, to keep the transactions before the damage)",
-			ErrCorrupt, ErrDamagedWAL, d.path, d.scan.damageAt, lost, len(d.later))
+			engine.ErrCorrupt, engine.ErrDamagedWAL, d.path, d.scan.damageAt, lost, len(d.later))
 	}
 	if opts.ReadOnly {
-		return nil, fmt.Errorf("%w: write-ahead log %s is damaged; recovering it writes, so it needs a read-write open", ErrCorrupt, d.path)
+		return nil, fmt.Errorf("%w: write-ahead log %s is damaged; recovering it writes, so it needs a read-write open", engine.ErrCorrupt, d.path)
 	}
 	return recoverWAL(fsys, dir, d)
 }

@@ -1,4 +1,4 @@
-package store
+package pebble
 
 import (
 	"context"
@@ -7,12 +7,15 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/internal/callstack"
+	"github.com/bitempo/bitempo/layout"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -54,13 +57,13 @@ type corruption struct {
 // store is healthy. Corruption takes precedence: it says which file to look at.
 func (h *health) err() error {
 	if c := h.corrupt.Load(); c != nil {
-		return fmt.Errorf("%w: %s: %s; the store refuses reads and writes until it is reopened", ErrCorrupt, c.path, c.detail)
+		return fmt.Errorf("%w: %s: %s; the store refuses reads and writes until it is reopened", engine.ErrCorrupt, c.path, c.detail)
 	}
 	if msg := h.failed.Load(); msg != nil {
-		return fmt.Errorf("%w: %s", ErrFailed, *msg)
+		return fmt.Errorf("%w: %s", engine.ErrFailed, *msg)
 	}
 	if msg := h.stuck.Load(); msg != nil {
-		return fmt.Errorf("%w: %s", ErrIO, *msg)
+		return fmt.Errorf("%w: %s", engine.ErrIO, *msg)
 	}
 	return nil
 }
@@ -106,7 +109,7 @@ const stallPoll = 100 * time.Millisecond
 // left on the device every flush fails, Pebble retries for ever and the commit
 // would wait for ever. So once the commit has waited timeout while flushes or
 // compactions keep failing, await gives up: the store refuses every later call
-// with ErrIO, and fenceFS stops it from creating files, so the flush the commit
+// with engine.ErrIO, and fenceFS stops it from creating files, so the flush the commit
 // waits for never finishes and the commit never lands. A commit waiting behind
 // flushes that make progress, however slowly, waits on.
 func (h *health) await(done <-chan error, timeout time.Duration) error {
@@ -156,7 +159,7 @@ func (h *health) fail(msg string) {
 }
 
 // readErr turns an error of a Pebble read into the store's terms: a corruption
-// error (Pebble marks them, and carries the damaged file's path) wraps ErrCorrupt
+// error (Pebble marks them, and carries the damaged file's path) wraps engine.ErrCorrupt
 // and names the file.
 func (h *health) readErr(err error) error {
 	if err == nil || wrapped(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -174,25 +177,9 @@ func (h *health) readErr(err error) error {
 			h.logger.Error("bitempo: on-disk corruption: the store refuses reads and writes until it is reopened",
 				"file", path, "detail", detail)
 		}
-		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, detail)
+		return fmt.Errorf("%w: %s: %s", engine.ErrCorrupt, path, detail)
 	}
-	return fmt.Errorf("%w: %s", ErrIO, oneLine(err.Error()))
-}
-
-// sentinels are the package's sentinel errors, which engine errors are checked
-// against before they are wrapped.
-var sentinels = []error{ErrNotExist, ErrLocked, ErrNotBitempo, ErrNewerFormat, ErrReadOnly, ErrClosed, ErrSnapshotsOpen,
-	ErrUnknownTable, ErrTableExists, ErrInvalidTable, ErrKeyShape, ErrInvalidPeriod, ErrFailed, ErrCorrupt, ErrTooLarge,
-	ErrReentrant, ErrInvalidUse, ErrIO, ErrDamagedWAL}
-
-// wrapped reports whether err wraps one of the package's sentinels.
-func wrapped(err error) bool {
-	for _, s := range sentinels {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
+	return fmt.Errorf("%w: %s", engine.ErrIO, oneLine(err.Error()))
 }
 
 // fatalError is the panic value of slogLogger.Fatalf on a goroutine that runs a
@@ -200,10 +187,10 @@ func wrapped(err error) bool {
 type fatalError string
 
 // guardName is the function name runtime.Callers reports for guard.
-var guardName = runtimeName(func(inner func() error) { _ = (*health).guard(nil, inner) })
+var guardName = callstack.NameOf(func(inner func() error) { _ = (*health).guard(nil, inner) })
 
 // guard runs fn, a call into Pebble on the caller's goroutine, and turns a
-// Fatalf of Pebble's inside it into an error (ErrFailed, or ErrCorrupt when the
+// Fatalf of Pebble's inside it into an error (engine.ErrFailed, or engine.ErrCorrupt when the
 // fatal error followed a corruption) instead of a panic. Any other panic continues.
 //
 //go:noinline
@@ -218,7 +205,7 @@ func (h *health) guard(fn func() error) (err error) {
 		}
 		err = h.err()
 		if err == nil { // a fatal error Pebble reported before h existed; cannot happen
-			err = fmt.Errorf("%w: %s", ErrFailed, r)
+			err = fmt.Errorf("%w: %s", engine.ErrFailed, r)
 		}
 	}()
 	return fn()
@@ -227,31 +214,7 @@ func (h *health) guard(fn func() error) (err error) {
 // onGuardedGoroutine reports whether the calling goroutine is inside guard: a
 // Fatalf there can unwind to it. Pebble calls Fatalf rarely (failed log writes,
 // invariant violations), so walking the stack costs nothing that matters.
-func onGuardedGoroutine() bool { return onStack(guardName()) }
-
-// onStack reports whether the function named want is on the calling
-// goroutine's stack.
-func onStack(want string) bool {
-	pcs := make([]uintptr, 64)
-	skip := 2
-	for {
-		n := runtime.Callers(skip, pcs)
-		frames := runtime.CallersFrames(pcs[:n])
-		for {
-			f, more := frames.Next()
-			if f.Function == want {
-				return true
-			}
-			if !more {
-				break
-			}
-		}
-		if n < len(pcs) {
-			return false
-		}
-		skip += n
-	}
-}
+func onGuardedGoroutine() bool { return callstack.Has(guardName()) }
 
 // slogLogger routes Pebble's log lines to log/slog: Info as Debug, errors as
 // Error (at most a few a second, see logLimiter), and Fatalf as described there.
@@ -348,12 +311,12 @@ func oneLine(s string) string {
 // Pebble store (checkDir has ruled out foreign directories).
 func openError(fsys vfs.FS, dir string, err error, h *health) error {
 	switch {
-	case errors.Is(err, ErrCorrupt) || errors.Is(err, ErrFailed):
+	case errors.Is(err, engine.ErrCorrupt) || errors.Is(err, engine.ErrFailed):
 		return fmt.Errorf("bitempo: open %s: %w", dir, err)
 	case errors.Is(err, pebble.ErrDBDoesNotExist):
-		return fmt.Errorf("%w: %s", ErrNotExist, dir)
+		return fmt.Errorf("%w: %s", engine.ErrNotExist, dir)
 	case isIOError(err):
-		return fmt.Errorf("%w: open %s: %v", ErrIO, dir, oneLine(err.Error()))
+		return fmt.Errorf("%w: open %s: %v", engine.ErrIO, dir, oneLine(err.Error()))
 	}
 	if herr := h.err(); herr != nil {
 		return fmt.Errorf("bitempo: open %s: %w", dir, herr)
@@ -367,7 +330,7 @@ func openError(fsys vfs.FS, dir string, err error, h *health) error {
 	} else if opt := badOptionsFile(fsys, dir); opt != "" {
 		msg = opt + ": " + msg
 	}
-	return fmt.Errorf("%w: open %s: %s", ErrCorrupt, dir, msg)
+	return fmt.Errorf("%w: open %s: %s", engine.ErrCorrupt, dir, msg)
 }
 
 // badOptionsFile returns the store's newest OPTIONS file if Pebble cannot
@@ -421,7 +384,7 @@ const fencePause = time.Second
 func (f fenceFS) fenced(name string) error {
 	if msg := f.h.stuck.Load(); msg != nil {
 		time.Sleep(fencePause)
-		return fmt.Errorf("%w: %s: the store stopped writing: %s", ErrIO, name, *msg)
+		return fmt.Errorf("%w: %s: the store stopped writing: %s", engine.ErrIO, name, *msg)
 	}
 	return nil
 }
@@ -438,4 +401,10 @@ func (f fenceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCa
 		return nil, err
 	}
 	return f.FS.ReuseForWrite(oldname, newname, category)
+}
+
+// wrapped reports whether err already says what kind of failure it is: one
+// of the engine's sentinels, or a store of another layout.
+func wrapped(err error) bool {
+	return engine.Wrapped(err) || errors.Is(err, layout.ErrFormat)
 }

@@ -1,4 +1,4 @@
-package store
+package pebble
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/bitempo/bitempo/engine"
 )
 
-// This file is the Pebble engine: how Open configures and opens Pebble in a
-// directory, and the Engine methods on it. The Pebble-only capabilities live
-// beside the code they serve (bulk.go, backup.go, purge.go, recover.go,
-// failure.go) as methods of pebbleEngine.
+// This file is how Open configures and opens Pebble in a directory, and the
+// engine.Engine methods on it. The optional capabilities live beside the code
+// they serve (ingest.go, checkpoint.go, purge.go, recover.go, failure.go).
 
 // pebbleFormat is the Pebble format major version bitempo writes. It is pinned so
 // that an upgrade of Pebble never silently ratchets a store's on-disk format. This
@@ -25,31 +26,41 @@ import (
 // keys x 10 versions on a 2-core machine, 64 MB cache; measured 2026-11-29).
 const pebbleFormat = pebble.FormatFlushableIngestExcises
 
-// pebbleEngine implements Engine on a Pebble DB.
-type pebbleEngine struct {
+// Engine is a bitempo store's Pebble database: it implements engine.Engine
+// and the optional capabilities engine.Compacter, engine.Stucker,
+// engine.Purger, engine.Checkpointer, engine.BulkIngester, engine.Recovered
+// and engine.ReadOnly.
+type Engine struct {
 	db *pebble.DB
 	h  *health // the first fatal error or corruption Pebble reported (failure.go)
 	// stallTimeout bounds a commit's wait while flushes fail (Options.StallTimeout).
 	stallTimeout time.Duration
 	lock         *lockFile // the LOCK file as locked at Open (lock.go); nil in memory
 	dir          string
-	opts         *pebble.Options // of the first open, for reopening (purge.go)
+	fs           vfs.FS
+	// ownFS: the file system is one Open made (InMemory), which no caller
+	// can reach to read a checkpoint or ingest from.
+	ownFS    bool
+	onDisk   bool
+	readOnly bool
+	opts     *pebble.Options // of the first open, for reopening (purge.go)
+	// dirLock is held from Open to Close (lock.go); pebbleLock is the
+	// engine's own reference to Pebble's directory lock, held as long too, so
+	// that a reopen (purge.go) never leaves the directory unlocked.
+	dirLock    *dirLock
+	pebbleLock *pebble.Lock
+	recovery   *engine.Recovery // what Options.RecoverWAL dropped
 }
 
-// pebbleOpen is what openPebble hands Open besides the engine.
-type pebbleOpen struct {
-	fresh    bool      // the directory held no store
-	recovery *Recovery // what Options.RecoverWAL dropped
-	dirLock  *dirLock  // held from Open to Close (lock.go)
-	// release drops Open's own reference to Pebble's directory lock; Open
-	// calls it when it returns (a purge during Open reopens Pebble with it).
-	release func()
-}
-
-// openPebble opens (or creates) the Pebble database in dir for Open.
-func openPebble(dir string, opts Options) (e *pebbleEngine, po pebbleOpen, err error) {
+// Open opens (or creates, unless opts.ReadOnly or opts.MustExist) the Pebble
+// database of a bitempo store in dir. It reads before it writes: a damaged
+// MANIFEST or write-ahead log, or a store of another layout, is refused with
+// the directory unchanged.
+func Open(dir string, opts Options) (e *Engine, err error) {
+	opts = opts.withDefaults()
 	fsys := opts.FS
-	if fsys == nil && opts.InMemory {
+	ownFS := fsys == nil && opts.InMemory
+	if ownFS {
 		fsys = vfs.NewMem()
 	}
 	onDisk := fsys == nil
@@ -58,52 +69,53 @@ func openPebble(dir string, opts Options) (e *pebbleEngine, po pebbleOpen, err e
 	}
 	fresh, err := checkDir(fsys, dir, onDisk)
 	if err != nil {
-		return nil, po, err
+		return nil, err
 	}
-	po.fresh = fresh
 	if fresh && (opts.ReadOnly || opts.MustExist) {
-		return nil, po, fmt.Errorf("%w: %s", ErrNotExist, dir)
+		return nil, fmt.Errorf("%w: %s", engine.ErrNotExist, dir)
 	}
 	if fresh {
 		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return nil, po, fmt.Errorf("%w: create %s: %v", ErrIO, dir, err)
+			return nil, fmt.Errorf("%w: create %s: %v", engine.ErrIO, dir, err)
 		}
 	}
+	var dl *dirLock
 	if onDisk {
-		if po.dirLock, err = lockDir(dir); err != nil {
-			return nil, po, err
+		if dl, err = lockDir(dir); err != nil {
+			return nil, err
 		}
 	}
 	lock, err := pebble.LockDirectory(dir, fsys)
 	if err != nil {
-		po.dirLock.release()
-		return nil, po, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
+		dl.release()
+		return nil, fmt.Errorf("%w: %s: %v", engine.ErrLocked, dir, err)
 	}
 	defer func() {
 		if err != nil {
 			lock.Close()
-			po.dirLock.release()
+			dl.release()
 		}
 	}()
 	lf, err := watchLockFile(dir, onDisk)
 	if err != nil {
-		return nil, po, err
+		return nil, err
 	}
 	h := &health{logger: opts.Logger}
 	popts := pebbleOptions(opts, fenceFS{fsys, h}, lock, h, fresh)
+	var recovery *engine.Recovery
 	// Both checks read before the read-write open writes anything: the engine
-	// files first (a damaged MANIFEST or log is ErrCorrupt, directory unchanged),
+	// files first (a damaged MANIFEST or log is engine.ErrCorrupt, directory unchanged),
 	// then the layout version (a store of another format is refused untouched).
 	if !fresh {
 		if err = h.guard(func() error { return checkComparer(fsys, dir, popts, opts.MustExist) }); err != nil { // format.go
-			return nil, po, err
+			return nil, err
 		}
-		if po.recovery, err = checkBeforeOpen(fsys, dir, popts, opts); err != nil {
-			return nil, po, err
+		if recovery, err = checkBeforeOpen(fsys, dir, popts, opts); err != nil {
+			return nil, err
 		}
 		if !opts.ReadOnly {
 			if err = h.guard(func() error { return checkFormat(dir, popts) }); err != nil {
-				return nil, po, err
+				return nil, err
 			}
 		}
 	}
@@ -113,10 +125,10 @@ func openPebble(dir string, opts Options) (e *pebbleEngine, po pebbleOpen, err e
 		return err
 	})
 	if err != nil {
-		return nil, po, openError(fsys, dir, err, h)
+		return nil, openError(fsys, dir, err, h)
 	}
-	po.release = func() { lock.Close() } // Open takes its own reference; this drops ours.
-	return &pebbleEngine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf, dir: dir, opts: popts}, po, nil
+	return &Engine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf, dir: dir, fs: fsys, ownFS: ownFS,
+		onDisk: onDisk, readOnly: opts.ReadOnly, opts: popts, dirLock: dl, pebbleLock: lock, recovery: recovery}, nil
 }
 
 // pebbleOptions builds the Pebble options of a store from its Options. Every
@@ -142,12 +154,12 @@ func pebbleOptions(opts Options, fsys vfs.FS, lock *pebble.Lock, h *health, fres
 	return popts
 }
 
-// Name implements Engine.
-func (e *pebbleEngine) Name() string { return "pebble" }
+// Name implements engine.Engine.
+func (e *Engine) Name() string { return "pebble" }
 
-// compact runs a manual compaction of the whole key space, in parallel where
-// Pebble can split it.
-func (e *pebbleEngine) compact(ctx context.Context) error {
+// Compact runs a manual compaction of the whole key space, in parallel where
+// Pebble can split it (engine.Compacter).
+func (e *Engine) Compact(ctx context.Context) error {
 	if err := e.h.err(); err != nil {
 		return err
 	}
@@ -158,7 +170,7 @@ func (e *pebbleEngine) compact(ctx context.Context) error {
 
 // View refuses to read after a fatal error (the memtable may hold the batch whose
 // commit failed, which must not be shown as committed) and after a corruption.
-func (e *pebbleEngine) View() (View, error) {
+func (e *Engine) View() (engine.View, error) {
 	if err := e.h.err(); err != nil {
 		return nil, err
 	}
@@ -168,12 +180,12 @@ func (e *pebbleEngine) View() (View, error) {
 // Commit applies writes as one Pebble batch. Pebble treats a failed write-ahead
 // log write or sync as fatal and calls Logger.Fatalf, which slogLogger turns into a
 // fatalError panic on the committing goroutine; guard turns it back into an
-// error wrapping ErrFailed, and every later commit and view is refused, because
+// error wrapping engine.ErrFailed, and every later commit and view is refused, because
 // Pebble's state is then unknown. Reopening the store recovers from the log: the
 // failed batch is absent, or (when the OS kept data whose sync failed) present
 // whole. A commit is refused, before anything is written, once a corruption has
 // been seen.
-func (e *pebbleEngine) Commit(writes []Write, sync bool) error {
+func (e *Engine) Commit(writes []engine.Write, sync bool) error {
 	if err := e.h.err(); err != nil {
 		return err
 	}
@@ -192,10 +204,10 @@ func (e *pebbleEngine) Commit(writes []Write, sync bool) error {
 	if err == nil || wrapped(err) {
 		return err
 	}
-	return fmt.Errorf("%w: commit: %s", ErrIO, oneLine(err.Error()))
+	return fmt.Errorf("%w: commit: %s", engine.ErrIO, oneLine(err.Error()))
 }
 
-func (e *pebbleEngine) commitBatch(writes []Write, sync bool) error {
+func (e *Engine) commitBatch(writes []engine.Write, sync bool) error {
 	b := e.db.NewBatch()
 	defer b.Close()
 	for _, w := range writes {
@@ -219,8 +231,9 @@ func (e *pebbleEngine) commitBatch(writes []Write, sync bool) error {
 	return b.Commit(opt)
 }
 
-// stuck returns the error of a commit that gave up waiting (health.await), or nil.
-func (e *pebbleEngine) stuck() error {
+// Stuck returns the error of a commit that gave up waiting (health.await), or
+// nil (engine.Stucker).
+func (e *Engine) Stuck() error {
 	if e.h.stuck.Load() == nil {
 		return nil
 	}
@@ -229,7 +242,9 @@ func (e *pebbleEngine) stuck() error {
 
 // Close closes Pebble. After a fatal error Pebble's Close may report it again
 // (or call Fatalf), which guard turns into the error.
-func (e *pebbleEngine) Close() error {
+func (e *Engine) Close() error {
+	defer e.dirLock.release()
+	defer e.pebbleLock.Close()
 	if e.db == nil { // a failed purge rotation closed it (purge.go)
 		return nil
 	}
@@ -240,7 +255,7 @@ func (e *pebbleEngine) Close() error {
 	if herr := e.h.err(); herr != nil {
 		return fmt.Errorf("%w (closing: %s)", herr, oneLine(err.Error()))
 	}
-	return fmt.Errorf("%w: close: %s", ErrIO, oneLine(err.Error()))
+	return fmt.Errorf("%w: close: %s", engine.ErrIO, oneLine(err.Error()))
 }
 
 type pebbleView struct {
@@ -248,7 +263,7 @@ type pebbleView struct {
 	h    *health
 }
 
-func (v *pebbleView) NewIter(lower, upper []byte) (Iter, error) {
+func (v *pebbleView) NewIter(lower, upper []byte) (engine.Iter, error) {
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, v.h.readErr(err)
@@ -256,7 +271,7 @@ func (v *pebbleView) NewIter(lower, upper []byte) (Iter, error) {
 	return checkedIter{it, v.h}, nil
 }
 
-// checkedIter is a Pebble iterator whose errors say ErrCorrupt for corruption.
+// checkedIter is a Pebble iterator whose errors say engine.ErrCorrupt for corruption.
 type checkedIter struct {
 	*pebble.Iterator
 	h *health
@@ -289,10 +304,10 @@ func checkDir(fsys vfs.FS, dir string, onDisk bool) (fresh bool, err error) {
 		}
 		if onDisk {
 			if st, serr := os.Stat(dir); serr == nil && !st.IsDir() {
-				return false, fmt.Errorf("%w: %s is a file, not a directory", ErrNotBitempo, dir)
+				return false, fmt.Errorf("%w: %s is a file, not a directory", engine.ErrNotBitempo, dir)
 			}
 		}
-		return false, fmt.Errorf("%w: read %s: %v", ErrIO, dir, err)
+		return false, fmt.Errorf("%w: read %s: %v", engine.ErrIO, dir, err)
 	}
 	if len(names) == 0 {
 		return true, nil
@@ -302,5 +317,16 @@ func checkDir(fsys vfs.FS, dir string, onDisk bool) (fresh bool, err error) {
 			return false, nil
 		}
 	}
-	return false, fmt.Errorf("%w: %s holds files but no store", ErrNotBitempo, dir)
+	return false, fmt.Errorf("%w: %s holds files but no store", engine.ErrNotBitempo, dir)
 }
+
+// Recovery returns what Options.RecoverWAL dropped from a damaged write-ahead
+// log, or nil if the log was intact (engine.Recovered).
+func (e *Engine) Recovery() *engine.Recovery { return e.recovery }
+
+// ReadOnly reports whether the engine was opened read-only (engine.ReadOnly).
+func (e *Engine) ReadOnly() bool { return e.readOnly }
+
+// Metrics returns Pebble's metrics of the engine: its levels, caches and
+// files, for tools and benchmarks that report what a workload cost.
+func (e *Engine) Metrics() *pebble.Metrics { return e.db.Metrics() }

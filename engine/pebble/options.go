@@ -1,0 +1,69 @@
+package pebble
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configure Open. The zero value opens or creates an on-disk store.
+type Options struct {
+	// ReadOnly opens an existing store without writing anything to its
+	// directory.
+	ReadOnly bool
+	// MustExist fails with engine.ErrNotExist instead of creating a new store.
+	MustExist bool
+	// Logger receives Pebble's log lines (Info as Debug, errors as Error).
+	// Default: slog.Default().
+	Logger *slog.Logger
+	// InMemory opens a fresh in-memory store (shorthand for FS: vfs.NewMem()).
+	InMemory bool
+	// FS replaces the operating system's file system, e.g. vfs.NewMem() for an
+	// in-memory store whose files a test reads, or an error-injecting FS.
+	FS vfs.FS
+	// CacheSize is the block cache size in bytes. Default 64 MiB.
+	CacheSize int64
+	// MemTableSize is the memtable size in bytes. Default 16 MiB.
+	MemTableSize uint64
+	// StallTimeout bounds how long a commit waits for room while the store's
+	// background writes (flushes, compactions) fail, as they do when the disk is
+	// full: after it, the commit returns an error wrapping engine.ErrIO (it did
+	// not commit) and the engine refuses every later call. Such an engine cannot
+	// be closed, since Pebble's commit pipeline is held by the waiting commit:
+	// Close returns engine.ErrIO and the directory stays locked until the
+	// process exits. A commit waiting behind background writes that succeed,
+	// however slowly, is not bounded. Default 30s; negative: wait for ever.
+	StallTimeout time.Duration
+	// RecoverWAL opens a store whose write-ahead log is damaged (which Open
+	// otherwise refuses with engine.ErrCorrupt and engine.ErrDamagedWAL) by
+	// keeping every transaction before the damage and dropping the rest; the
+	// original log files are moved to a lost-wal-* directory of the store and
+	// Engine.Recovery reports what was lost. It also opens a store whose live
+	// log was deleted (which Open otherwise refuses, when it can tell): with
+	// what the table files hold, moving nothing; Recovery says the log was
+	// missing. A log whose last record was torn by a crash is not damaged: its
+	// torn record was never acknowledged, and Open drops it silently either way.
+	RecoverWAL bool
+	// Tune, if set, is called with the Pebble options just before opening, for
+	// tests and benchmarks that need to force flushes or compactions.
+	Tune func(*pebble.Options)
+}
+
+// withDefaults fills in the defaults of the zero fields.
+func (opts Options) withDefaults() Options {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = 64 << 20
+	}
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = 30 * time.Second
+	}
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = 16 << 20
+	}
+	return opts
+}
