@@ -136,7 +136,7 @@ func metaRun(t *testing.T, cfg metaConfig, l oplog.Log, seed uint64) (transcript
 			}
 			reopen := opts
 			reopen.MustExist = true
-			if db, err = store.Open(dir, reopen); err != nil {
+			if db, err = storetest.Open(dir, popts, reopen); err != nil {
 				t.Fatalf("%s: reopen after transaction %d: %v", cfg.name, i, err)
 			}
 			if err := r.Attach(db, false); err != nil {

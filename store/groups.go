@@ -315,8 +315,6 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 	return nil
 }
 
-func init() { RegisterCheck(verifyGroups) }
-
 // verifyGroups checks (as part of invariant 5) that the group index of every
 // grouped table holds exactly one entry per record that has a group, under the
 // record's group values and transaction state, with the record's exact value;

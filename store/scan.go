@@ -123,7 +123,7 @@ func skipKey(it engine.Iter, keyPfx []byte, seekNext bool) bool {
 			return true
 		}
 	}
-	if np, ok := it.(nextPrefixer); ok && skipWithNextPrefix && !seekNext && layout.Split(it.Key()) == len(keyPfx) {
+	if np, ok := it.(nextPrefixer); ok && !seekNext && layout.Split(it.Key()) == len(keyPfx) {
 		if np.NextPrefix() {
 			return true
 		}
@@ -135,10 +135,6 @@ func skipKey(it engine.Iter, keyPfx []byte, seekNext bool) bool {
 	}
 	return it.SeekGE(encoding.PrefixEnd(keyPfx))
 }
-
-// skipWithNextPrefix is false only in BenchmarkScanSkip, which measures the
-// seek that NextPrefix replaced in the same run.
-var skipWithNextPrefix = true
 
 // nextPrefixer is an engine iterator that can step to the first key of the
 // next engine prefix (Pebble's Iterator.NextPrefix); see skipKey.

@@ -127,6 +127,9 @@ func Verify(r Reader) (*Report, error) {
 			return nil, err
 		}
 	}
+	if err := verifyGroups(s, rep); err != nil {
+		return nil, err
+	}
 	for _, check := range checks {
 		if err := check(s, rep); err != nil {
 			return nil, err
