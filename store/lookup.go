@@ -161,7 +161,7 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 		m.atFirst = false
 		m.inKey = m.ok && bytes.HasPrefix(m.it.Key(), m.keyPfx)
 	}
-	return Version{}, BeforeFirst, m.it.Error()
+	return Version{}, ClassifyMiss(false, true), m.it.Error()
 }
 
 // found classifies the iterator's record, the key's version with the greatest
@@ -171,11 +171,8 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 	if err != nil {
 		return Version{}, 0, err
 	}
-	switch {
-	case valid >= head.ValidTo && m.atFirst:
-		return Version{}, AfterLast, nil
-	case valid >= head.ValidTo:
-		return Version{}, InGap, nil
+	if valid >= head.ValidTo { // a later version, if any, sorts before this one
+		return Version{}, ClassifyMiss(true, !m.atFirst), nil
 	}
 	var raw RawAttrs // with a WithRawAttrs table, valid only during LookupSorted's fn
 	switch {

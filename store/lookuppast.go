@@ -106,15 +106,7 @@ func (m *pastMerge) lookup(p *Probe) (Version, MissReason, error) {
 		return m.version(&m.recs[i])
 	}
 	later := len(m.recs) > 0 && m.recs[0].from > p.Valid
-	switch {
-	case found && later:
-		return Version{}, InGap, nil
-	case found:
-		return Version{}, AfterLast, nil
-	case later:
-		return Version{}, BeforeFirst, nil
-	}
-	return Version{}, UnknownKey, nil
+	return Version{}, ClassifyMiss(found, later), nil
 }
 
 // version builds the answer from a timeline record, with its attributes when

@@ -151,6 +151,23 @@ const (
 	AfterLast
 )
 
+// ClassifyMiss explains why no version of a key covers a valid time V, from
+// two facts about the key's versions (at the read's transaction time):
+// endedBefore, some version starts at or before V (and so ended at or before
+// it), and startsAfter, some version starts after V. Every read path, and a
+// transaction's own reads, classify their misses with it.
+func ClassifyMiss(endedBefore, startsAfter bool) MissReason {
+	switch {
+	case endedBefore && startsAfter:
+		return InGap
+	case endedBefore:
+		return AfterLast
+	case startsAfter:
+		return BeforeFirst
+	}
+	return UnknownKey
+}
+
 func (r MissReason) String() string {
 	switch r {
 	case Found:
@@ -206,19 +223,15 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 		// exists (it sorts just before this one), else after the last. (A
 		// prefix seek cannot step back: seek below the found key instead.)
 		s.buf = append(s.buf[:0], it.Key()...)
-		if it.SeekLT(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
-			return Version{}, InGap, nil
-		}
-		return Version{}, AfterLast, it.Error()
+		later := it.SeekLT(s.buf) && bytes.HasPrefix(it.Key(), prefix)
+		return Version{}, ClassifyMiss(true, later), it.Error()
 	}
 	if err := it.Error(); err != nil {
 		return Version{}, 0, err
 	}
-	// Nothing starts at or before valid: a later version means "before the first".
-	if it.SeekPrefixGE(prefix) && bytes.HasPrefix(it.Key(), prefix) {
-		return Version{}, BeforeFirst, nil
-	}
-	return Version{}, UnknownKey, it.Error()
+	// Nothing starts at or before valid: is there a later version?
+	later := it.SeekPrefixGE(prefix) && bytes.HasPrefix(it.Key(), prefix)
+	return Version{}, ClassifyMiss(false, later), it.Error()
 }
 
 // pastAt answers a read at a transaction time older than the newest commit. The
@@ -244,15 +257,7 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 		return Version{}, 0, err
 	}
 	later := any && last.ValidFrom > valid
-	switch {
-	case found && later:
-		return Version{}, InGap, nil
-	case found:
-		return Version{}, AfterLast, nil
-	case later:
-		return Version{}, BeforeFirst, nil
-	}
-	return Version{}, UnknownKey, nil
+	return Version{}, ClassifyMiss(found, later), nil
 }
 
 // pastCandidate returns the record alive at tx with the greatest valid_from <=

@@ -263,15 +263,8 @@ func (tx *Tx) Get(table string, key store.Key, valid int64) (store.Version, stor
 	if found {
 		return ks.cur[i], store.Found, nil
 	}
-	switch {
-	case len(ks.cur) == 0:
-		return store.Version{}, store.UnknownKey, nil
-	case valid < ks.cur[0].ValidFrom:
-		return store.Version{}, store.BeforeFirst, nil
-	case valid >= ks.cur[len(ks.cur)-1].ValidTo:
-		return store.Version{}, store.AfterLast, nil
-	}
-	return store.Version{}, store.InGap, nil
+	n := len(ks.cur)
+	return store.Version{}, store.ClassifyMiss(n > 0 && ks.cur[0].ValidFrom <= valid, n > 0 && ks.cur[n-1].ValidFrom > valid), nil
 }
 
 // Versions returns the key's current versions in valid order, including this
