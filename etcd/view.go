@@ -89,7 +89,7 @@ type iter struct {
 
 // firstPage is how many keys a seek reads: at small scale 16 made lookups
 // 3.2 ms and snapshot scans 942 us per key, 1024 made them 8.9 ms and 97 us,
-// 64 makes them 3.5 ms and 176 us (BENCHMARKS.md, "bitempo on etcd").
+// 64 makes them 3.5 ms and 176 us (BENCHMARKS.md, "Small: bitempo on etcd").
 const firstPage = 64
 
 func (it *iter) SetBounds(lower, upper []byte) {

@@ -137,7 +137,7 @@
 // current record (as a prior valid_to and tx_from) would drop the history
 // entry, about a fifth of the bytes, but grow the current index, which every
 // read at the latest transaction time pays for, by about a tenth
-// (BENCHMARKS.md, "Format 2 at large").
+// (BENCHMARKS.md, "Where the costs are").
 //
 // # Key prefixes, filters and the comparer
 //

@@ -92,7 +92,7 @@ always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).
 
 The build of this tool with the etcd engine (cd etcd && go run ./cmd/bitempo)
 also takes --db etcd://HOST:PORT[,HOST:PORT...]/PREFIX for a store on an etcd
-cluster; see the README, "Replicated stores".`,
+cluster; see docs/replication.md.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version(),

@@ -5,8 +5,11 @@ import (
 	"testing"
 )
 
-// TestSmallFindings is finding 8 of issue 12, item by item.
-func TestSmallFindings(t *testing.T) {
+// TestVersionCompletionAndUsageMessages checks the tool's small conveniences:
+// --version, shell completion, table names with spaces refused, a one-line
+// unknown-command message, --since after --until refused, JSON lines on stdin
+// recognised, and create stating the table's kind.
+func TestVersionCompletionAndUsageMessages(t *testing.T) {
 	dir := customersStore(t)
 	if r := ok(t, dir, "--version"); !strings.HasPrefix(r.stdout, "bitempo ") {
 		t.Fatalf("--version: %q", r.stdout)
