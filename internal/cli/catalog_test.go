@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestDemoRefusesForeignStore is finding 1 of issue 12: demo --db on a store it
-// did not build leaves the store alone.
+// TestDemoRefusesForeignStore checks that demo --db on a store it did not build
+// leaves the store alone.
 func TestDemoRefusesForeignStore(t *testing.T) {
 	dir := customersStore(t) // ./db holds customers, loaded by the user
 	before, _ := dumpState(t, dir, "db")

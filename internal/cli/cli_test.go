@@ -5,8 +5,11 @@ import (
 	"testing"
 )
 
-// TestSmallFindings is finding 8 of issue 12, item by item.
-func TestSmallFindings(t *testing.T) {
+// TestCommandLineMessages checks the tool's small user-facing messages: --version,
+// shell completion, invalid table names, a suggestion for a mistyped command,
+// a --since later than --until, JSON on stdin without --format, and create
+// stating the table's kind only when it is the default.
+func TestCommandLineMessages(t *testing.T) {
 	dir := customersStore(t)
 	if r := ok(t, dir, "--version"); !strings.HasPrefix(r.stdout, "bitempo ") {
 		t.Fatalf("--version: %q", r.stdout)

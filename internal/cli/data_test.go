@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// These tests are findings 4 to 7 of issue 12: data comes back as it went in,
-// and a store the user may not open says so.
+// These tests check that data comes back as it went in, and that a store the
+// user may not open says so.
 
-// TestLoadDecimalsKeptExact is finding 6: a decimal a float64 cannot hold is not
+// TestLoadDecimalsKeptExact: a decimal a float64 cannot hold is not
 // rounded silently; its column is kept as text, with a warning.
 func TestLoadDecimalsKeptExact(t *testing.T) {
 	dir := t.TempDir()
@@ -45,7 +45,7 @@ func TestLoadDecimalsKeptExact(t *testing.T) {
 	}
 }
 
-// TestLoadInvalidUTF8 is finding 7: bytes that are not UTF-8 are rejected with
+// TestLoadInvalidUTF8: bytes that are not UTF-8 are rejected with
 // their line and column, and nothing is loaded.
 func TestLoadInvalidUTF8(t *testing.T) {
 	dir := t.TempDir()
@@ -65,7 +65,7 @@ func TestLoadInvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestTableOutputCapsWidth is finding 5: a huge value does not flood a terminal
+// TestTableOutputCapsWidth: a huge value does not flood a terminal
 // table; csv and json print it whole.
 func TestTableOutputCapsWidth(t *testing.T) {
 	dir := t.TempDir()
@@ -88,7 +88,7 @@ func TestTableOutputCapsWidth(t *testing.T) {
 	}
 }
 
-// TestPermissionDenied is finding 4: a store the user may not open is reported
+// TestPermissionDenied: a store the user may not open is reported
 // as such, not as locked by another process.
 func TestPermissionDenied(t *testing.T) {
 	dir := t.TempDir()
