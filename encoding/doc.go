@@ -24,9 +24,9 @@
 // (AppendRecordPositional and its retired and shared variants): a varint head and
 // the attributes by per-table ordinal, not by name. The store writes them with
 // the *At variants, which hold valid_to as its distance from the valid_from of
-// the record's key. The named msgpack record of
-// format 1 has no encoder or decoder here any more: a format-1 store is refused
-// when it is opened, never read.
+// the record's key (docs/design/positional-records.md). There is no codec for
+// format 1's named msgpack records: a format-1 store is refused when it is
+// opened, never read.
 //
 // # Time values
 //
@@ -38,11 +38,10 @@
 // are the unit of valid-time ticks, so a time attribute converts to a tick and
 // back exactly (a window on a time column and one on an int64 column of
 // microseconds agree); the range is the instants whose microseconds fit an
-// int64 (MinTime, MaxTime). The timestamp extension was chosen over an int64 of
-// microseconds, which would be as compact and order the same, because an integer
-// cannot be told apart from a number once stored: readers, dumps and other
-// msgpack tools see a time as a time. Decoders accept any of the three forms but
-// only whole microseconds within the range; anything else is corrupt.
+// int64 (MinTime, MaxTime). Stored values keep their type, so readers, dumps
+// and other msgpack tools see a time as a time, not as an integer
+// (docs/design/time-attribute-encoding.md). Decoders accept any of the three
+// forms but only whole microseconds within the range; anything else is corrupt.
 //
 // Every decoder returns an error wrapping ErrCorrupt on malformed input and never
 // panics; every encoder returns an error wrapping ErrUnsupportedType for a value it

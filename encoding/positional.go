@@ -28,19 +28,15 @@ import (
 //	         headKeyedTx (0x10): tx_from is absent, being in the record's key
 //	         (AppendRecordRetired; decoders take it as keyTxFrom)
 //
-// Integers are varints because nothing orders values (keys keep fixed widths):
-// an open end costs nothing, tx_to is a short distance from tx_from, and a
-// surrogate key costs what its magnitude needs. valid_to is a distance too,
-// from a base the caller passes and the decoder is given again: a stored
-// record's valid_from, which its key holds (the *At functions), so a closed
-// version of a timestamp axis costs the bytes of its length, not of the
-// time; the functions without At take base 0, which stores valid_to itself.
-// The difference is taken modulo 2^64, so every pair of times has one.
+// Integers are varints: values are never compared as bytes (keys keep fixed
+// widths). valid_to is a distance from a base the caller passes and the
+// decoder is given again: a stored record's valid_from, which its key holds
+// (the *At functions); the functions without At take base 0, which stores
+// valid_to itself. The difference is taken modulo 2^64, so every pair of times
+// has one. docs/design/positional-records.md gives the reasons for the layout.
 //
 // A value is one scalar in exactly the form AppendAttrs gives it (encodeScalar
-// and parseScalar), so every attribute type flows into both forms. The gaps
-// between ordinals are almost always zero, so an attribute costs one byte plus
-// its value, where a named map repeats the name in every record.
+// and parseScalar), so every attribute type flows into both forms.
 
 // Bits of a positional record's head byte above its flags.
 const (

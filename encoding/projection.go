@@ -16,7 +16,8 @@ import (
 // A projected decode checks what it reads (the count, every ordinal up to where
 // it stops, the values it steps over and those it keeps) but not the bytes after
 // it stops, nor that a stepped-over ordinal has a name: Verify and unprojected
-// reads check whole records.
+// reads check whole records. The store caches projections per table
+// (docs/design/projection-view-cache.md).
 
 // Projection selects the attributes a projected decode keeps, by ordinal.
 type Projection struct {

@@ -13,7 +13,8 @@
 //     Those later reads are serializable (one member answers from the state it
 //     has applied, without a round to the leader): a revision's state never
 //     changes, and a member that has not yet applied the view's revision
-//     refuses it, whereupon the read is repeated linearizably.
+//     refuses it, whereupon the read is repeated linearizably
+//     (docs/design/etcd-serializable-reads.md).
 //     etcd keeps old revisions until the cluster compacts them: a view older
 //     than the compaction fails with an error wrapping
 //     store.ErrSnapshotTooOld, never with other data.

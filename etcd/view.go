@@ -6,15 +6,14 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/bitempo/bitempo/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/bitempo/bitempo/engine"
 )
 
-// view is a engine.View at one etcd revision. It implements
-// engine.GenerationView.
+// view is a store.View at one etcd revision. It implements
+// store.GenerationView.
 type view struct {
 	e   *Engine
 	rev int64
@@ -25,7 +24,7 @@ func (v *view) Generation() int64 { return v.gen }
 
 func (v *view) Close() error { return nil }
 
-// Get implements engine.View with one read at the view's revision.
+// Get implements store.View with one read at the view's revision.
 func (v *view) Get(key []byte) ([]byte, bool, error) {
 	resp, err := v.read(v.e.etcdKey(key))
 	if err != nil {
@@ -38,15 +37,13 @@ func (v *view) Get(key []byte) ([]byte, bool, error) {
 }
 
 // read runs one range request at the view's revision, serializable first: the
-// member the client talks to answers from the state it has applied, without
-// the linearizable path's round to the leader (ReadIndex) on every request.
-// That is safe because the revision is fixed: the state at a revision never
-// changes once applied, and a member that has not yet applied v.rev refuses
-// with ErrFutureRev instead of answering from older state; the request is then
+// member the client talks to answers from the state it has applied, without a
+// round to the leader. That is safe because the state at a fixed revision
+// never changes, and a member that has not yet applied v.rev refuses with
+// ErrFutureRev instead of answering from older state; the request is then
 // repeated linearizably, which waits until the member has caught up. The
 // view's own first read (Engine.View) stays linearizable: it is what makes the
-// revision the newest committed one. (Rejected: linearizable reads
-// throughout, which paid a leader round per iterator page and point read.)
+// revision the newest committed one (docs/design/etcd-serializable-reads.md).
 func (v *view) read(key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	ctx, cancel := v.e.ctx()
 	defer cancel()
@@ -59,14 +56,14 @@ func (v *view) read(key string, opts ...clientv3.OpOption) (*clientv3.GetRespons
 	return resp, err
 }
 
-// NewIter implements engine.View.
-func (v *view) NewIter(lower, upper []byte) (engine.Iter, error) {
+// NewIter implements store.View.
+func (v *view) NewIter(lower, upper []byte) (store.Iter, error) {
 	it := &iter{v: v}
 	it.SetBounds(lower, upper)
 	return it, nil
 }
 
-// iter is a engine.Iter that reads its range a page at a time at the view's
+// iter is a store.Iter that reads its range a page at a time at the view's
 // revision. page holds a contiguous run of the range's keys in ascending
 // order: every key of the range between page[0] and page[len-1] is in it, so
 // a seek to a key inside that run needs no request. loDone and hiDone say the
@@ -82,14 +79,13 @@ type iter struct {
 	// limit is how many keys the next continuation page reads: a seek reads
 	// firstPage keys (a point read wants one or two), and each page that
 	// continues in the same direction reads twice as many as the last, up to
-	// Config.PageSize. (Rejected: always PageSize keys, which made a point
-	// lookup transfer a whole page: 8.9 ms per lookup at 1024-key pages.)
+	// Config.PageSize, so a point lookup never transfers a whole page.
 	limit int
 }
 
-// firstPage is how many keys a seek reads: at small scale 16 made lookups
-// 3.2 ms and snapshot scans 942 us per key, 1024 made them 8.9 ms and 97 us,
-// 64 makes them 3.5 ms and 176 us (BENCHMARKS.md, "Small: bitempo on etcd").
+// firstPage is how many keys a seek reads: a balance between point lookups,
+// which want few, and scans, which skip to the next key within the page
+// (docs/design/etcd-iterator-pages.md).
 const firstPage = 64
 
 func (it *iter) SetBounds(lower, upper []byte) {
@@ -246,7 +242,7 @@ func (it *iter) SeekGE(key []byte) bool {
 	return true
 }
 
-// SeekPrefixGE implements engine.Iter as SeekGE: etcd has no prefix filters,
+// SeekPrefixGE implements store.Iter as SeekGE: etcd has no prefix filters,
 // and every caller checks the prefix of the key it lands on.
 func (it *iter) SeekPrefixGE(key []byte) bool { return it.SeekGE(key) }
 

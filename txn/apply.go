@@ -16,22 +16,22 @@ import (
 // derive.go; this file validates batches, reads what a batch needs, and writes
 // the event log, batch ids, checkpoints and versions.
 //
-// Semantics decided here (docs/semantics.md leaves them open):
+// Semantics decided here (docs/semantics.md leaves them open; the reasoning is
+// in docs/design/cdc-same-instant-events.md and cdc-per-key-lateness.md):
 //
 //   - Several events of one key at the same valid time (same at, different seq)
 //     count as one instant: the last by seq decides the state there, exactly as
 //     a granularity collapses the events of a granule, and the collapse is
-//     counted. (Rejected: keeping each as a zero-width boundary, which would let
-//     a delete immediately followed by a re-insert cut one run into two
-//     adjacent, tracked-equal versions.)
+//     counted (not a zero-width version per event, which would split one run
+//     into adjacent tracked-equal versions).
 //   - A delete's attributes are ignored; Seq defaults to 0, and an event whose
 //     source sequence was null says so with SeqNull and is rejected.
 //   - The lateness horizon is per key: newest at among the key's events already
 //     applied, minus Lateness. A batch holding an event before it is rejected
-//     whole with ErrTooLate. (Rejected: a table-wide horizon, which would make a
-//     key's corrections depend on other keys' traffic.) Events that fall behind
-//     the horizon are compacted into a per-key checkpoint, the derivation state
-//     at the horizon's granule.
+//     whole with ErrTooLate (not a table-wide horizon, which would make a key's
+//     corrections depend on other keys' traffic). Events that fall behind the
+//     horizon are compacted into a per-key checkpoint, the derivation state at
+//     the horizon's granule.
 //   - A batch id is recorded in the same commit as its events; re-applying it
 //     returns Replayed with the original commit's transaction time and writes
 //     nothing, whatever events it carries this time.

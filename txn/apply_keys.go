@@ -29,9 +29,8 @@ var ErrKeyOrder = errors.New("bitempo: keys of a key-by-key batch out of order")
 // is given (so that Finish reports the batch's first error by position, as
 // Apply does: an invalid event before a too-late one), and marks the
 // transaction failed: the transaction cannot commit, and the caller returns
-// Finish's error from the Update function to roll it back. (Rejected: reading
-// every key before writing, which needs the whole batch's plans in memory:
-// the thing this type avoids.)
+// Finish's error from the Update function to roll it back
+// (docs/design/cdc-keybatch-errors.md).
 type KeyBatch struct {
 	tx       *Tx
 	t        *store.Table

@@ -44,9 +44,7 @@ func verifyChanges(s *store.Snapshot, rep *store.Report) error {
 // store.Snapshot.ScanChangesKeys yields them, one at a time: its memory is
 // bounded by one key's events, checkpoint and versions, never by the number
 // of keys. A key that does not parse ends the table's check with a problem;
-// the keys before it have been checked. Rejected: listing the keys first
-// (store.Snapshot.ChangesKeys), which held every tuple of the table in memory
-// and, on a malformed key, checked none of them.
+// the keys before it have been checked (docs/design/verify-changes-streaming.md).
 func verifyChangesKeys(s *store.Snapshot, t *store.Table, rep *store.Report) error {
 	for tuple, err := range s.ScanChangesKeys(t) {
 		if errors.Is(err, store.ErrCorrupt) {

@@ -64,9 +64,8 @@ func (e *cdcEvent) identical(o *cdcEvent) bool {
 // tieWinner decides between two different events at the same (at, seq): a delete
 // beats an upsert, and of two upserts the one whose attribute encoding is smaller
 // in byte order wins. It depends only on the two events, never on which arrived
-// first, so the log converges to the same event whatever the arrival order.
-// (Rejected: the last to arrive wins, which would make the table depend on
-// arrival order.)
+// first, so the log converges to the same event whatever the arrival order
+// (docs/design/cdc-tie-winner.md).
 func tieWinner(a, b *cdcEvent) *cdcEvent {
 	switch {
 	case a.op == store.EventDelete:
@@ -239,9 +238,8 @@ type versionCounts struct {
 //     gets a new sk, and a stretch whose tracked attributes changed is a new
 //     version.
 //
-// (Rejected: matching on valid_from alone, which would renumber a version whose
-// first instant a correction replaced although none of its later instants
-// changed.)
+// Matching is not on valid_from alone, which would renumber a version that
+// lost only its first instant (docs/design/cdc-surrogate-key-inheritance.md).
 func placeRuns(t *store.Table, ks *keyState, replaced []store.Version, runs []run, alloc func() uint64) ([]store.Version, versionCounts) {
 	out := make([]store.Version, len(runs))
 	heir := make([]int, len(runs)) // index into replaced, or -1

@@ -67,4 +67,7 @@
 // keys of re-derived versions, the per-key lateness horizon, batch ids) are
 // written at the top of apply.go, and the derivation of versions from events in
 // derive.go; the scenario files in testdata/apply teach them by example.
+//
+// The reasoning behind these decisions, and the alternatives rejected, is in
+// docs/design (docs/design/README.md lists it).
 package txn

@@ -42,8 +42,8 @@ func (e *EraseConflictError) Is(target error) bool { return target == ErrErased 
 // Semantics decided here: an erasure of a changes table removes the key's
 // events too, so a later Apply of new events for the key derives its versions
 // from those alone, and re-applying an already applied batch id changes
-// nothing (the erased events do not come back); the rejected alternative,
-// forgetting the batch ids, would let an old feed replay resurrect the data.
+// nothing (the batch ids are kept, so an old feed's replay cannot resurrect
+// the data; docs/design/erasure-keeps-batch-ids.md).
 func (tx *Tx) Erase(table string, key store.Key) error {
 	return tx.EraseFor(table, key, "")
 }

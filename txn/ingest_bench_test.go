@@ -17,10 +17,10 @@ import (
 // BenchmarkUpsertIngest measures an SCD2 ingest through Upsert: every
 // iteration is one round that gives each of the keys a new version (a later
 // valid time, a changed attribute), in a shuffled key order, in transactions
-// of 10,000 changes. Each Upsert reads the key's versions first (the per-key
-// read the ingest profile of BENCHMARKS.md puts at 60% of the load), from a
-// store that keeps growing under the load (memtable, level 0 and deeper
-// levels), so rounds later in the run read more. One round before the timer
+// of 10,000 changes. Each Upsert reads the key's versions first
+// (docs/design/upsert-tail-read.md), from a store that keeps growing under the
+// load (memtable, level 0 and deeper levels), so rounds later in the run read
+// more. One round before the timer
 // gives every key a version. Two stores are loaded side by side, one round
 // each in turn, so that a busy machine slows both alike: one with the
 // store's prefix bloom filters, one with Tune turning them off. Reported:

@@ -12,8 +12,8 @@ import (
 )
 
 // TestReentrantCalls calls the store's writing methods and Close from inside a
-// write transaction on the same goroutine: each returns ErrReentrant at once
-// (they used to wait for the transaction they were part of, forever), and the
+// write transaction on the same goroutine: each returns ErrReentrant at once,
+// rather than waiting forever for the transaction it is part of, and the
 // transaction then commits. A write from another goroutine is not re-entrant:
 // it waits for the transaction and then runs.
 func TestReentrantCalls(t *testing.T) {

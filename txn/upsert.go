@@ -108,13 +108,11 @@ func replaceInferred(ks *keyState, i int, found bool, at int64, attrs store.Attr
 // upsertState returns the key's state for an Upsert at valid time at: only
 // the tail of its timeline from at on, with the versions just before it
 // (stateTail), since an Upsert reads and changes nothing earlier than the
-// version in effect at at and the one ending where it starts (place). An
-// in-order SCD2 load upserts at a key's newest valid time, so each Upsert
-// reads and decodes two versions instead of the key's whole history: the
-// per-key read was 60% of such a load's CPU (BENCHMARKS.md), growing with
-// the key's versions. Any other use of the key in the transaction loads the
-// rest first (Tx.state). A key a Flush handed over is refused, as state
-// refuses it.
+// version in effect at at and the one ending where it starts (place); an
+// in-order SCD2 load thus reads two versions per Upsert, not the key's whole
+// history (docs/design/upsert-tail-read.md). Any other use of the key in the
+// transaction loads the rest first (Tx.state). A key a Flush handed over is
+// refused, as state refuses it.
 func (tx *Tx) upsertState(t *store.Table, key store.Key, at int64) (*keyState, error) {
 	k, err := t.AppendKey(encoding.AppendUint32(tx.buf[:0], t.ID), key)
 	if err != nil {

@@ -45,19 +45,20 @@
 // directly, and History, Audit and Resolve ask package query for the
 // attributes left encoded (HistoryOptions.RawAttrs, AuditOptions.RawAttrs,
 // ResolveOptions.RawAttrs). A scan decodes into one struct and yields copies.
-// Every read decodes only the attributes the
-// struct has fields for: Get and Snapshot read through a view of the table
-// projected to them (store.DB.Project, made once per catalog table), History,
-// Audit and Resolve pass them to package query as its projection (History and
+// Every read decodes only the attributes the struct has fields for: Get and
+// Snapshot read through a view of the table projected to them
+// (store.DB.Project, made once per catalog table), History, Audit and Resolve
+// pass them to package query as its projection (History and
 // Resolve keep a projection the caller gave). The other attributes of a
 // record are stepped over, never decoded, so a narrow struct over a wide table
 // pays for its own fields only; as with every projection, a record's bytes
 // after the last projected attribute are not checked (store.Verify checks
 // them). A retired record whose attributes are stored with its successor's
-// comes back with a map, which the struct is filled from. The typed_test
-// benchmarks (BenchmarkGet, BenchmarkResolve, BenchmarkHistoryAudit,
-// BenchmarkDecodeRecord) compare the two, and TestHistoryAuditAllocs checks
-// that History and Audit allocate less than the map API's reads. Rejected alternative: generating
-// per-type code (as msgp does), which needs a build step for every user type;
-// reflection over a schema checked once costs a field lookup per attribute.
+// comes back with a map, which the struct is filled from. History and Audit
+// allocate less than the map API's reads (TestHistoryAuditAllocs).
+//
+// Decoding is by reflection over the schema New checked, not generated code,
+// which would need a build step for every user type
+// (docs/design/typed-reflection.md; projections:
+// docs/design/projection-view-cache.md).
 package typed

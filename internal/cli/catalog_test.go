@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestDemoRefusesForeignStore checks that demo --db on a store the demo did not
-// build leaves the store alone.
+// TestDemoRefusesForeignStore checks that demo --db on a store it did not build
+// leaves the store alone.
 func TestDemoRefusesForeignStore(t *testing.T) {
 	dir := customersStore(t) // ./db holds customers, loaded by the user
 	before, _ := dumpState(t, dir, "db")

@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// TestVersionCompletionAndUsageMessages checks the tool's small conveniences:
-// --version, shell completion, table names with spaces refused, a one-line
-// unknown-command message, --since after --until refused, JSON lines on stdin
-// recognised, and create stating the table's kind.
-func TestVersionCompletionAndUsageMessages(t *testing.T) {
+// TestCommandLineMessages checks the tool's small user-facing messages: --version,
+// shell completion, invalid table names, a suggestion for a mistyped command,
+// a --since later than --until, JSON on stdin without --format, and create
+// stating the table's kind only when it is the default.
+func TestCommandLineMessages(t *testing.T) {
 	dir := customersStore(t)
 	if r := ok(t, dir, "--version"); !strings.HasPrefix(r.stdout, "bitempo ") {
 		t.Fatalf("--version: %q", r.stdout)

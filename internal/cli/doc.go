@@ -35,6 +35,11 @@
 //
 // # Decisions
 //
+// Each is stated here; the reasoning and the alternatives rejected are in
+// docs/design (load-one-transaction.md, load-two-pass-stream.md,
+// load-compaction.md, load-change-order.md, load-exact-decimals.md,
+// load-utf8.md).
+//
 //   - A load reads and checks the whole file before it writes anything, so a bad
 //     row or an overlap fails it with nothing committed, and then commits every
 //     row in one transaction: one transaction time, all or nothing. SIGINT and
@@ -52,31 +57,28 @@
 //     the opt-in batched mode: an interruption or failure stops between batches,
 //     names the rows that committed and says how to continue; reloading is safe
 //     (versions already stored, upserts already in effect and CDC batch ids
-//     already applied change nothing). (Rejected: batches by default, which left
-//     interrupted loads half applied and wrote every in-between state to the
-//     transaction log.)
+//     already applied change nothing). Batches are not the default: they leave
+//     an interrupted load half applied.
 //   - A periods table keeps versions, not events: a change row equal to the
 //     version in effect is dropped, and a late row only rewrites up to the next
 //     stored change; the load summary counts both, and create says so when
 //     --kind is left out (changes tables are order-independent).
 //   - A load of 100,000 rows or more that commits anything ends with a
-//     compaction of the store
-//     (--no-compact skips it; `bitempo compact` runs one on demand): Pebble's
-//     background compaction falls behind a bulk load, and reads of the deep
-//     level 0 it leaves were about 2.5x slower. Smaller loads leave it to the
-//     background, since a full compaction rewrites the whole store.
+//     compaction of the store (--no-compact skips it; `bitempo compact` runs
+//     one on demand), since Pebble's background compaction falls behind a bulk
+//     load. Smaller loads leave it to the background, since a full compaction
+//     rewrites the whole store.
 //   - Rows that are SCD2 changes (--at) are applied in ascending --at order, file
 //     order breaking ties, so the result does not depend on how the file is
 //     sorted; two rows of one key at one time with different attributes are
-//     counted as conflicts and the later row wins. (Rejected: file order, which
-//     gives a different history for the same rows sorted differently.)
+//     counted as conflicts and the later row wins (not file order, which gives
+//     a different history for the same rows sorted differently).
 //   - Attribute types are inferred per column, not per cell: a column is int64 if
 //     every non-empty cell is an integer without leading zeros (so 0123 stays a
 //     string), else float64 if every cell is a decimal, else bool, else string.
 //     A decimal column holding a value float64 cannot hold exactly is kept as
-//     text, with a warning (rejected: rounding silently; a decimal type would
-//     change the value encoding). Cells must be UTF-8: others fail with line and
-//     column.
+//     text, with a warning, not rounded silently. Cells must be UTF-8: others
+//     fail with line and column.
 //     A time column (--types col=time) is validated and stored as an RFC 3339 UTC
 //     string, since the catalog keeps no attribute types that would let a tick
 //     count print as a time. In JSONL an absent field is left out of the record
@@ -87,7 +89,7 @@
 //   - backfill types the group values of the left file as load types attribute
 //     values (inferred per column, or --types), so a left file and a data file
 //     with the same cells name the same groups; a table-wide aggregation is asked
-//     for by leaving out --group-by and --key (rejected: a separate flag, which
-//     could contradict them). An empty group cell fails the command, as a missing
+//     for by leaving out --group-by and --key (not a separate flag, which could
+//     contradict them). An empty group cell fails the command, as a missing
 //     key fails resolve. A ts cell may say now, for scoring rows.
 package cli

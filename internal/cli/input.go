@@ -315,11 +315,8 @@ func decodeObject(text []byte) ([]string, []any, error) {
 }
 
 // invalidUTF8 returns the offset of the first byte of s that is not valid
-// UTF-8, or -1. Input text must be UTF-8: a byte that is not would be stored
-// as it is and printed as U+FFFD by JSON output, so it is rejected with its
-// line and column rather than kept (the rejected alternative, storing bytes and
-// printing them losslessly, would make every string output format carry an
-// escape convention).
+// UTF-8, or -1. Input text must be UTF-8: a cell that is not fails with its
+// line and column (docs/design/load-utf8.md).
 func invalidUTF8(s string) int {
 	if utf8.ValidString(s) {
 		return -1

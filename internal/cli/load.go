@@ -31,11 +31,9 @@ type loadFlags struct {
 	spillBytes                    int64
 }
 
-// compactAfterRows is the size of load after which load compacts the store: a
-// bulk load writes faster than Pebble's background compaction keeps up with,
-// and reads of the level 0 it leaves are about 2.5x slower (store.DB.Compact).
-// Smaller loads leave compaction to the background, which is cheaper than
-// rewriting a large store for them.
+// compactAfterRows is the size of load after which load compacts the store
+// (store.DB.Compact); smaller loads leave compaction to the background
+// (docs/design/load-compaction.md).
 const compactAfterRows = 100_000
 
 // loadMode is how the rows of a file become writes.

@@ -15,10 +15,9 @@ import (
 // transaction: every row commits at one transaction time or none does, so the
 // transaction log never holds a state that was not a whole file, and an
 // interrupted or failed load leaves the store exactly as it was. With
-// --batch-size N the rows are committed N at a time instead (the rejected
-// default of earlier versions, kept opt-in for loads too large for one
-// transaction's memory); an interruption then stops between batches and names
-// the rows that committed.
+// --batch-size N the rows are committed N at a time instead; an interruption
+// then stops between batches and names the rows that committed
+// (docs/design/load-one-transaction.md).
 
 // errInterrupted is returned from inside a load's transaction when SIGINT or
 // SIGTERM arrived: the transaction rolls back.

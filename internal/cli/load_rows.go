@@ -165,8 +165,8 @@ func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map
 // the inferred type float64 would read cannot be held exactly by a float64
 // (12345678901234567890.5 would come back as 12345678901234567000); the
 // column's values are then kept as the text of the file. A declared
-// --types COL=float64 rounds to the nearest float64 as asked. The rejected
-// alternative, a decimal attribute type, is a change to the value encoding.
+// --types COL=float64 rounds to the nearest float64 as asked
+// (docs/design/load-exact-decimals.md).
 func (p *loadPlan) keepExact(in *input, c int, typ attrType, text func(r int) string) attrType {
 	for r := range in.rows {
 		s := text(r)

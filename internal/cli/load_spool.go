@@ -21,10 +21,8 @@ import (
 // written, os.TempDir() takes it. It is named .bitempo-stdin-<hash of the
 // store's path>-*, removed when the load ends, fails or is interrupted, and
 // after a kill by the next load of the same store (which holds the store's
-// lock, so no other load is using it). Rejected: the store directory itself,
-// which holds only the engine's files and the load's own sorted runs (a
-// backup or a copy of the store would carry the spool along), and holding
-// stdin in memory, which was the gap this closes.
+// lock, so no other load is using it). It is never in the store directory,
+// which a backup or copy would carry along (docs/design/load-stdin-spool.md).
 
 // spoolPlace returns the directory of a store's stdin spools and their name
 // prefix; dir is empty for a store without a directory.

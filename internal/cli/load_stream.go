@@ -41,9 +41,8 @@ import (
 //     transaction, flushing finished keys to the spilling Writer (Tx.Flush).
 //
 // Memory is the budget for the rows of a run, one row per run while merging,
-// the rows of one key, and the Writer's own spill budget. The rejected
-// alternative, reading the file once and keeping its text in memory for a
-// second parse, needs the file's size in memory.
+// the rows of one key, and the Writer's own spill budget, never the file's
+// size (docs/design/load-two-pass-stream.md).
 
 // streamCheckRows is how many rows a pass reads between two looks at the
 // interrupt signal.

@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// These tests check that a load is one transaction by default,
-// and an interrupted or failed load leaves the store exactly as it was.
+// These tests check that a load is one transaction by default, and that an
+// interrupted or failed load leaves the store exactly as it was.
 
 // changesFile writes n SCD2 change rows over keys k0..k(keys-1) on an int axis.
 func changesFile(t *testing.T, dir, name string, n, keys int, seed uint64) string {
@@ -282,9 +282,9 @@ func withoutSK(out string) string {
 }
 
 // TestLoadPeriodsLateChanges loads change files one by one into a periods
-// table. The no-op repeat of file 1 is dropped, so file 2's
-// earlier change runs over it; the summaries say so, and a changes table (or
-// one file) gives the history the events describe.
+// table. The no-op repeat of file 1 is dropped, so file 2's earlier change runs
+// over it; the summaries say so, and a changes table (or one file) gives the
+// history the events describe.
 func TestLoadPeriodsLateChanges(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "r1.csv", "id,at,tier\nc1,2024-01-01,gold\nc1,2024-03-01,gold\n")

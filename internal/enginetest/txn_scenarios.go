@@ -480,8 +480,7 @@ func runErase(db *store.DB, table string, key store.Key, reason string) (string,
 // ErrCheck marks a driver's own check failing (store.Verify finding
 // problems after a write, two read paths disagreeing): a failed test, never a
 // scenario's expected output. WalkScenarios fails the test on it, so that
-// -rewrite cannot record it as the expected output (the drivers' earlier
-// t.Fatalf did the same).
+// -rewrite cannot record it as the expected output.
 var ErrCheck = errors.New("enginetest: check failed")
 
 // VerifyStore runs store.Verify and returns an error matching ErrCheck for a

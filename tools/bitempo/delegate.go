@@ -31,9 +31,8 @@ import (
 //  3. otherwise nothing is run, and the tool refuses the --db with an error
 //     that says how to get the etcd build.
 //
-// (Rejected: importing the etcd engine here behind a build tag, which would make
-// the tool's behaviour depend on how it was compiled, and a go.work workspace,
-// which go install and users' own modules ignore.)
+// Not a build tag, which would make the tool's behaviour depend on how it was
+// compiled (docs/design/etcd-tool-delegation.md).
 
 // etcdBinary is the name of an installed etcd build of the tool on the PATH.
 const etcdBinary = "bitempo-etcd"

@@ -62,7 +62,6 @@ type engine interface {
 	// of workloads 4 and 8) are prepared again on the settled files.
 	settle() error
 
-	// close closes the database.
 	close() error
 }
 

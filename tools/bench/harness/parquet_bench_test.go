@@ -12,7 +12,7 @@ import (
 )
 
 // TestParquetThroughput measures Parquet in and out at a size given by
-// BITEMPO_PARQUET_ROWS (skipped when unset; BENCHMARKS.md used 1000000): a
+// BITEMPO_PARQUET_ROWS (skipped when unset; 1000000 is a typical size): a
 // date-axis table of that many versions (ten per key, a string, a float and an
 // integer attribute) is loaded into bitempo from CSV, then
 //

@@ -8,8 +8,8 @@ import (
 // resolved against the base table as it was known after the first half of
 // workload 1's commits (every fact at that one transaction time: a
 // point-in-time training set), so its time per fact over workload 5's is what
-// resolving as known then costs against resolving as known now (the
-// target: at most 1.5x). Only engines that keep transaction time on the base
+// resolving as known then costs against resolving as known now (the target:
+// at most 1.5x). Only engines that keep transaction time on the base
 // table run it (pastResolver: bitempo); the others' base tables are SCD2
 // without a transaction period. With one engine there is no checksum to
 // compare, so the workload checks every answer against the model: the table
