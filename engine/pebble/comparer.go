@@ -71,7 +71,7 @@ const indexBlockSize = 256 << 10
 // and then each such read pays a second block read for the value (a Get at
 // an old transaction time reads history records that are almost never the
 // first of their key). See writerOptions for the tables bitempo writes
-// itself, and BENCHMARKS.md for the measurement.
+// itself.
 func applyLayoutOptions(o *pebble.Options) {
 	o.Comparer = layoutComparer
 	for i := range o.Levels {

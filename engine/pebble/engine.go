@@ -21,9 +21,8 @@ import (
 
 // pebbleFormat is the Pebble format major version bitempo writes. It is pinned so
 // that an upgrade of Pebble never silently ratchets a store's on-disk format. This
-// version writes row-oriented sstables (TableFormatPebblev4), which measured about
-// 20% faster and smaller than the columnar format on bitempo's workload (100k
-// keys x 10 versions on a 2-core machine, 64 MB cache; measured 2026-11-29).
+// version writes row-oriented sstables (TableFormatPebblev4), which are faster and
+// smaller than the columnar format on bitempo's workload (docs/performance.md).
 const pebbleFormat = pebble.FormatFlushableIngestExcises
 
 // Engine is a bitempo store's Pebble database: it implements engine.Engine
