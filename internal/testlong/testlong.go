@@ -46,8 +46,8 @@ func Skip(t testing.TB, why string) {
 }
 
 // Size returns long when long tests run and quick otherwise: the size of a
-// randomized test (iterations, seeds, rows) in the two runs.
-func Size(long, quick int) int {
+// randomized test (iterations, rows, the list of its seeds) in the two runs.
+func Size[T any](long, quick T) T {
 	if Enabled() {
 		return long
 	}
