@@ -10,9 +10,10 @@
 // operation logs, random facts).
 //
 // Tests that are inherently long call Skip, which skips them unless
-// BITEMPO_LONG=1. Randomized tests are not skipped: they call Size, or
-// RapidChecks for rapid properties, to run at a fraction of their full size in
-// the quick run, so the quick run still exercises every behaviour.
+// BITEMPO_LONG=1; a matrix of slow cases keeps one or a few cases in the quick
+// run and skips the others. Randomized tests are not skipped: they call Size
+// to run at a fraction of their full size in the quick run (fewer seeds,
+// iterations or transactions). Assertions are the same in both runs.
 //
 // .ci/run sets BITEMPO_LONG=1 for the README's test command, so CI runs every
 // test at full size. Its race step (go test -race -short) does not: -short
@@ -20,7 +21,6 @@
 package testlong
 
 import (
-	"flag"
 	"os"
 	"strconv"
 	"testing"
@@ -52,34 +52,4 @@ func Size[T any](long, quick T) T {
 		return long
 	}
 	return quick
-}
-
-// RapidChecks divides the number of checks of the rapid properties in t by div
-// in the quick run (at least one check), for the rest of t. It does nothing
-// when long tests run, or when the number was chosen with -rapid.checks or
-// RAPID_CHECKS. rapid's own -short division (by 5) still applies on top. t
-// must not run in parallel with other rapid tests.
-func RapidChecks(t testing.TB, div int) {
-	t.Helper()
-	f := flag.Lookup("rapid.checks")
-	if Enabled() || f == nil || div <= 1 {
-		return
-	}
-	if _, ok := os.LookupEnv("RAPID_CHECKS"); ok {
-		return
-	}
-	explicit := false
-	flag.Visit(func(g *flag.Flag) { explicit = explicit || g.Name == f.Name })
-	if explicit {
-		return
-	}
-	old := f.Value.String()
-	n, err := strconv.Atoi(old)
-	if err != nil {
-		t.Fatalf("testlong: -rapid.checks=%q is not a number", old)
-	}
-	if err := f.Value.Set(strconv.Itoa(max(1, n/div))); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Value.Set(old) })
 }
