@@ -244,11 +244,13 @@ func csvToParquet(t *testing.T, csvPath, pqPath string) {
 // TestLoadSpillSameVersions forces the spilling path (rows grouped by key,
 // writes spilled to disk with a tiny budget, committed by ingestion) and checks
 // it gives the versions of the in-memory path, for a first load and for a
-// second one that changes and retires what the first wrote.
+// second one that changes and retires what the first wrote. The files have
+// 10,000 rows with BITEMPO_LONG=1, 3,000 over fewer keys in the quick run.
 func TestLoadSpillSameVersions(t *testing.T) {
 	dir := t.TempDir()
-	changesFile(t, dir, "a.csv", 10_000, 1_500, 4)
-	changesFile(t, dir, "b.csv", 10_000, 2_000, 5)
+	rows, keys := testlong.Size(10_000, 3_000), testlong.Size(1_000, 300)
+	changesFile(t, dir, "a.csv", rows, keys*3/2, 4)
+	changesFile(t, dir, "b.csv", rows, keys*2, 5)
 	for _, db := range []string{"mem", "spill"} {
 		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
 	}
