@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/testlong"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -21,7 +22,7 @@ import (
 const (
 	crashDirEnv    = "BITEMPO_CRASH_DIR"    // the store the child writes; set only in the child
 	crashStartEnv  = "BITEMPO_CRASH_START"  // the index of the child's first transaction
-	crashCyclesEnv = "BITEMPO_CRASH_CYCLES" // how many times the parent kills a child (default 10)
+	crashCyclesEnv = "BITEMPO_CRASH_CYCLES" // how many times the parent kills a child (default 10; 2 without BITEMPO_LONG=1)
 )
 
 // crashShared are the keys every crash-test transaction upserts, so that each
@@ -123,12 +124,13 @@ func TestCrashChild(t *testing.T) {
 // own batch id to a changes table: the changes table holds exactly the batches
 // of the transactions present, derived whole, and re-applying a batch is
 // idempotent exactly for those (Replayed, at the transaction time it was
-// acknowledged with). BITEMPO_CRASH_CYCLES sets the number of kills.
+// acknowledged with). BITEMPO_CRASH_CYCLES sets the number of kills: by
+// default 10 with BITEMPO_LONG=1, and 2 in the quick run.
 func TestCrashRecovery(t *testing.T) {
 	if os.Getenv(crashDirEnv) != "" {
 		t.Skip("in the child process")
 	}
-	cycles := 10
+	cycles := testlong.Size(10, 2)
 	if s := os.Getenv(crashCyclesEnv); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bitempo/bitempo/fuzz/model/oplog"
+	"github.com/bitempo/bitempo/internal/testlong"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 )
@@ -47,13 +48,15 @@ var metaConfigs = []metaConfig{
 // each key's audit trail, Get at every valid instant of interest at the latest
 // or an earlier transaction time, and a table snapshot; at the end, the
 // versions of every key alive at every transaction time. Each run is also
-// compared with the reference model as it goes (oplog.Runner.Apply).
+// compared with the reference model as it goes (oplog.Runner.Apply). The log
+// has 100 transactions with BITEMPO_LONG=1, 60 in the quick run, 20 with
+// -short.
 func TestMetamorphic(t *testing.T) {
 	seed := *metaSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	n := 100
+	n := testlong.Size(100, 60)
 	if testing.Short() {
 		n = 20
 	}

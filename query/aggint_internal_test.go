@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testlong"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -69,7 +70,7 @@ func intStore(t *testing.T, rng *rand.Rand, mixed bool) *store.DB {
 // error, must be the same.
 func TestBackfillIntPathMatchesGeneric(t *testing.T) {
 	t.Cleanup(func() { useIntPath = true })
-	for _, seed := range []uint64{1, 2, 3, rand.Uint64()} {
+	for _, seed := range testlong.Size([]uint64{1, 2, 3, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		for _, mixed := range []bool{false, true} {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			db := intStore(t, rng, mixed)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/internal/testlong"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -132,7 +133,7 @@ func pathSpecs(t *testing.T) [][]Agg {
 // retired records that share their successor's attributes are read.
 func TestAggIntPathMatchesGeneric(t *testing.T) {
 	t.Cleanup(func() { useIntPath = true })
-	for _, seed := range []uint64{1, 2, rand.Uint64()} {
+	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		rng := rand.New(rand.NewPCG(seed, 12))
 		db := pathStore(t, rng)
 		last := db.LastTx()

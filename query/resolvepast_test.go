@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testlong"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -21,7 +22,7 @@ import (
 // many corrections of one valid_from (history runs longer than a few steps),
 // SCD2 closes whose retired records share attributes, deletions and gaps.
 func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
-	for _, seed := range []uint64{1, 2, rand.Uint64()} {
+	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			clock := int64(1000)

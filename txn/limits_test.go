@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/internal/testlong"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -17,11 +18,12 @@ import (
 // byte over, the operation fails with ErrTooLarge (and ErrInvalidAttr) and
 // nothing is written. Before, a value over the decoders' limit committed and
 // left its key unreadable and impossible to overwrite or delete. It moves
-// 64 MiB values around, so -short skips it.
+// 64 MiB values around, so it runs only with BITEMPO_LONG=1 and without -short.
 func TestSizeLimits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 64 MiB values")
 	}
+	testlong.Skip(t, "writes 64 MiB values")
 	db, err := store.Open("db", store.Options{InMemory: true, NoSync: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

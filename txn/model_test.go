@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bitempo/bitempo/fuzz/model/oplog"
+	"github.com/bitempo/bitempo/internal/testlong"
 )
 
 var (
@@ -22,7 +23,8 @@ var (
 // key's audit trail, versions alive at sampled transaction times, Get at every
 // boundary instant at the latest and at sampled past transaction times, a table
 // snapshot and a history window; Verify must be clean after each. On failure it
-// prints the seed and the shortest failing log it can find.
+// prints the seed and the shortest failing log it can find. It runs 8 logs of
+// 200 transactions with BITEMPO_LONG=1, 3 of 100 otherwise.
 //
 // -model.edge adds values on which change detection commonly goes wrong
 // (oplog's edge pools); see the model's package doc, rule 5.
@@ -31,7 +33,7 @@ func TestModel(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	logs, txns := 8, 200
+	logs, txns := testlong.Size(8, 3), testlong.Size(200, 100)
 	if testing.Short() {
 		logs, txns = 3, 100
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/bitempo/bitempo/internal/testlong"
 )
 
 const customersCSV = `customer_id,valid_from,valid_to,name,city,score
@@ -298,6 +300,7 @@ func TestLoadLargeCompacts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 100,000 rows")
 	}
+	testlong.Skip(t, "loads 100,000 rows")
 	dir := t.TempDir()
 	var b strings.Builder
 	b.WriteString("id,valid_from,valid_to,n\n")

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bitempo/bitempo/internal/testlong"
 )
 
 // These tests check that a load is one transaction by default, and that an
@@ -90,7 +92,9 @@ func TestLoadFailingLastRowLeavesStoreUnchanged(t *testing.T) {
 // TestLoadInterrupt kills loads with SIGINT and SIGKILL at random moments: the
 // store is then exactly as before the load or as after the whole load, both
 // for a load held in memory and for one that spills to disk and ingests; the
-// spilling loads are streamed (load_stream.go), whose runs are removed.
+// spilling loads are streamed (load_stream.go), whose runs are removed. The
+// quick run (without BITEMPO_LONG=1) interrupts only the load held in memory,
+// twice; the other loads of the matrix are long tests.
 func TestLoadInterrupt(t *testing.T) {
 	for _, c := range []struct {
 		name                    string
@@ -105,7 +109,12 @@ func TestLoadInterrupt(t *testing.T) {
 		{"parquet, streamed", streamed, false, false, true},
 		{"parquet, changes table, streamed", streamed, true, false, true},
 	} {
-		t.Run(c.name, func(t *testing.T) { testLoadInterrupt(t, c.extra, c.changes, c.stdin, c.parquet) })
+		t.Run(c.name, func(t *testing.T) {
+			if c.name != "in memory" {
+				testlong.Skip(t, "an interrupt matrix of loads")
+			}
+			testLoadInterrupt(t, c.extra, c.changes, c.stdin, c.parquet)
+		})
 	}
 }
 
@@ -150,7 +159,7 @@ func testLoadInterrupt(t *testing.T, extra []string, changes, stdin, pq bool) {
 	}
 	took := time.Since(start)
 	after, _ := dumpState(t, dir, "ref")
-	trials := 6
+	trials := testlong.Size(6, 2)
 	if testing.Short() {
 		trials = 2
 	}
@@ -235,11 +244,13 @@ func csvToParquet(t *testing.T, csvPath, pqPath string) {
 // TestLoadSpillSameVersions forces the spilling path (rows grouped by key,
 // writes spilled to disk with a tiny budget, committed by ingestion) and checks
 // it gives the versions of the in-memory path, for a first load and for a
-// second one that changes and retires what the first wrote.
+// second one that changes and retires what the first wrote. The files have
+// 10,000 rows with BITEMPO_LONG=1, 3,000 over fewer keys in the quick run.
 func TestLoadSpillSameVersions(t *testing.T) {
 	dir := t.TempDir()
-	changesFile(t, dir, "a.csv", 10_000, 1_500, 4)
-	changesFile(t, dir, "b.csv", 10_000, 2_000, 5)
+	rows, keys := testlong.Size(10_000, 3_000), testlong.Size(1_000, 300)
+	changesFile(t, dir, "a.csv", rows, keys*3/2, 4)
+	changesFile(t, dir, "b.csv", rows, keys*2, 5)
 	for _, db := range []string{"mem", "spill"} {
 		ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
 	}
