@@ -147,7 +147,7 @@ func BenchmarkProjection(b *testing.B) {
 		b.Run("snapshot/"+proj.name, func(b *testing.B) {
 			for b.Loop() {
 				n := 0
-				for _, err := range query.SnapshotWith(db, "wide", query.AsOf{Valid: 1500}, query.KeyRange{}, query.SnapshotOptions{Project: proj.names}) {
+				for _, err := range query.Snapshot(db, "wide", query.AsOf{Valid: 1500}, query.KeyRange{}, query.SnapshotOptions{Project: proj.names}) {
 					if err != nil {
 						b.Fatal(err)
 					}

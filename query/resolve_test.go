@@ -99,7 +99,7 @@ func TestResolveMatchesGet(t *testing.T) {
 	}
 	reasons := map[store.MissReason]int{}
 	for i, f := range facts {
-		v, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx})
+		v, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx}, query.GetOptions{})
 		want := query.Resolution{Index: i, SK: v.SK, Attrs: v.Attrs}
 		var miss *query.Miss
 		if errors.As(err, &miss) {

@@ -59,14 +59,14 @@ func TestInsertInferredUnknownKey(t *testing.T) {
 		len(placeholder.Attrs) != 0 || placeholder.SK == 0 {
 		t.Fatalf("placeholder %s", placeholder.String())
 	}
-	got, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 1 << 40})
+	got, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 1 << 40}, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !got.Inferred || got.SK != placeholder.SK || got.TxFrom != c.Tx || got.ValidFrom != 5 || len(got.Attrs) != 0 {
 		t.Fatalf("stored placeholder %s", got.String())
 	}
-	if _, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 4}); !errors.Is(err, query.ErrBeforeFirst) {
+	if _, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 4}, query.GetOptions{}); !errors.Is(err, query.ErrBeforeFirst) {
 		t.Fatalf("before the placeholder: %v", err)
 	}
 	verifyOK(t, db)
@@ -175,7 +175,7 @@ func TestInferredMemberTakenOver(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := query.GetBySK(db, "customers", sk, query.Latest)
+	v, err := query.GetBySK(db, "customers", sk, query.Latest, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

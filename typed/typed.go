@@ -312,7 +312,7 @@ func (t *Table[T]) History(r store.Reader, key store.Key, from, to int64, opts q
 func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], error] {
 	opts := query.AuditOptions{Project: t.s.project(nil), RawAttrs: true}
 	return t.versions(r, func(s *store.Snapshot) iter.Seq2[store.Version, error] {
-		return query.AuditWith(s, t.s.table, key, opts)
+		return query.Audit(s, t.s.table, key, opts)
 	})
 }
 
