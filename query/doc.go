@@ -103,11 +103,9 @@
 //     checks the bytes it decodes and steps over, not those after the last
 //     projected attribute; store.Verify and unprojected reads check whole
 //     records.
-//   - MissInferred is the one read path that writes: it imports package txn and
-//     commits one transaction with txn.Tx.InsertInferred. A placeholder covers
-//     [earliest valid time its facts need, +∞), not (-∞, +∞): a fact from before
-//     the dimension's real history would otherwise silently resolve to the
-//     placeholder. Placeholders are created only for keys unknown at the newest
-//     commit, never before or between a known key's versions, where a miss is a
-//     load bug the gap report shows and a placeholder would hide.
+//   - Reads never write, and query does not import package txn. Creating
+//     inferred members for facts whose key the table does not know yet (a
+//     late-arriving dimension member) is a write the caller asks for:
+//     txn.ResolveInferred resolves through Resolve, then creates the members
+//     in one transaction.
 package query

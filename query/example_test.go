@@ -338,8 +338,9 @@ func ExampleGaps() {
 }
 
 // Facts come in any order and keep it; a miss policy says what a fact that no
-// version covers gets. MissInferred creates a placeholder member for an unknown
-// key (customer 103 below), which real data takes over later.
+// version covers gets. txn.ResolveInferred, which writes, creates a placeholder
+// member for an unknown key (customer 103 below), which real data takes over
+// later.
 func ExampleResolve() {
 	db := openCustomers()
 	defer db.Close()
@@ -349,8 +350,17 @@ func ExampleResolve() {
 		{Key: store.Key{101}, At: day("2021-06-10")},
 		{Key: store.Key{103}, At: day("2022-07-22")}, // unknown customer
 	}
-	for _, policy := range []query.MissPolicy{query.MissNull, query.MissDefault, query.MissInferred} {
-		res, err := query.Resolve(db, "customers", facts, query.ResolveOptions{Miss: policy, Default: 999})
+	for _, policy := range []string{"null", "default", "inferred"} {
+		var res []query.Resolution
+		var err error
+		switch policy {
+		case "null":
+			res, err = query.Resolve(db, "customers", facts, query.ResolveOptions{Miss: query.MissNull})
+		case "default":
+			res, err = query.Resolve(db, "customers", facts, query.ResolveOptions{Miss: query.MissDefault, Default: 999})
+		case "inferred":
+			res, err = txn.ResolveInferred(db, "customers", facts, query.ResolveOptions{Miss: query.MissNull})
+		}
 		if err != nil {
 			log.Fatal(err)
 		}

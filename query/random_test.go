@@ -529,13 +529,13 @@ func (w *randomWorld) checkResolve(t *rapid.T) {
 	}
 }
 
-// checkResolveInferred resolves with MissInferred (which writes), then checks
+// checkResolveInferred resolves with txn.ResolveInferred (which writes), then checks
 // each fact against Get on the store it left.
 func (w *randomWorld) checkResolveInferred(t *rapid.T) {
 	facts := w.drawFacts(t)
 	before := w.getAll(t, facts)
 	last := w.db.LastTx()
-	got, err := query.Resolve(w.db, "r", facts, query.ResolveOptions{Miss: query.MissInferred})
+	got, err := txn.ResolveInferred(w.db, "r", facts, query.ResolveOptions{Miss: query.MissNull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,13 +547,13 @@ func (w *randomWorld) checkResolveInferred(t *rapid.T) {
 		if !inferable {
 			before[i].Attrs = nil
 			if a, b := fmtResolution(got[i]), fmtResolution(before[i]); a != b {
-				t.Fatalf("Resolve MissInferred fact %d %v: %s, want %s", i, f, a, b)
+				t.Fatalf("ResolveInferred fact %d %v: %s, want %s", i, f, a, b)
 			}
 			continue
 		}
 		v, err := query.Get(w.db, "r", f.Key, query.AsOf{Valid: f.At}, query.GetOptions{})
 		if err != nil || !v.Inferred || !got[i].Inferred || got[i].SK != v.SK || !got[i].Found() {
-			t.Fatalf("Resolve MissInferred fact %d %v: %s; the store has %s, %v", i, f, fmtResolution(got[i]), fmtRecord(v), err)
+			t.Fatalf("ResolveInferred fact %d %v: %s; the store has %s, %v", i, f, fmtResolution(got[i]), fmtRecord(v), err)
 		}
 	}
 }

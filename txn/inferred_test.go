@@ -184,3 +184,24 @@ func TestInferredMemberTakenOver(t *testing.T) {
 	}
 	verifyOK(t, db)
 }
+
+// TestResolveInferredPolicy: ResolveInferred takes only MissNull, the policy of
+// the misses that get no member, and writes nothing when it refuses.
+func TestResolveInferredPolicy(t *testing.T) {
+	db := inferredStore(t)
+	last := db.LastTx()
+	facts := []query.Fact{{Key: store.Key{"c9"}, At: 5}}
+	for _, miss := range []query.MissPolicy{query.MissError, query.MissSkip, query.MissDefault} {
+		if _, err := txn.ResolveInferred(db, "customers", facts, query.ResolveOptions{Miss: miss}); err == nil {
+			t.Fatalf("miss policy %d: no error", miss)
+		}
+	}
+	if db.LastTx() != last {
+		t.Fatalf("a refused ResolveInferred committed: last tx %d, was %d", db.LastTx(), last)
+	}
+	res, err := txn.ResolveInferred(db, "customers", facts, query.ResolveOptions{Miss: query.MissNull})
+	if err != nil || len(res) != 1 || !res[0].Found() || !res[0].Inferred {
+		t.Fatalf("MissNull: %+v %v", res, err)
+	}
+	verifyOK(t, db)
+}

@@ -385,10 +385,16 @@ func readsResolve(db *store.DB, d *datadriven.TestData) (string, error) {
 	case "default":
 		opts.Miss = query.MissDefault
 		opts.Default, _ = strconv.ParseUint(arg(d, "default"), 10, 64)
-	case "inferred":
-		opts.Miss = query.MissInferred
+	case "inferred": // unknown keys get inferred members, other misses are null
+		opts.Miss = query.MissNull
 	}
-	res, err := query.Resolve(db, table, facts, opts)
+	var res []query.Resolution
+	var err error
+	if arg(d, "miss") == "inferred" {
+		res, err = txn.ResolveInferred(db, table, facts, opts)
+	} else {
+		res, err = query.Resolve(db, table, facts, opts)
+	}
 	if err != nil {
 		return "", err
 	}
