@@ -54,7 +54,7 @@ func ExampleOpen() {
 		}
 	}
 	for _, at := range []int64{5, 12} {
-		v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: at})
+		v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: at}, query.GetOptions{})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -61,7 +61,7 @@ func present(t *testing.T, db *store.DB, name string, n int) int {
 	t.Helper()
 	got := 0
 	for i := range n {
-		_, err := query.Get(db, "t", store.Key{fmt.Sprintf("%s-%d", name, i)}, query.AsOf{Valid: 0})
+		_, err := query.Get(db, "t", store.Key{fmt.Sprintf("%s-%d", name, i)}, query.AsOf{Valid: 0}, query.GetOptions{})
 		switch {
 		case err == nil:
 			got++
@@ -227,7 +227,7 @@ func TestSnapshotTooOld(t *testing.T) {
 	if _, err := cli.Client().Compact(context.Background(), resp.Header.Revision); err != nil {
 		t.Fatal(err)
 	}
-	_, err = query.Get(s, "t", store.Key{"a-0"}, query.AsOf{Valid: 0})
+	_, err = query.Get(s, "t", store.Key{"a-0"}, query.AsOf{Valid: 0}, query.GetOptions{})
 	if !errors.Is(err, store.ErrSnapshotTooOld) {
 		t.Fatalf("read of a compacted snapshot: %v", err)
 	}

@@ -75,7 +75,7 @@ func TestWritersInTurn(t *testing.T) {
 		}
 		sks := map[uint64]bool{}
 		for i := range 6 {
-			v, err := query.Get(db, "t", store.Key{fmt.Sprint("k", i)}, query.AsOf{Valid: 0})
+			v, err := query.Get(db, "t", store.Key{fmt.Sprint("k", i)}, query.AsOf{Valid: 0}, query.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestWritersAtOnce(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	v, err := query.Get(a, "c", store.Key{"n"}, query.AsOf{Valid: 0})
+	v, err := query.Get(a, "c", store.Key{"n"}, query.AsOf{Valid: 0}, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestWritersAtOnce(t *testing.T) {
 	}
 	var prev int64
 	n := 0
-	for v, err := range query.Audit(b, "c", store.Key{"n"}) {
+	for v, err := range query.Audit(b, "c", store.Key{"n"}, query.AuditOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,7 +163,7 @@ func concScan(db *store.DB, rng *rand.Rand, old int64) (int64, error) {
 	v := int64(rng.IntN(16)) - 2
 	want := int64(concAccounts * concOpening)
 	sum, n := int64(0), 0
-	for ver, err := range query.Snapshot(s, "acct", query.AsOf{Valid: v}, query.KeyRange{}) {
+	for ver, err := range query.Snapshot(s, "acct", query.AsOf{Valid: v}, query.KeyRange{}, query.SnapshotOptions{}) {
 		if err != nil {
 			return 0, err
 		}
@@ -176,7 +176,7 @@ func concScan(db *store.DB, rng *rand.Rand, old int64) (int64, error) {
 	for _, tx := range []int64{query.Latest, old} {
 		sum = 0
 		for i := range concAccounts {
-			ver, err := query.Get(s, "acct", concKey(i), query.AsOf{Valid: v, Tx: tx})
+			ver, err := query.Get(s, "acct", concKey(i), query.AsOf{Valid: v, Tx: tx}, query.GetOptions{})
 			if err != nil {
 				return 0, fmt.Errorf("get %v at valid %d tx %d: %w", concKey(i), v, tx, err)
 			}

@@ -265,24 +265,24 @@ func readEverything(t *testing.T, db *store.DB) (verifyFoundProblems bool) {
 				key = store.Key{int64(i)}
 			}
 			for _, at := range []query.AsOf{{Valid: 0}, {Valid: 11}, {Valid: 25, Tx: 103}, {Valid: store.NegInfinity, Tx: 1}, {Valid: 7, Tx: store.Infinity}} {
-				_, _ = query.Get(db, tbl.Name, key, at)
+				_, _ = query.Get(db, tbl.Name, key, at, query.GetOptions{})
 			}
-			drain(query.Audit(db, tbl.Name, key))
+			drain(query.Audit(db, tbl.Name, key, query.AuditOptions{}))
 			drain(query.History(db, tbl.Name, key, store.NegInfinity, store.Infinity, query.HistoryOptions{Tx: 102}))
 		}
-		drain(query.Snapshot(db, tbl.Name, query.AsOf{Valid: 12}, query.KeyRange{}))
-		drain(query.Snapshot(db, tbl.Name, query.AsOf{Valid: 3, Tx: 102}, query.KeyRange{}))
+		drain(query.Snapshot(db, tbl.Name, query.AsOf{Valid: 12}, query.KeyRange{}, query.SnapshotOptions{}))
+		drain(query.Snapshot(db, tbl.Name, query.AsOf{Valid: 3, Tx: 102}, query.KeyRange{}, query.SnapshotOptions{}))
 		// The change feed decodes the transaction log; GetBySK the sk index;
 		// Resolve merges the current index (and history, at a past Tx).
-		for _, err := range query.Changes(db, tbl.Name, 0, store.Infinity, "") {
+		for _, err := range query.Changes(db, tbl.Name, 0, store.Infinity, "", query.ChangesOptions{}) {
 			if err != nil {
 				break
 			}
 		}
-		_, _ = query.ChangesPage(db, tbl.Name, 101, 104, 2, "")
+		_, _ = query.ChangesPage(db, tbl.Name, 101, 104, 2, "", query.ChangesOptions{})
 		for sk := range uint64(8) {
-			_, _ = query.GetBySK(db, tbl.Name, sk, store.Infinity)
-			_, _ = query.GetBySK(db, tbl.Name, sk, 103)
+			_, _ = query.GetBySK(db, tbl.Name, sk, store.Infinity, query.GetOptions{})
+			_, _ = query.GetBySK(db, tbl.Name, sk, 103, query.GetOptions{})
 		}
 		var facts []query.Fact
 		for i, k := range corruptKeys {

@@ -214,7 +214,7 @@ func crashCheck(t *testing.T, dir string, acked map[int]int64) int {
 	// Which transactions left keys, and with which transaction time.
 	keys := map[int][]string{}
 	txOf := map[int]int64{}
-	for v, err := range query.Snapshot(db, "crash", query.AsOf{Valid: 0}, query.KeyRange{}) {
+	for v, err := range query.Snapshot(db, "crash", query.AsOf{Valid: 0}, query.KeyRange{}, query.SnapshotOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func crashCheck(t *testing.T, dir string, acked map[int]int64) int {
 func crashCheckBatches(t *testing.T, db *store.DB, n int, txOf map[int]int64) {
 	t.Helper()
 	for i := range n + 1 {
-		_, err := query.Get(db, "cdc", store.Key{fmt.Sprintf("cdc-%06d", i)}, query.AsOf{Valid: int64(i)})
+		_, err := query.Get(db, "cdc", store.Key{fmt.Sprintf("cdc-%06d", i)}, query.AsOf{Valid: int64(i)}, query.GetOptions{})
 		if present := err == nil; present != (i < n) {
 			t.Fatalf("batch %d's key: %v, want present %v", i, err, i < n)
 		}

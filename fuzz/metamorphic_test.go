@@ -164,7 +164,7 @@ func metaReads(t *testing.T, db *store.DB, l oplog.Log, txs []int64, i int) []st
 	for _, spec := range l.Tables {
 		for _, k := range l.Keys {
 			key := store.Key{k}
-			for v, err := range query.Audit(db, spec.Name, key) {
+			for v, err := range query.Audit(db, spec.Name, key, query.AuditOptions{}) {
 				out = append(out, fmt.Sprintf("%d audit %s %s: %s %v", i, spec.Name, k, metaVersion(v), err))
 			}
 			for valid := int64(-1); valid <= oplog.MaxValid+1; valid++ {
@@ -172,11 +172,11 @@ func metaReads(t *testing.T, db *store.DB, l oplog.Log, txs []int64, i int) []st
 				if valid%4 == 0 {
 					tx = past
 				}
-				v, err := query.Get(db, spec.Name, key, query.AsOf{Valid: valid, Tx: tx})
+				v, err := query.Get(db, spec.Name, key, query.AsOf{Valid: valid, Tx: tx}, query.GetOptions{})
 				out = append(out, fmt.Sprintf("%d get %s %s valid %d tx %d: %s %v", i, spec.Name, k, valid, tx, metaVersion(v), err))
 			}
 		}
-		for v, err := range query.Snapshot(db, spec.Name, query.AsOf{Valid: int64(i % (oplog.MaxValid + 1))}, query.KeyRange{}) {
+		for v, err := range query.Snapshot(db, spec.Name, query.AsOf{Valid: int64(i % (oplog.MaxValid + 1))}, query.KeyRange{}, query.SnapshotOptions{}) {
 			out = append(out, fmt.Sprintf("%d snapshot %s: %s %v", i, spec.Name, metaVersion(v), err))
 		}
 	}

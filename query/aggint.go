@@ -38,10 +38,20 @@ import (
 // unboxed in member.ints[i]; nil stays null.
 type intHeld struct{}
 
-// useIntPath is false only in benchmarks and tests of the generic path: the
-// path before this file, which decodes each version's attributes into a map and
-// holds every value boxed.
-var useIntPath = true
+// aggPath is how a plan holds attribute values.
+type aggPath uint8
+
+const (
+	// intPath is the path of this file, which every aggregation runs.
+	intPath aggPath = iota
+	// genericPath decodes each version's attributes into a map and holds
+	// every value boxed: the reference the tests and benchmarks compare
+	// intPath with (aggregate, aggregateTable and backfillOn take the path).
+	genericPath
+)
+
+// ints reports whether p runs on the integer path.
+func (p *plan) ints() bool { return p.path == intPath }
 
 // intOp reports whether op runs on the integer path when its input allows.
 func intOp(op AggOp) bool {
@@ -93,7 +103,7 @@ func (p *plan) walkAttr(name string, v *encoding.Value) error {
 		return nil
 	}
 	m := p.walking
-	if v.Kind == encoding.KindInt && useIntPath {
+	if v.Kind == encoding.KindInt && p.ints() {
 		m.ints[i], m.vals[i] = v.Int, intHeld{}
 	} else {
 		m.vals[i] = v.Any()
@@ -119,7 +129,7 @@ func (p *plan) fillVersion(m *member, raw store.RawAttrs, attrs store.Attrs, key
 // on the integer path, a decoded map when the record shares its successor's
 // attributes or on the generic path.
 func (p *plan) fillRecord(m *member, rec *store.GroupRecord) error {
-	if useIntPath {
+	if p.ints() {
 		raw, ok, err := rec.RawAttrs()
 		if err != nil {
 			return err
@@ -138,7 +148,7 @@ func (p *plan) fillRecord(m *member, rec *store.GroupRecord) error {
 // readTable is the table to read versions through (ScanAt, ScanHistory): the
 // plan's projected table, leaving attributes encoded on the integer path.
 func (p *plan) readTable() *store.Table {
-	if useIntPath {
+	if p.ints() {
 		return p.t.WithRawAttrs()
 	}
 	return p.t
@@ -192,7 +202,7 @@ func (b *memberBuf) addRecord(p *plan, rec *store.GroupRecord) error {
 // integer path's form (as fillRaw leaves them).
 func (p *plan) holdInts(m *member) {
 	for i, v := range m.vals {
-		if x, ok := v.(int64); ok && p.keyCol[i] < 0 && useIntPath {
+		if x, ok := v.(int64); ok && p.keyCol[i] < 0 && p.ints() {
 			m.ints[i], m.vals[i] = x, intHeld{}
 		}
 	}
@@ -203,7 +213,7 @@ func (p *plan) holdInts(m *member) {
 // value is an int64 or null. The other columns get their int64s boxed.
 func (p *plan) settleInts(ms []member, boxed, intCols []bool) {
 	for i := range p.attrs {
-		ints := !boxed[i] && useIntPath
+		ints := !boxed[i] && p.ints()
 		for k := 0; ints && k < len(ms); k++ {
 			switch ms[k].vals[i].(type) {
 			case nil, intHeld:

@@ -112,6 +112,11 @@ func (f Features) String() string {
 // versions active at at.Valid as known at at.Tx. It reads one range of the
 // table's group index. A group never seen gives the empty-set results.
 func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Agg) (Features, error) {
+	return aggregate(r, table, group, at, aggs, intPath)
+}
+
+// aggregate is Aggregate on the given path.
+func aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Agg, path aggPath) (Features, error) {
 	s, release, err := r.AcquireSnapshot()
 	if err != nil {
 		return Features{}, err
@@ -121,7 +126,7 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 	if err != nil {
 		return Features{}, err
 	}
-	p, err := newPlan(s, t, aggs)
+	p, err := newPlan(s, t, aggs, path)
 	if err != nil {
 		return Features{}, err
 	}
@@ -150,6 +155,11 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 // amount at a reference date"). Each key contributes at most its one version in
 // effect, so nothing is counted twice. Any table can be aggregated this way.
 func AggregateTable(r store.Reader, table string, at AsOf, aggs []Agg) (Features, error) {
+	return aggregateTable(r, table, at, aggs, intPath)
+}
+
+// aggregateTable is AggregateTable on the given path.
+func aggregateTable(r store.Reader, table string, at AsOf, aggs []Agg, path aggPath) (Features, error) {
 	s, release, err := r.AcquireSnapshot()
 	if err != nil {
 		return Features{}, err
@@ -159,7 +169,7 @@ func AggregateTable(r store.Reader, table string, at AsOf, aggs []Agg) (Features
 	if err != nil {
 		return Features{}, err
 	}
-	p, err := newPlan(s, t, aggs)
+	p, err := newPlan(s, t, aggs, path)
 	if err != nil {
 		return Features{}, err
 	}
@@ -185,6 +195,7 @@ type plan struct {
 	attrs   []string // attributes read from each version
 	keyCol  []int    // per attrs entry: the key column it names, or -1
 	needKey bool
+	path    aggPath // how the plan holds attribute values (aggint.go)
 	// walking is the member fillRaw fills, and walk its walkAttr method value
 	// (aggint.go).
 	walking *member
@@ -209,13 +220,14 @@ type filter struct {
 
 // newPlan validates aggs over table t. The plan's table is t projected
 // (store.Snapshot.Project) to the attributes its features read, so reads
-// through p.t decode nothing else.
-func newPlan(s *store.Snapshot, t *store.Table, aggs []Agg) (*plan, error) {
+// through p.t decode nothing else. path says how the plan holds attribute
+// values: every read runs intPath; tests compare it with genericPath.
+func newPlan(s *store.Snapshot, t *store.Table, aggs []Agg, path aggPath) (*plan, error) {
 	names, err := FeatureNames(aggs)
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{t: t, names: names}
+	p := &plan{t: t, names: names, path: path}
 	for _, a := range aggs {
 		if a.WindowColumn == "" && len(a.Windows) > 0 && t.Axis == store.AxisInt {
 			return nil, &AggError{Spec: a.String(), Reason: fmt.Sprintf("windows on valid_from need a time axis; table %q has an int axis", t.Name)}

@@ -6,17 +6,7 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// Audit yields every record of key, current and retired, in transaction order
-// (by TxFrom, then ValidFrom): what the table believed about the key, and when. A
-// record's TxFrom is the transaction that asserted it and its TxTo the one that
-// retired it (store.Infinity while it is current); a retired record shows the
-// belief the retiring transaction corrected, and its successors are the records
-// asserted by that same transaction.
-func Audit(r store.Reader, table string, key store.Key) iter.Seq2[store.Version, error] {
-	return AuditWith(r, table, key, AuditOptions{})
-}
-
-// AuditOptions tune AuditWith.
+// AuditOptions tune Audit. The zero value decodes every attribute.
 type AuditOptions struct {
 	// Project, when not empty, names the attributes to decode (as
 	// SnapshotOptions.Project): each record's Attrs holds only those of them
@@ -27,10 +17,14 @@ type AuditOptions struct {
 	RawAttrs bool
 }
 
-// AuditWith is Audit with options: with opts.Project, a projection that
-// decodes only the attributes it names; with opts.RawAttrs, attributes left
-// encoded.
-func AuditWith(r store.Reader, table string, key store.Key, opts AuditOptions) iter.Seq2[store.Version, error] {
+// Audit yields every record of key, current and retired, in transaction order
+// (by TxFrom, then ValidFrom): what the table believed about the key, and when. A
+// record's TxFrom is the transaction that asserted it and its TxTo the one that
+// retired it (store.Infinity while it is current); a retired record shows the
+// belief the retiring transaction corrected, and its successors are the records
+// asserted by that same transaction. With opts.Project it decodes only the
+// attributes named; with opts.RawAttrs it leaves them encoded.
+func Audit(r store.Reader, table string, key store.Key, opts AuditOptions) iter.Seq2[store.Version, error] {
 	return func(yield func(store.Version, error) bool) {
 		s, t, release, err := open(r, table)
 		if err != nil {

@@ -69,6 +69,11 @@ type BackfillRow struct {
 // yielded once and ends the backfill. Table-wide backfills read every version of
 // the table alive at each distinct transaction time into memory.
 func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[BackfillRow, error] {
+	return backfillOn(r, table, rows, aggs, opts, intPath)
+}
+
+// backfillOn is Backfill on the given path.
+func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[BackfillRow, error] {
 	return func(yield func(BackfillRow, error) bool) {
 		s, release, err := r.AcquireSnapshot()
 		if err != nil {
@@ -76,7 +81,7 @@ func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts Bac
 			return
 		}
 		defer release()
-		b, err := newBackfill(s, table, rows, aggs, opts)
+		b, err := newBackfill(s, table, rows, aggs, opts, path)
 		if err != nil {
 			yield(BackfillRow{}, err)
 			return
@@ -129,7 +134,7 @@ type edge struct {
 	id int32
 }
 
-func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) (*backfill, error) {
+func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) (*backfill, error) {
 	if len(rows) > math.MaxInt32 {
 		return nil, fmt.Errorf("bitempo: backfill of %d rows: at most %d per call", len(rows), math.MaxInt32)
 	}
@@ -137,7 +142,7 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPlan(s, t, aggs)
+	p, err := newPlan(s, t, aggs, path)
 	if err != nil {
 		return nil, err
 	}

@@ -414,20 +414,20 @@ func TestAggregateMatchesBruteForce(t *testing.T) {
 		}
 		for _, ints := range []bool{true, false} {
 			path := map[bool]string{true: "integer", false: "generic"}[ints]
-			restore := query.SetIntPath(ints)
+			on := map[bool]query.AggPath{true: query.IntPath, false: query.GenericPath}[ints]
 			for _, row := range rows {
-				f, err := query.Aggregate(db, "contracts", row.Group, query.AsOf{Valid: row.TS, Tx: row.Tx}, aggs)
+				f, err := query.AggregateOn(on, db, "contracts", row.Group, query.AsOf{Valid: row.TS, Tx: row.Tx}, aggs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				check(path, "Aggregate", row, f.Values, row.Group[0])
-				if f, err = query.AggregateTable(db, "contracts", query.AsOf{Valid: row.TS, Tx: row.Tx}, aggs); err != nil {
+				if f, err = query.AggregateTableOn(on, db, "contracts", query.AsOf{Valid: row.TS, Tx: row.Tx}, aggs); err != nil {
 					t.Fatal(err)
 				}
 				check(path, "AggregateTable", row, f.Values, nil)
 			}
 			for _, wide := range []bool{false, true} {
-				for r, err := range query.Backfill(db, "contracts", rows, aggs, query.BackfillOptions{TableWide: wide}) {
+				for r, err := range query.BackfillOn(on, db, "contracts", rows, aggs, query.BackfillOptions{TableWide: wide}) {
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -438,7 +438,6 @@ func TestAggregateMatchesBruteForce(t *testing.T) {
 					check(path, fmt.Sprint("Backfill table-wide=", wide), rows[r.Index], r.Values, user)
 				}
 			}
-			restore()
 		}
 	}
 }

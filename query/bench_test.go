@@ -190,7 +190,7 @@ func BenchmarkSnapshotScan(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
 				n := 0
-				for _, err := range query.Snapshot(env.db, "dim", query.AsOf{Valid: tc.valid}, query.KeyRange{}) {
+				for _, err := range query.Snapshot(env.db, "dim", query.AsOf{Valid: tc.valid}, query.KeyRange{}, query.SnapshotOptions{}) {
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -307,7 +307,7 @@ func BenchmarkResolve(b *testing.B) {
 
 func perFactGets(b *testing.B, s *store.Snapshot, facts []query.Fact) {
 	for _, f := range facts {
-		if _, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At}); err != nil && !isMiss(err) {
+		if _, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At}, query.GetOptions{}); err != nil && !isMiss(err) {
 			b.Fatal(err)
 		}
 	}

@@ -63,15 +63,10 @@ func (m *SKMiss) Is(target error) bool {
 // time tx (Latest for the newest commit), or an *SKMiss. Facts store surrogate
 // keys, so this is their join: one seek in the sk index and one in the records.
 // The version's attributes are those of its newest record at tx: an untracked
-// attribute overwritten in place (same sk) reads its value as of tx.
-func GetBySK(r store.Reader, table string, sk uint64, tx int64) (store.Version, error) {
-	return GetBySKWith(r, table, sk, tx, GetOptions{})
-}
-
-// GetBySKWith is GetBySK with options: with opts.Project, a projection that
-// decodes only the attributes it names, reused across calls with the same list
-// as GetWith's is.
-func GetBySKWith(r store.Reader, table string, sk uint64, tx int64, opts GetOptions) (store.Version, error) {
+// attribute overwritten in place (same sk) reads its value as of tx. With
+// opts.Project it decodes only the attributes named, reusing the projection
+// across calls with the same list as Get does.
+func GetBySK(r store.Reader, table string, sk uint64, tx int64, opts GetOptions) (store.Version, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {
 		return store.Version{}, err

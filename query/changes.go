@@ -53,6 +53,15 @@ func (c Change) Cursor() string {
 	return cursor{kind: cursorChanges, table: c.table, tx: c.Tx, ordinal: c.ordinal}.encode()
 }
 
+// ChangesOptions tune Changes and ChangesPage. The zero value decodes every
+// attribute.
+type ChangesOptions struct {
+	// Project, when not empty, names the attributes to decode (as
+	// SnapshotOptions.Project): each change's Version.Attrs holds only those
+	// of them it has. Empty decodes every attribute.
+	Project []string
+}
+
 // Changes yields every record of table asserted or retired by a transaction in
 // the window (since, until], in transaction order (and commit order within a
 // transaction); until Latest reads to the newest commit. A non-empty cursor (a
@@ -72,21 +81,9 @@ func (c Change) Cursor() string {
 // outside those periods keep their sk (a surviving or shortened version keeps
 // its surrogate key), so the re-resolution touches only what the corrections
 // touched.
-func Changes(r store.Reader, table string, since, until int64, cur string) iter.Seq2[Change, error] {
-	return ChangesWith(r, table, since, until, cur, ChangesOptions{})
-}
-
-// ChangesOptions tune ChangesWith and ChangesPageWith.
-type ChangesOptions struct {
-	// Project, when not empty, names the attributes to decode (as
-	// SnapshotOptions.Project): each change's Version.Attrs holds only those
-	// of them it has. Empty decodes every attribute.
-	Project []string
-}
-
-// ChangesWith is Changes with options: with opts.Project, a projection that
-// decodes only the attributes it names.
-func ChangesWith(r store.Reader, table string, since, until int64, cur string, opts ChangesOptions) iter.Seq2[Change, error] {
+//
+// With opts.Project it decodes only the attributes named.
+func Changes(r store.Reader, table string, since, until int64, cur string, opts ChangesOptions) iter.Seq2[Change, error] {
 	return func(yield func(Change, error) bool) {
 		f, err := startFeed(r, table, since, until, cur, opts)
 		if err != nil {
@@ -104,13 +101,7 @@ func ChangesWith(r store.Reader, table string, since, until int64, cur string, o
 
 // ChangesPage returns up to limit changes of Changes (all of them when limit is
 // 0) and, when more follow, the cursor that resumes after the last one.
-func ChangesPage(r store.Reader, table string, since, until int64, limit int, cur string) (Page[Change], error) {
-	return ChangesPageWith(r, table, since, until, limit, cur, ChangesOptions{})
-}
-
-// ChangesPageWith is ChangesPage with options: with opts.Project, a
-// projection that decodes only the attributes it names.
-func ChangesPageWith(r store.Reader, table string, since, until int64, limit int, cur string, opts ChangesOptions) (Page[Change], error) {
+func ChangesPage(r store.Reader, table string, since, until int64, limit int, cur string, opts ChangesOptions) (Page[Change], error) {
 	f, err := startFeed(r, table, since, until, cur, opts)
 	if err != nil {
 		return Page[Change]{}, err

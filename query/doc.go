@@ -52,28 +52,20 @@
 //     once (store/lookuppast.go). Rejected: one as-of lookup per old fact (the
 //     path before), a few fresh seeks per fact whatever its neighbours: 3.7-4.9x
 //     slower than the merge on 200k facts (BENCHMARKS.md).
-//   - Projections: SnapshotWith (SnapshotOptions.Project), History and
+//   - Projections: Snapshot (SnapshotOptions.Project), History and
 //     HistoryRange (HistoryOptions.Project), Resolve (ResolveOptions.Project,
-//     with Attrs), GetWith and GetBySKWith (GetOptions.Project), AuditWith
-//     (AuditOptions.Project) and ChangesWith and ChangesPageWith
+//     with Attrs), Get and GetBySK (GetOptions.Project), Audit
+//     (AuditOptions.Project) and Changes and ChangesPage
 //     (ChangesOptions.Project) take a list of attribute names and decode only
 //     those; every other attribute is stepped over in the stored record
 //     without being decoded or allocated, and decoding stops after the last
 //     projected ordinal (store.Snapshot.Project). Backfill and the aggregations project
-//     by themselves: they decode only the attributes their features read. A
-//     projection is a field of the options structs these reads already take,
-//     and the reads that took none (Snapshot, Get, GetBySK, Audit, Changes,
-//     ChangesPage) gained a ...With twin taking an options struct, so every
-//     existing call compiles and reads as before (an empty list decodes
-//     everything). Get and GetBySK share GetOptions (two reads of one
+//     by themselves: they decode only the attributes their features read. Each
+//     read takes its options struct as its last argument, and the zero value
+//     (an empty list) decodes everything. Get and GetBySK share GetOptions (two reads of one
 //     version); Audit and Changes have their own, as History and Resolve do,
-//     so each can grow options of its own. Rejected: variadic functional
-//     options on Snapshot (query.Snapshot(..., query.Project("a"))), which
-//     would change the type of query.Snapshot, break code that holds it as a
-//     function value, and be a second way of passing options beside the
-//     structs of History and Resolve; and one ReadOptions shared by every
-//     read, whose fields would not all apply to each. History, HistoryRange,
-//     HistoryPage, AuditWith and Resolve (with Attrs) can also hand the
+//     so each can grow options of its own. History, HistoryRange,
+//     HistoryPage, Audit and Resolve (with Attrs) can also hand the
 //     attributes out still encoded (RawAttrs in their options), for a caller
 //     that decodes them itself, as package typed does into structs; a retired
 //     record that shares its successor's attributes still comes back decoded.
@@ -83,7 +75,7 @@
 //     that replaces an arbitrary one, so ever-new lists cost a build per read
 //     but no memory), safe for concurrent readers, and rebuilt when the table
 //     has gained attribute names since. Every projected read gains from it
-//     without a change to its call: GetWith and GetBySKWith allocate 8 and 13
+//     without a change to its call: Get and GetBySK allocate 8 and 13
 //     times per read with a two-name projection instead of 17 and 22
 //     (BenchmarkGetProjected). Rejected: a prepared projection value
 //     (query.Prepare(names) in the options in place of the list), which would
@@ -111,11 +103,9 @@
 //     checks the bytes it decodes and steps over, not those after the last
 //     projected attribute; store.Verify and unprojected reads check whole
 //     records.
-//   - MissInferred is the one read path that writes: it imports package txn and
-//     commits one transaction with txn.Tx.InsertInferred. A placeholder covers
-//     [earliest valid time its facts need, +∞), not (-∞, +∞): a fact from before
-//     the dimension's real history would otherwise silently resolve to the
-//     placeholder. Placeholders are created only for keys unknown at the newest
-//     commit, never before or between a known key's versions, where a miss is a
-//     load bug the gap report shows and a placeholder would hide.
+//   - Reads never write, and query does not import package txn. Creating
+//     inferred members for facts whose key the table does not know yet (a
+//     late-arriving dimension member) is a write the caller asks for:
+//     txn.ResolveInferred resolves through Resolve, then creates the members
+//     in one transaction.
 package query

@@ -96,7 +96,7 @@ func Example_versionedFactsAndDimensions() {
 	for _, ref := range []string{"2021-06-15", "2022-05-01"} {
 		at := day(ref)
 		var orders []store.Version
-		for o, err := range query.Snapshot(db, "orders", query.AsOf{Valid: at}, query.KeyRange{}) {
+		for o, err := range query.Snapshot(db, "orders", query.AsOf{Valid: at}, query.KeyRange{}, query.SnapshotOptions{}) {
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func Example_versionedFactsAndDimensions() {
 func ExampleSnapshot() {
 	db := openCustomers()
 	defer db.Close()
-	for v, err := range query.Snapshot(db, "customers", query.AsOf{Valid: day("2021-06-15")}, query.KeyRange{}) {
+	for v, err := range query.Snapshot(db, "customers", query.AsOf{Valid: day("2021-06-15")}, query.KeyRange{}, query.SnapshotOptions{}) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func ExampleAudit() {
 		}
 		return "fix"
 	}
-	for v, err := range query.Audit(db, "customers", store.Key{101}) {
+	for v, err := range query.Audit(db, "customers", store.Key{101}, query.AuditOptions{}) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func ExampleChanges() {
 	}
 
 	var stale []int
-	for c, err := range query.Changes(db, "customers", loaded, query.Latest, "") {
+	for c, err := range query.Changes(db, "customers", loaded, query.Latest, "", query.ChangesOptions{}) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func ExampleGetBySK() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := query.GetBySK(db, "customers", res[0].SK, query.Latest)
+	v, err := query.GetBySK(db, "customers", res[0].SK, query.Latest, query.GetOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -338,8 +338,9 @@ func ExampleGaps() {
 }
 
 // Facts come in any order and keep it; a miss policy says what a fact that no
-// version covers gets. MissInferred creates a placeholder member for an unknown
-// key (customer 103 below), which real data takes over later.
+// version covers gets. txn.ResolveInferred, which writes, creates a placeholder
+// member for an unknown key (customer 103 below), which real data takes over
+// later.
 func ExampleResolve() {
 	db := openCustomers()
 	defer db.Close()
@@ -349,8 +350,17 @@ func ExampleResolve() {
 		{Key: store.Key{101}, At: day("2021-06-10")},
 		{Key: store.Key{103}, At: day("2022-07-22")}, // unknown customer
 	}
-	for _, policy := range []query.MissPolicy{query.MissNull, query.MissDefault, query.MissInferred} {
-		res, err := query.Resolve(db, "customers", facts, query.ResolveOptions{Miss: policy, Default: 999})
+	for _, policy := range []string{"null", "default", "inferred"} {
+		var res []query.Resolution
+		var err error
+		switch policy {
+		case "null":
+			res, err = query.Resolve(db, "customers", facts, query.ResolveOptions{Miss: query.MissNull})
+		case "default":
+			res, err = query.Resolve(db, "customers", facts, query.ResolveOptions{Miss: query.MissDefault, Default: 999})
+		case "inferred":
+			res, err = txn.ResolveInferred(db, "customers", facts, query.ResolveOptions{Miss: query.MissNull})
+		}
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -379,11 +389,11 @@ func ExampleResolve() {
 // A projection decodes only the attributes it names: here only each
 // customer's region, every other attribute stepped over in the stored record.
 // A name no version holds ("segment") is simply absent.
-func ExampleSnapshotWith() {
+func ExampleSnapshot_project() {
 	db := openCustomers()
 	defer db.Close()
 	at := query.AsOf{Valid: day("2023-01-01")}
-	for v, err := range query.SnapshotWith(db, "customers", at, query.KeyRange{},
+	for v, err := range query.Snapshot(db, "customers", at, query.KeyRange{},
 		query.SnapshotOptions{Project: []string{"region", "segment"}}) {
 		if err != nil {
 			log.Fatal(err)
@@ -429,12 +439,12 @@ func ExampleHistoryOptions_project() {
 	// 2022-03-01 +inf map[region:West]
 }
 
-// GetWith with a projection reads one version and decodes only the named
+// Get with a projection reads one version and decodes only the named
 // attributes; a name the table never stored is absent.
-func ExampleGetWith() {
+func ExampleGet_project() {
 	db := openCustomers()
 	defer db.Close()
-	v, err := query.GetWith(db, "customers", store.Key{101}, query.AsOf{Valid: day("2021-06-01")},
+	v, err := query.Get(db, "customers", store.Key{101}, query.AsOf{Valid: day("2021-06-01")},
 		query.GetOptions{Project: []string{"region", "segment"}})
 	if err != nil {
 		log.Fatal(err)
@@ -444,12 +454,12 @@ func ExampleGetWith() {
 	// 1 map[region:East]
 }
 
-// AuditWith with a projection lists every record of a key with only the
+// Audit with a projection lists every record of a key with only the
 // named attributes.
-func ExampleAuditWith() {
+func ExampleAudit_project() {
 	db := openCustomers()
 	defer db.Close()
-	for v, err := range query.AuditWith(db, "customers", store.Key{101}, query.AuditOptions{Project: []string{"region"}}) {
+	for v, err := range query.Audit(db, "customers", store.Key{101}, query.AuditOptions{Project: []string{"region"}}) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -460,12 +470,12 @@ func ExampleAuditWith() {
 	// 2 2022-03-01 +inf map[region:West]
 }
 
-// ChangesWith with a projection is a change feed that decodes only the named
+// Changes with a projection is a change feed that decodes only the named
 // attributes of each changed record.
-func ExampleChangesWith() {
+func ExampleChanges_project() {
 	db := openCustomers()
 	defer db.Close()
-	for c, err := range query.ChangesWith(db, "customers", 0, query.Latest, "", query.ChangesOptions{Project: []string{"name"}}) {
+	for c, err := range query.Changes(db, "customers", 0, query.Latest, "", query.ChangesOptions{Project: []string{"name"}}) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -65,14 +65,7 @@ func resolveTx(s *store.Snapshot, tx int64) int64 {
 	return tx
 }
 
-// Get returns the version of key in effect at at.Valid as known at at.Tx, or a
-// *Miss. At the latest transaction time it costs one seek in the current-state
-// index, however many corrections the key has had.
-func Get(r store.Reader, table string, key store.Key, at AsOf) (store.Version, error) {
-	return GetWith(r, table, key, at, GetOptions{})
-}
-
-// GetOptions tune GetWith and GetBySKWith.
+// GetOptions tune Get and GetBySK. The zero value decodes every attribute.
 type GetOptions struct {
 	// Project, when not empty, names the attributes to decode (as
 	// SnapshotOptions.Project): the version's Attrs holds only those of them
@@ -81,12 +74,14 @@ type GetOptions struct {
 	Project []string
 }
 
-// GetWith is Get with options: with opts.Project, a projection that decodes
-// only the attributes it names. A call with the same list as an earlier one
-// reuses its projection rather than building it again (store.Snapshot.Project
-// caches a few per table), so a hot loop of projected reads costs no more
-// allocations than unprojected ones.
-func GetWith(r store.Reader, table string, key store.Key, at AsOf, opts GetOptions) (store.Version, error) {
+// Get returns the version of key in effect at at.Valid as known at at.Tx, or a
+// *Miss. At the latest transaction time it costs one seek in the current-state
+// index, however many corrections the key has had. With opts.Project it decodes
+// only the attributes named; a call with the same list as an earlier one reuses
+// its projection rather than building it again (store.Snapshot.Project caches a
+// few per table), so a hot loop of projected reads costs no more allocations
+// than unprojected ones.
+func Get(r store.Reader, table string, key store.Key, at AsOf, opts GetOptions) (store.Version, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {
 		return store.Version{}, err

@@ -41,8 +41,8 @@ func smallWideStore(tb testing.TB) *store.DB {
 	return db
 }
 
-// BenchmarkGetProjected is a point read by key (GetWith) and by surrogate key
-// (GetBySKWith) on one snapshot, whole and projected to two attributes: the
+// BenchmarkGetProjected is a point read by key (Get) and by surrogate key
+// (GetBySK) on one snapshot, whole and projected to two attributes: the
 // projected reads pass the same list each time, as a caller's hot loop does.
 func BenchmarkGetProjected(b *testing.B) {
 	db := smallWideStore(b)
@@ -60,7 +60,7 @@ func BenchmarkGetProjected(b *testing.B) {
 			b.ReportAllocs()
 			i := int64(0)
 			for b.Loop() {
-				if _, err := query.GetWith(snap, "wide", store.Key{i % 256}, query.AsOf{Valid: 5}, opts); err != nil {
+				if _, err := query.Get(snap, "wide", store.Key{i % 256}, query.AsOf{Valid: 5}, opts); err != nil {
 					b.Fatal(err)
 				}
 				i++
@@ -70,7 +70,7 @@ func BenchmarkGetProjected(b *testing.B) {
 			b.ReportAllocs()
 			i := uint64(0)
 			for b.Loop() {
-				if _, err := query.GetBySKWith(snap, "wide", 1+i%256, query.Latest, opts); err != nil {
+				if _, err := query.GetBySK(snap, "wide", 1+i%256, query.Latest, opts); err != nil {
 					b.Fatal(err)
 				}
 				i++

@@ -16,13 +16,13 @@ import (
 // that rows of different types compare alike.
 func scans(r store.Reader) map[string]iter.Seq2[string, error] {
 	return map[string]iter.Seq2[string, error]{
-		"snapshot":       text(query.Snapshot(r, "customers", query.AsOf{Valid: 3}, query.KeyRange{}), fmtRecord),
-		"snapshot-past":  text(query.Snapshot(r, "customers", query.AsOf{Valid: 3, Tx: 101}, query.KeyRange{}), fmtRecord),
+		"snapshot":       text(query.Snapshot(r, "customers", query.AsOf{Valid: 3}, query.KeyRange{}, query.SnapshotOptions{}), fmtRecord),
+		"snapshot-past":  text(query.Snapshot(r, "customers", query.AsOf{Valid: 3, Tx: 101}, query.KeyRange{}, query.SnapshotOptions{}), fmtRecord),
 		"history":        text(query.History(r, "customers", store.Key{"c1"}, store.NegInfinity, store.Infinity, query.HistoryOptions{}), fmtRecord),
 		"history-range":  text(query.HistoryRange(r, "customers", query.KeyRange{}, store.NegInfinity, store.Infinity, query.HistoryOptions{}), fmtRecord),
 		"history-past":   text(query.HistoryRange(r, "customers", query.KeyRange{}, store.NegInfinity, store.Infinity, query.HistoryOptions{Tx: 101}), fmtRecord),
-		"audit":          text(query.Audit(r, "customers", store.Key{"c1"}), fmtRecord),
-		"changes":        text(query.Changes(r, "customers", 0, query.Latest, ""), func(c query.Change) string { return fmt.Sprint(c.Tx, c.Op, fmtRecord(c.Version)) }),
+		"audit":          text(query.Audit(r, "customers", store.Key{"c1"}, query.AuditOptions{}), fmtRecord),
+		"changes":        text(query.Changes(r, "customers", 0, query.Latest, "", query.ChangesOptions{}), func(c query.Change) string { return fmt.Sprint(c.Tx, c.Op, fmtRecord(c.Version)) }),
 		"gaps":           text(query.Gaps(r, "customers", query.GapOptions{}), func(g query.KeyGaps) string { return fmt.Sprint(g) }),
 		"gaps-past":      text(query.Gaps(r, "customers", query.GapOptions{Tx: 101}), func(g query.KeyGaps) string { return fmt.Sprint(g) }),
 		"history-clip-2": text(query.HistoryRange(r, "customers", query.KeyRange{}, 2, 9, query.HistoryOptions{Clip: true, Limit: 2}), fmtRecord),
@@ -131,7 +131,7 @@ func TestEarlyExitReleasesResources(t *testing.T) {
 		if err != nil || page.Next == "" {
 			t.Fatalf("page: %v %v", page, err)
 		}
-		if _, err := query.ChangesPage(r, "customers", 0, query.Latest, 1, ""); err != nil {
+		if _, err := query.ChangesPage(r, "customers", 0, query.Latest, 1, "", query.ChangesOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +159,7 @@ func TestReadsOnClosedReaders(t *testing.T) {
 			}
 		}
 	}
-	if _, err := query.GetBySK(s, "customers", 1, query.Latest); !errors.Is(err, store.ErrClosed) {
+	if _, err := query.GetBySK(s, "customers", 1, query.Latest, query.GetOptions{}); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("GetBySK on a closed snapshot: %v", err)
 	}
 	if _, err := query.Resolve(s, "customers", []query.Fact{{Key: store.Key{"c1"}}}, query.ResolveOptions{}); !errors.Is(err, store.ErrClosed) {
@@ -176,7 +176,7 @@ func TestCursorErrors(t *testing.T) {
 	if err != nil || page.Next == "" {
 		t.Fatal(page, err)
 	}
-	changes, err := query.ChangesPage(db, "customers", 0, query.Latest, 1, "")
+	changes, err := query.ChangesPage(db, "customers", 0, query.Latest, 1, "", query.ChangesOptions{})
 	if err != nil || changes.Next == "" {
 		t.Fatal(changes, err)
 	}
@@ -185,7 +185,7 @@ func TestCursorErrors(t *testing.T) {
 		return err
 	}
 	feed := func(table, cur string) error {
-		_, err := query.ChangesPage(db, table, 0, query.Latest, 1, cur)
+		_, err := query.ChangesPage(db, table, 0, query.Latest, 1, cur, query.ChangesOptions{})
 		return err
 	}
 	for name, err := range map[string]error{

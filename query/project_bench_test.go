@@ -147,7 +147,7 @@ func BenchmarkProjection(b *testing.B) {
 		b.Run("snapshot/"+proj.name, func(b *testing.B) {
 			for b.Loop() {
 				n := 0
-				for _, err := range query.SnapshotWith(db, "wide", query.AsOf{Valid: 1500}, query.KeyRange{}, query.SnapshotOptions{Project: proj.names}) {
+				for _, err := range query.Snapshot(db, "wide", query.AsOf{Valid: 1500}, query.KeyRange{}, query.SnapshotOptions{Project: proj.names}) {
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -375,13 +375,12 @@ func BenchmarkBackfillIntPath(b *testing.B) {
 	defer s.Close()
 	for _, path := range []struct {
 		name string
-		ints bool
-	}{{"path=int", true}, {"path=generic", false}} {
+		on   query.AggPath
+	}{{"path=int", query.IntPath}, {"path=generic", query.GenericPath}} {
 		b.Run(path.name, func(b *testing.B) {
-			defer query.SetIntPath(path.ints)()
 			defer enginetest.CPUPerOp(b)()
 			for b.Loop() {
-				for _, err := range query.Backfill(s, "contracts", rows, aggs, query.BackfillOptions{}) {
+				for _, err := range query.BackfillOn(path.on, s, "contracts", rows, aggs, query.BackfillOptions{}) {
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -420,34 +419,31 @@ func BenchmarkAggregateIntPath(b *testing.B) {
 	}
 	for _, path := range []struct {
 		name string
-		ints bool
-	}{{"path=int", true}, {"path=generic", false}} {
+		on   query.AggPath
+	}{{"path=int", query.IntPath}, {"path=generic", query.GenericPath}} {
 		b.Run("read=aggregate/"+path.name, func(b *testing.B) {
-			defer query.SetIntPath(path.ints)()
 			defer enginetest.CPUPerOp(b)()
 			i := 0
 			for b.Loop() {
 				i++
 				group := store.Key{fmt.Sprintf("u%d", i%intAggGroups)}
-				if _, err := query.Aggregate(s, "contracts", group, query.AsOf{Valid: int64(i%50) * aggDay}, aggs); err != nil {
+				if _, err := query.AggregateOn(path.on, s, "contracts", group, query.AsOf{Valid: int64(i%50) * aggDay}, aggs); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run("read=aggregate-table/"+path.name, func(b *testing.B) {
-			defer query.SetIntPath(path.ints)()
 			defer enginetest.CPUPerOp(b)()
 			for b.Loop() {
-				if _, err := query.AggregateTable(s, "contracts", query.AsOf{Valid: 25 * aggDay}, aggs); err != nil {
+				if _, err := query.AggregateTableOn(path.on, s, "contracts", query.AsOf{Valid: 25 * aggDay}, aggs); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run("read=backfill-table-wide/"+path.name, func(b *testing.B) {
-			defer query.SetIntPath(path.ints)()
 			defer enginetest.CPUPerOp(b)()
 			for b.Loop() {
-				for _, err := range query.Backfill(s, "contracts", series, aggs, query.BackfillOptions{TableWide: true}) {
+				for _, err := range query.BackfillOn(path.on, s, "contracts", series, aggs, query.BackfillOptions{TableWide: true}) {
 					if err != nil {
 						b.Fatal(err)
 					}

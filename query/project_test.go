@@ -139,9 +139,9 @@ func (w *randomWorld) checkProjectedSnapshot(t *rapid.T, recs [][]store.Version)
 			}
 		}
 	}
-	got := seqRows(t, query.SnapshotWith(w.db, "r", at, kr, query.SnapshotOptions{Project: names}))
+	got := seqRows(t, query.Snapshot(w.db, "r", at, kr, query.SnapshotOptions{Project: names}))
 	if a, b := renderAll(got, fmtRecord), renderAll(restrictAll(want, names), fmtRecord); a != b {
-		t.Fatalf("SnapshotWith(%+v, %+v, %q):\n%s\nwant\n%s", at, kr, names, a, b)
+		t.Fatalf("Snapshot(%+v, %+v, %q):\n%s\nwant\n%s", at, kr, names, a, b)
 	}
 }
 
@@ -233,8 +233,8 @@ func (w *randomWorld) checkProjectedResolve(t *rapid.T) {
 	}
 }
 
-// checkProjectedPointReads checks GetWith, GetBySKWith, AuditWith and
-// ChangesWith with a projection against the same reads without one (which
+// checkProjectedPointReads checks Get, GetBySK, Audit and
+// Changes with a projection against the same reads without one (which
 // TestReadsMatchBruteForce checks) restricted to the projected names.
 func (w *randomWorld) checkProjectedPointReads(t *rapid.T) {
 	names := drawProjection(t)
@@ -246,31 +246,31 @@ func (w *randomWorld) checkProjectedPointReads(t *rapid.T) {
 		}
 		return fmtRecord(v)
 	}
-	whole, err := query.Get(w.db, "r", key, at)
-	if a, b := render(query.GetWith(w.db, "r", key, at, query.GetOptions{Project: names})), render(restrictAll([]store.Version{whole}, names)[0], err); a != b {
-		t.Fatalf("GetWith(%v, %+v, %q): %s, want %s", key, at, names, a, b)
+	whole, err := query.Get(w.db, "r", key, at, query.GetOptions{})
+	if a, b := render(query.Get(w.db, "r", key, at, query.GetOptions{Project: names})), render(restrictAll([]store.Version{whole}, names)[0], err); a != b {
+		t.Fatalf("Get(%v, %+v, %q): %s, want %s", key, at, names, a, b)
 	}
 	for sk := uint64(1); sk <= 3; sk++ {
-		whole, err := query.GetBySK(w.db, "r", sk, at.Tx)
-		if a, b := render(query.GetBySKWith(w.db, "r", sk, at.Tx, query.GetOptions{Project: names})), render(restrictAll([]store.Version{whole}, names)[0], err); a != b {
-			t.Fatalf("GetBySKWith(%d, %d, %q): %s, want %s", sk, at.Tx, names, a, b)
+		whole, err := query.GetBySK(w.db, "r", sk, at.Tx, query.GetOptions{})
+		if a, b := render(query.GetBySK(w.db, "r", sk, at.Tx, query.GetOptions{Project: names})), render(restrictAll([]store.Version{whole}, names)[0], err); a != b {
+			t.Fatalf("GetBySK(%d, %d, %q): %s, want %s", sk, at.Tx, names, a, b)
 		}
 	}
-	audit := seqRows(t, query.Audit(w.db, "r", key))
-	if a, b := renderAll(seqRows(t, query.AuditWith(w.db, "r", key, query.AuditOptions{Project: names})), fmtRecord), renderAll(restrictAll(audit, names), fmtRecord); a != b {
-		t.Fatalf("AuditWith(%v, %q):\n%s\nwant\n%s", key, names, a, b)
+	audit := seqRows(t, query.Audit(w.db, "r", key, query.AuditOptions{}))
+	if a, b := renderAll(seqRows(t, query.Audit(w.db, "r", key, query.AuditOptions{Project: names})), fmtRecord), renderAll(restrictAll(audit, names), fmtRecord); a != b {
+		t.Fatalf("Audit(%v, %q):\n%s\nwant\n%s", key, names, a, b)
 	}
-	rawAudit := walkAll(t, seqRows(t, query.AuditWith(w.db, "r", key, query.AuditOptions{Project: names, RawAttrs: true})))
+	rawAudit := walkAll(t, seqRows(t, query.Audit(w.db, "r", key, query.AuditOptions{Project: names, RawAttrs: true})))
 	if a, b := renderAll(rawAudit, fmtRecord), renderAll(restrictAll(audit, names), fmtRecord); a != b {
-		t.Fatalf("AuditWith(%v, %q) with RawAttrs:\n%s\nwant\n%s", key, names, a, b)
+		t.Fatalf("Audit(%v, %q) with RawAttrs:\n%s\nwant\n%s", key, names, a, b)
 	}
 	fmtChange := func(c query.Change) string { return fmt.Sprintf("%d %s %s", c.Tx, c.Op, fmtRecord(c.Version)) }
-	changes := seqRows(t, query.Changes(w.db, "r", 0, query.Latest, ""))
+	changes := seqRows(t, query.Changes(w.db, "r", 0, query.Latest, "", query.ChangesOptions{}))
 	for i := range changes {
 		changes[i].Version.Attrs = restrict(changes[i].Version.Attrs, names)
 	}
-	if a, b := renderAll(seqRows(t, query.ChangesWith(w.db, "r", 0, query.Latest, "", query.ChangesOptions{Project: names})), fmtChange), renderAll(changes, fmtChange); a != b {
-		t.Fatalf("ChangesWith(%q):\n%s\nwant\n%s", names, a, b)
+	if a, b := renderAll(seqRows(t, query.Changes(w.db, "r", 0, query.Latest, "", query.ChangesOptions{Project: names})), fmtChange), renderAll(changes, fmtChange); a != b {
+		t.Fatalf("Changes(%q):\n%s\nwant\n%s", names, a, b)
 	}
 }
 

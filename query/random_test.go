@@ -247,7 +247,7 @@ func (w *randomWorld) checkSnapshot(t *rapid.T, recs [][]store.Version) {
 			}
 		}
 	}
-	got := seqRows(t, query.Snapshot(w.db, "r", at, kr))
+	got := seqRows(t, query.Snapshot(w.db, "r", at, kr, query.SnapshotOptions{}))
 	if a, b := renderAll(got, fmtRecord), renderAll(want, fmtRecord); a != b {
 		t.Fatalf("Snapshot(%+v, %+v):\n%s\nwant\n%s", at, kr, a, b)
 	}
@@ -335,7 +335,7 @@ func sortChangeRows(rows []changeRow) {
 func (w *randomWorld) checkAuditAndChanges(t *rapid.T, recs [][]store.Version) {
 	var audited []store.Version
 	for i, k := range w.keys {
-		got := seqRows(t, query.Audit(w.db, "r", k))
+		got := seqRows(t, query.Audit(w.db, "r", k, query.AuditOptions{}))
 		if len(got) != len(recs[i]) {
 			t.Fatalf("Audit(%s): %d records, want %d", k, len(got), len(recs[i]))
 		}
@@ -362,7 +362,7 @@ func (w *randomWorld) checkAuditAndChanges(t *rapid.T, recs [][]store.Version) {
 		}
 	}
 	sortChangeRows(want)
-	changes := seqRows(t, query.Changes(w.db, "r", since, until, ""))
+	changes := seqRows(t, query.Changes(w.db, "r", since, until, "", query.ChangesOptions{}))
 	var got []changeRow
 	for i, c := range changes {
 		if i > 0 && c.Tx < changes[i-1].Tx {
@@ -370,7 +370,7 @@ func (w *randomWorld) checkAuditAndChanges(t *rapid.T, recs [][]store.Version) {
 		}
 		got = append(got, changeRow{c.Tx, c.Op, fmtRecord(c.Version)})
 		// Every change's cursor resumes right after it.
-		if rest := seqRows(t, query.Changes(w.db, "r", since, until, c.Cursor())); len(rest) != len(changes)-i-1 {
+		if rest := seqRows(t, query.Changes(w.db, "r", since, until, c.Cursor(), query.ChangesOptions{})); len(rest) != len(changes)-i-1 {
 			t.Fatalf("Changes resumed after change %d: %d changes, want %d", i, len(rest), len(changes)-i-1)
 		}
 	}
@@ -405,7 +405,7 @@ func (w *randomWorld) checkBySK(t *rapid.T, recs [][]store.Version) {
 				newest = r
 			}
 		}
-		got, err := query.GetBySK(w.db, "r", sk, tx)
+		got, err := query.GetBySK(w.db, "r", sk, tx, query.GetOptions{})
 		var miss *query.SKMiss
 		switch {
 		case alive != nil:
@@ -469,7 +469,7 @@ func (w *randomWorld) drawFacts(t *rapid.T) []query.Fact {
 func (w *randomWorld) getAll(t *rapid.T, facts []query.Fact) []query.Resolution {
 	want := make([]query.Resolution, len(facts))
 	for i, f := range facts {
-		v, err := query.Get(w.db, "r", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx})
+		v, err := query.Get(w.db, "r", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx}, query.GetOptions{})
 		var miss *query.Miss
 		switch {
 		case errors.As(err, &miss):
@@ -529,13 +529,13 @@ func (w *randomWorld) checkResolve(t *rapid.T) {
 	}
 }
 
-// checkResolveInferred resolves with MissInferred (which writes), then checks
+// checkResolveInferred resolves with txn.ResolveInferred (which writes), then checks
 // each fact against Get on the store it left.
 func (w *randomWorld) checkResolveInferred(t *rapid.T) {
 	facts := w.drawFacts(t)
 	before := w.getAll(t, facts)
 	last := w.db.LastTx()
-	got, err := query.Resolve(w.db, "r", facts, query.ResolveOptions{Miss: query.MissInferred})
+	got, err := txn.ResolveInferred(w.db, "r", facts, query.ResolveOptions{Miss: query.MissNull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,13 +547,13 @@ func (w *randomWorld) checkResolveInferred(t *rapid.T) {
 		if !inferable {
 			before[i].Attrs = nil
 			if a, b := fmtResolution(got[i]), fmtResolution(before[i]); a != b {
-				t.Fatalf("Resolve MissInferred fact %d %v: %s, want %s", i, f, a, b)
+				t.Fatalf("ResolveInferred fact %d %v: %s, want %s", i, f, a, b)
 			}
 			continue
 		}
-		v, err := query.Get(w.db, "r", f.Key, query.AsOf{Valid: f.At})
+		v, err := query.Get(w.db, "r", f.Key, query.AsOf{Valid: f.At}, query.GetOptions{})
 		if err != nil || !v.Inferred || !got[i].Inferred || got[i].SK != v.SK || !got[i].Found() {
-			t.Fatalf("Resolve MissInferred fact %d %v: %s; the store has %s, %v", i, f, fmtResolution(got[i]), fmtRecord(v), err)
+			t.Fatalf("ResolveInferred fact %d %v: %s; the store has %s, %v", i, f, fmtResolution(got[i]), fmtRecord(v), err)
 		}
 	}
 }

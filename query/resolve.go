@@ -1,12 +1,10 @@
 package query
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // Fact is one row of a batch to resolve: the key it references and the valid time
@@ -20,7 +18,9 @@ type Fact struct {
 	Tx  int64
 }
 
-// MissPolicy says what Resolve does with a fact that no version covers.
+// MissPolicy says what Resolve does with a fact that no version covers. No
+// policy writes: txn.ResolveInferred resolves with MissNull and then creates
+// inferred members (late-arriving dimension members) for the unknown keys.
 type MissPolicy uint8
 
 // Miss policies.
@@ -35,14 +35,6 @@ const (
 	// MissDefault gives a missed fact ResolveOptions.Default as its SK (the sk of
 	// an "unknown" member) and sets Resolution.Default.
 	MissDefault
-	// MissInferred creates an inferred member for every key unknown at the newest
-	// commit (a late-arriving dimension member): one transaction inserts, per
-	// such key, a placeholder from the earliest valid time its facts need, with
-	// no attributes and flagged Inferred, and the facts resolve to it. Real data
-	// for the key later takes the placeholder over, keeping its sk. Other misses
-	// (before the first version, in a gap, after the last, and unknown keys of
-	// facts with an older Tx or at valid time +∞) are reported as with MissNull.
-	MissInferred
 )
 
 // ResolveOptions tune Resolve.
@@ -73,7 +65,8 @@ type Resolution struct {
 	SK uint64
 	// Reason is store.Found when the fact resolved, otherwise why it missed.
 	Reason store.MissReason
-	// Inferred is set when the version is an inferred member.
+	// Inferred is set when the version is an inferred member (created by
+	// txn.ResolveInferred or txn.Tx.InsertInferred).
 	Inferred bool
 	// Default is set when SK is ResolveOptions.Default standing in for a miss.
 	Default bool
@@ -102,8 +95,7 @@ func (r Resolution) Found() bool { return r.Reason == store.Found }
 // keys it needs and seeking only past long stretches it does not. Facts with an
 // older transaction time are merged the same way, over the current index and
 // history: each key's versions alive at that time are read once for all its
-// facts. Resolve reads one consistent snapshot; with MissInferred it then
-// commits one transaction.
+// facts. Resolve reads one consistent snapshot and writes nothing.
 func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([]Resolution, error) {
 	s, t, release, err := open(r, table)
 	if err != nil {
@@ -138,99 +130,8 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 				out[i].SK, out[i].Default = opts.Default, true
 			}
 		}
-	case MissInferred:
-		if err := inferMembers(s, t, facts, out, opts.Attrs, opts.Project); err != nil {
-			return nil, err
-		}
 	default:
 		return nil, fmt.Errorf("bitempo: resolve: unknown miss policy %d", opts.Miss)
 	}
 	return out, nil
-}
-
-// inferMembers handles MissInferred: in one transaction, it inserts an inferred
-// member for each key unknown at the newest commit, from the earliest valid time
-// its facts need, and resolves those facts to it. A key that another writer
-// created since the snapshot was read is resolved against its new versions.
-func inferMembers(s *store.Snapshot, t *store.Table, facts []Fact, out []Resolution, attrs bool, project []string) error {
-	type member struct {
-		key   store.Key
-		from  int64
-		facts []int
-	}
-	byTuple := map[string]*member{}
-	var order []*member
-	for i := range out {
-		f := &facts[i]
-		// No version can cover +∞ (periods are half-open), so nothing is inferred there.
-		if out[i].Reason != store.UnknownKey || resolveTx(s, f.Tx) < s.LastTx() || f.At == store.Infinity {
-			continue
-		}
-		tuple, err := t.AppendKey(nil, f.Key)
-		if err != nil {
-			return err
-		}
-		m := byTuple[string(tuple)]
-		if m == nil {
-			m = &member{key: f.Key, from: f.At}
-			byTuple[string(tuple)] = m
-			order = append(order, m)
-		}
-		m.from = min(m.from, f.At)
-		m.facts = append(m.facts, i)
-	}
-	if len(order) == 0 {
-		return nil
-	}
-	_, err := txn.Update(s.DB(), func(tx *txn.Tx) error {
-		for _, m := range order {
-			v, err := tx.InsertInferred(t.Name, m.key, m.from)
-			if err == nil {
-				for _, i := range m.facts {
-					out[i] = Resolution{Index: i, SK: v.SK, Inferred: true, Attrs: inferredAttrs(attrs)}
-				}
-				continue
-			}
-			if !errors.Is(err, txn.ErrKnownKey) {
-				return err
-			}
-			for _, i := range m.facts {
-				v, reason, err := tx.Get(t.Name, m.key, facts[i].At)
-				if err != nil {
-					return err
-				}
-				out[i] = Resolution{Index: i, Reason: reason}
-				if reason == store.Found {
-					out[i].SK, out[i].Inferred = v.SK, v.Inferred
-					if attrs {
-						out[i].Attrs = projectAttrs(v.Attrs, project)
-					}
-				}
-			}
-		}
-		return nil
-	})
-	return err
-}
-
-func inferredAttrs(attrs bool) store.Attrs {
-	if attrs {
-		return store.Attrs{}
-	}
-	return nil
-}
-
-// projectAttrs returns the attributes of a named in project (all of a when
-// project is empty), for versions read by a path that decodes whole records.
-func projectAttrs(a store.Attrs, project []string) store.Attrs {
-	if len(project) == 0 {
-		return a
-	}
-	out := store.Attrs{}
-	for _, name := range project {
-		if v, ok := a[name]; ok {
-			out[name] = v
-		}
-	}
-	return out
 }

@@ -99,7 +99,7 @@ func TestResolveMatchesGet(t *testing.T) {
 	}
 	reasons := map[store.MissReason]int{}
 	for i, f := range facts {
-		v, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx})
+		v, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx}, query.GetOptions{})
 		want := query.Resolution{Index: i, SK: v.SK, Attrs: v.Attrs}
 		var miss *query.Miss
 		if errors.As(err, &miss) {
@@ -139,7 +139,7 @@ func TestResolveEmptyAndErrors(t *testing.T) {
 	}
 }
 
-// TestResolveInferredOnReadOnlyStore: MissInferred must write, and says so.
+// TestResolveInferredOnReadOnlyStore: txn.ResolveInferred must write, and says so.
 func TestResolveInferredOnReadOnlyStore(t *testing.T) {
 	dir := t.TempDir()
 	db, err := store.Open(dir, store.Options{})
@@ -158,7 +158,7 @@ func TestResolveInferredOnReadOnlyStore(t *testing.T) {
 	}
 	defer ro.Close()
 	facts := []query.Fact{{Key: store.Key{"c1"}, At: 1}}
-	if _, err := query.Resolve(ro, "customers", facts, query.ResolveOptions{Miss: query.MissInferred}); !errors.Is(err, store.ErrReadOnly) {
+	if _, err := txn.ResolveInferred(ro, "customers", facts, query.ResolveOptions{Miss: query.MissNull}); !errors.Is(err, store.ErrReadOnly) {
 		t.Fatalf("inferred members on a read-only store: %v", err)
 	}
 	res, err := query.Resolve(ro, "customers", facts, query.ResolveOptions{Miss: query.MissNull})
@@ -167,8 +167,8 @@ func TestResolveInferredOnReadOnlyStore(t *testing.T) {
 	}
 }
 
-// TestResolveInferredRace: a key created by another writer between Resolve's
-// read and its transaction is resolved against the new versions, not inferred.
+// TestResolveInferredAgainstSnapshot: a key created by another writer between
+// txn.ResolveInferred's read and its transaction is resolved against the new versions, not inferred.
 func TestResolveInferredAgainstSnapshot(t *testing.T) {
 	db := newCustomers(t)
 	s, err := db.Snapshot()
@@ -182,7 +182,7 @@ func TestResolveInferredAgainstSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	facts := []query.Fact{{Key: store.Key{"c5"}, At: 3}, {Key: store.Key{"c6"}, At: 3}}
-	res, err := query.Resolve(s, "customers", facts, query.ResolveOptions{Miss: query.MissInferred, Attrs: true})
+	res, err := txn.ResolveInferred(s, "customers", facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

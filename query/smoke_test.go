@@ -33,19 +33,19 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 8})
+	v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 8}, query.GetOptions{})
 	if err != nil || v.Attrs["city"] != "Oslo" {
 		t.Fatalf("8: %v %v", v, err)
 	}
-	v, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 12})
+	v, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 12}, query.GetOptions{})
 	if err != nil || v.Attrs["city"] != "Bergen" {
 		t.Fatalf("12: %v %v", v, err)
 	}
-	v, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 12, Tx: c1.Tx})
+	v, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 12, Tx: c1.Tx}, query.GetOptions{})
 	if err != nil || v.Attrs["city"] != "Oslo" {
 		t.Fatalf("12 old: %v %v", v, err)
 	}
-	_, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 0})
+	_, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: 0}, query.GetOptions{})
 	if !errors.Is(err, query.ErrBeforeFirst) {
 		t.Fatal(err)
 	}

@@ -6,18 +6,7 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// Snapshot yields, in key order, the version of every key of keys in effect at
-// at.Valid as known at at.Tx: the table as it stood at that point of the
-// bitemporal plane, one version per key. Keys with no version there are left out.
-// It costs a seek or a few steps per key, whatever the keys' histories (at an old
-// transaction time, a few seeks per key). The scan reads one consistent snapshot,
-// so commits during the loop do not change what it returns, and it releases its
-// iterators when the loop ends, early or not.
-func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange) iter.Seq2[store.Version, error] {
-	return SnapshotWith(r, table, at, keys, SnapshotOptions{})
-}
-
-// SnapshotOptions tune SnapshotWith.
+// SnapshotOptions tune Snapshot. The zero value decodes every attribute.
 type SnapshotOptions struct {
 	// Project, when not empty, names the attributes to decode: each version's
 	// Attrs holds only those of them it has, and the others are stepped over in
@@ -26,9 +15,15 @@ type SnapshotOptions struct {
 	Project []string
 }
 
-// SnapshotWith is Snapshot with options: with opts.Project, a projection that
-// decodes only the attributes it names.
-func SnapshotWith(r store.Reader, table string, at AsOf, keys KeyRange, opts SnapshotOptions) iter.Seq2[store.Version, error] {
+// Snapshot yields, in key order, the version of every key of keys in effect at
+// at.Valid as known at at.Tx: the table as it stood at that point of the
+// bitemporal plane, one version per key. Keys with no version there are left out.
+// It costs a seek or a few steps per key, whatever the keys' histories (at an old
+// transaction time, a few seeks per key). The scan reads one consistent snapshot,
+// so commits during the loop do not change what it returns, and it releases its
+// iterators when the loop ends, early or not. With opts.Project it decodes only
+// the attributes named.
+func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange, opts SnapshotOptions) iter.Seq2[store.Version, error] {
 	return func(yield func(store.Version, error) bool) {
 		s, t, release, err := open(r, table)
 		if err != nil {

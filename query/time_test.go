@@ -38,12 +38,12 @@ func TestTimeAttributeReads(t *testing.T) {
 			t.Errorf("%s: since = %#v, want %v", path, v, want)
 		}
 	}
-	v, err := query.Get(db, "c", store.Key{"k"}, query.AsOf{Valid: 15})
+	v, err := query.Get(db, "c", store.Key{"k"}, query.AsOf{Valid: 15}, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("Get", v.Attrs["since"])
-	for v, err := range query.Snapshot(db, "c", query.AsOf{Valid: 15}, query.KeyRange{}) {
+	for v, err := range query.Snapshot(db, "c", query.AsOf{Valid: 15}, query.KeyRange{}, query.SnapshotOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

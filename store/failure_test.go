@@ -99,7 +99,7 @@ func flip(t *testing.T, file string, off int64) {
 func readAll(t *testing.T, db *store.DB) error {
 	t.Helper()
 	for i := range damageKeys {
-		v, err := query.Get(db, "t", store.Key{damageKey(i)}, query.AsOf{Valid: 1})
+		v, err := query.Get(db, "t", store.Key{damageKey(i)}, query.AsOf{Valid: 1}, query.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func TestDamagedTableFile(t *testing.T) {
 			if _, err := db.Snapshot(); !errors.Is(err, store.ErrCorrupt) {
 				t.Fatalf("snapshot after corruption: %v", err)
 			}
-			if _, err := query.Get(db, "t", store.Key{damageKey(0)}, query.AsOf{Valid: 1}); !errors.Is(err, store.ErrCorrupt) {
+			if _, err := query.Get(db, "t", store.Key{damageKey(0)}, query.AsOf{Valid: 1}, query.GetOptions{}); !errors.Is(err, store.ErrCorrupt) {
 				t.Fatalf("get after corruption: %v", err)
 			}
 			if _, err := txn.Update(db, func(tx *txn.Tx) error {
@@ -348,7 +348,7 @@ func keysPresent(t *testing.T, db *store.DB, n int) int {
 	t.Helper()
 	present := 0
 	for i := range n {
-		_, err := query.Get(db, "t", store.Key{damageKey(i)}, query.AsOf{Valid: 1})
+		_, err := query.Get(db, "t", store.Key{damageKey(i)}, query.AsOf{Valid: 1}, query.GetOptions{})
 		switch {
 		case err == nil && present == i:
 			present++

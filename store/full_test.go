@@ -114,7 +114,7 @@ func TestFullDiskDuringFlush(t *testing.T) {
 	}
 	defer db.Close()
 	for i := range acked {
-		if _, err := query.Get(db, "t", store.Key{damageKey(i)}, query.AsOf{Valid: 1}); err != nil {
+		if _, err := query.Get(db, "t", store.Key{damageKey(i)}, query.AsOf{Valid: 1}, query.GetOptions{}); err != nil {
 			t.Fatalf("acknowledged commit %d: %v", i, err)
 		}
 	}

@@ -28,7 +28,7 @@ func ExampleTx_EraseFor() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2024-02-01"), Tx: query.Latest})
+	v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2024-02-01"), Tx: query.Latest}, query.GetOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,11 +40,11 @@ func ExampleTx_EraseFor() {
 	}
 
 	// Even a read as of the first commit finds nothing.
-	_, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2024-02-01"), Tx: first.Tx})
+	_, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2024-02-01"), Tx: first.Tx}, query.GetOptions{})
 	fmt.Println("read as of the first commit:", errors.Is(err, query.ErrNotFound))
-	_, err = query.GetBySK(db, "customers", v.SK, query.Latest)
+	_, err = query.GetBySK(db, "customers", v.SK, query.Latest, query.GetOptions{})
 	fmt.Println("its surrogate key:", errors.Is(err, query.ErrErasedSK))
-	for c, err := range query.Changes(db, "customers", 0, query.Latest, "") {
+	for c, err := range query.Changes(db, "customers", 0, query.Latest, "", query.ChangesOptions{}) {
 		if err != nil {
 			log.Fatal(err)
 		}

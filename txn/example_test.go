@@ -54,16 +54,16 @@ func ExampleUpdate() {
 	}
 
 	for _, order := range []string{"2024-03-08", "2024-03-12"} {
-		v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day(order)})
+		v, err := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day(order)}, query.GetOptions{})
 		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Printf("order on %s: %s (sk %d)\n", order, v.Attrs["city"], v.SK)
 	}
-	v, _ := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2024-03-12"), Tx: first.Tx})
+	v, _ := query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2024-03-12"), Tx: first.Tx}, query.GetOptions{})
 	fmt.Printf("as known before the move was recorded: %s\n", v.Attrs["city"])
 
-	_, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2023-12-31")})
+	_, err = query.Get(db, "customers", store.Key{"c1"}, query.AsOf{Valid: day("2023-12-31")}, query.GetOptions{})
 	fmt.Println(errors.Is(err, query.ErrBeforeFirst))
 	// Output:
 	// order on 2024-03-08: Oslo (sk 1)

@@ -59,14 +59,14 @@ func TestInsertInferredUnknownKey(t *testing.T) {
 		len(placeholder.Attrs) != 0 || placeholder.SK == 0 {
 		t.Fatalf("placeholder %s", placeholder.String())
 	}
-	got, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 1 << 40})
+	got, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 1 << 40}, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !got.Inferred || got.SK != placeholder.SK || got.TxFrom != c.Tx || got.ValidFrom != 5 || len(got.Attrs) != 0 {
 		t.Fatalf("stored placeholder %s", got.String())
 	}
-	if _, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 4}); !errors.Is(err, query.ErrBeforeFirst) {
+	if _, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 4}, query.GetOptions{}); !errors.Is(err, query.ErrBeforeFirst) {
 		t.Fatalf("before the placeholder: %v", err)
 	}
 	verifyOK(t, db)
@@ -175,12 +175,33 @@ func TestInferredMemberTakenOver(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := query.GetBySK(db, "customers", sk, query.Latest)
+	v, err := query.GetBySK(db, "customers", sk, query.Latest, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Inferred || v.Attrs["city"] != "Oslo" {
 		t.Fatalf("after the upsert, sk %d names %s", sk, v.String())
+	}
+	verifyOK(t, db)
+}
+
+// TestResolveInferredPolicy: ResolveInferred takes only MissNull, the policy of
+// the misses that get no member, and writes nothing when it refuses.
+func TestResolveInferredPolicy(t *testing.T) {
+	db := inferredStore(t)
+	last := db.LastTx()
+	facts := []query.Fact{{Key: store.Key{"c9"}, At: 5}}
+	for _, miss := range []query.MissPolicy{query.MissError, query.MissSkip, query.MissDefault} {
+		if _, err := txn.ResolveInferred(db, "customers", facts, query.ResolveOptions{Miss: miss}); err == nil {
+			t.Fatalf("miss policy %d: no error", miss)
+		}
+	}
+	if db.LastTx() != last {
+		t.Fatalf("a refused ResolveInferred committed: last tx %d, was %d", db.LastTx(), last)
+	}
+	res, err := txn.ResolveInferred(db, "customers", facts, query.ResolveOptions{Miss: query.MissNull})
+	if err != nil || len(res) != 1 || !res[0].Found() || !res[0].Inferred {
+		t.Fatalf("MissNull: %+v %v", res, err)
 	}
 	verifyOK(t, db)
 }

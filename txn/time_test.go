@@ -55,7 +55,7 @@ func TestUpsertTimeChangeDetection(t *testing.T) {
 	if got := upsert(40, born.Add(time.Microsecond)); got != txn.Changed {
 		t.Errorf("upsert of a later instant: %v, want changed", got)
 	}
-	v, err := query.Get(db, "people", store.Key{"p1"}, query.AsOf{Valid: 25})
+	v, err := query.Get(db, "people", store.Key{"p1"}, query.AsOf{Valid: 25}, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

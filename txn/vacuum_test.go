@@ -27,16 +27,16 @@ func readsAt(reader store.Reader, tx int64, maxSK uint64) []string {
 	}
 	for _, k := range []string{"a", "b", "c"} {
 		for valid := int64(0); valid <= 100; valid += 5 {
-			v, err := query.Get(reader, "r", store.Key{k}, query.AsOf{Valid: valid, Tx: tx})
+			v, err := query.Get(reader, "r", store.Key{k}, query.AsOf{Valid: valid, Tx: tx}, query.GetOptions{})
 			add(fmt.Sprintf("get %s %d", k, valid), enginetest.FmtVersion(v), err)
 		}
 	}
 	for sk := uint64(1); sk < maxSK; sk++ {
-		v, err := query.GetBySK(reader, "r", sk, tx)
+		v, err := query.GetBySK(reader, "r", sk, tx, query.GetOptions{})
 		add(fmt.Sprintf("bysk %d", sk), enginetest.FmtVersion(v), err)
 	}
 	var feed []string
-	for c, err := range query.Changes(reader, "r", tx, query.Latest, "") {
+	for c, err := range query.Changes(reader, "r", tx, query.Latest, "", query.ChangesOptions{}) {
 		if err != nil {
 			feed = append(feed, err.Error())
 			break
@@ -117,12 +117,12 @@ func TestVacuum(t *testing.T) {
 	for _, tx := range txs {
 		got := readsAt(db, tx, maxSK)
 		if tx < horizon {
-			_, err := query.Get(db, "r", store.Key{"a"}, query.AsOf{Valid: 10, Tx: tx})
+			_, err := query.Get(db, "r", store.Key{"a"}, query.AsOf{Valid: 10, Tx: tx}, query.GetOptions{})
 			var he *store.HorizonError
 			if !errors.Is(err, store.ErrBeforeHorizon) || !errors.As(err, &he) || he.Horizon != horizon {
 				t.Fatalf("get at tx %d before the horizon %d: %v", tx, horizon, err)
 			}
-			if _, err := query.GetBySK(db, "r", 1, tx); !errors.Is(err, store.ErrBeforeHorizon) {
+			if _, err := query.GetBySK(db, "r", 1, tx, query.GetOptions{}); !errors.Is(err, store.ErrBeforeHorizon) {
 				t.Fatalf("GetBySK at tx %d: %v", tx, err)
 			}
 			// The snapshot taken before the vacuum still reads there.

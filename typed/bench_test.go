@@ -67,7 +67,7 @@ func benchStore(b *testing.B) (*store.DB, *typed.Table[Account]) {
 	// sub-benchmark does not pay for it.
 	for range 2 {
 		for i := range int64(benchKeys) {
-			if _, err := query.Get(db, "accounts", store.Key{i}, query.AsOf{Valid: 150}); err != nil {
+			if _, err := query.Get(db, "accounts", store.Key{i}, query.AsOf{Valid: 150}, query.GetOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -116,7 +116,7 @@ func BenchmarkGet(b *testing.B) {
 		defer cpuPerOp(b)()
 		i := 0
 		for b.Loop() {
-			if _, err := query.Get(snap, "accounts", keys[i%len(keys)], at); err != nil {
+			if _, err := query.Get(snap, "accounts", keys[i%len(keys)], at, query.GetOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			i++
@@ -127,7 +127,7 @@ func BenchmarkGet(b *testing.B) {
 		defer cpuPerOp(b)()
 		i := 0
 		for b.Loop() {
-			v, err := query.Get(snap, "accounts", keys[i%len(keys)], at)
+			v, err := query.Get(snap, "accounts", keys[i%len(keys)], at, query.GetOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -210,7 +210,7 @@ func TestBenchmarkPathsAgree(t *testing.T) {
 	if _, err := txn.Update(db, func(tx *txn.Tx) error { _, err := accounts.Upsert(tx, a, 0); return err }); err != nil {
 		t.Fatal(err)
 	}
-	v, err := query.Get(db, "accounts", store.Key{int64(4)}, query.AsOf{Valid: 1})
+	v, err := query.Get(db, "accounts", store.Key{int64(4)}, query.AsOf{Valid: 1}, query.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

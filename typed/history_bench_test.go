@@ -71,7 +71,7 @@ func BenchmarkHistoryAudit(b *testing.B) {
 	// current ones.
 	run("audit/map", func() int {
 		n := 0
-		for v, err := range query.Audit(snap, "accounts", key) {
+		for v, err := range query.Audit(snap, "accounts", key, query.AuditOptions{}) {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -108,7 +108,7 @@ func TestHistoryAuditMatchMapAPI(t *testing.T) {
 				continue // the typed Audit reads every field
 			}
 			var want []typed.Version[Customer]
-			for v, err := range query.Audit(db, "customers", key) {
+			for v, err := range query.Audit(db, "customers", key, query.AuditOptions{}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,7 +120,7 @@ func TestHistoryAuditMatchMapAPI(t *testing.T) {
 			}
 			// The option the typed reads use: attributes left encoded, but for
 			// a retired record sharing its successor's.
-			for v, err := range query.AuditWith(db, "customers", key, query.AuditOptions{RawAttrs: true}) {
+			for v, err := range query.Audit(db, "customers", key, query.AuditOptions{RawAttrs: true}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,7 +155,7 @@ func values(t *testing.T, seq iter.Seq2[typed.Version[Customer], error]) []typed
 
 // TestHistoryAuditAllocs checks that the typed History and Audit allocate
 // less than the map API's reads of the same fields (query.History and
-// query.AuditWith projected to them) before any conversion: they build no
+// query.Audit projected to them) before any conversion: they build no
 // attribute map for a record whose attributes it stores itself. Allocation
 // counts do not depend on the machine's load, unlike timings.
 func TestHistoryAuditAllocs(t *testing.T) {
@@ -192,7 +192,7 @@ func TestHistoryAuditAllocs(t *testing.T) {
 				drainTyped(accounts.History(snap, key, store.NegInfinity, store.Infinity, query.HistoryOptions{}))
 			}},
 		{"audit",
-			func() { drain(query.AuditWith(snap, "accounts", key, query.AuditOptions{Project: fields})) },
+			func() { drain(query.Audit(snap, "accounts", key, query.AuditOptions{Project: fields})) },
 			func() { drainTyped(accounts.Audit(snap, key)) }},
 	} {
 		m, ty := testing.AllocsPerRun(20, c.mapAPI), testing.AllocsPerRun(20, c.typed)

@@ -312,7 +312,7 @@ func (t *Table[T]) History(r store.Reader, key store.Key, from, to int64, opts q
 func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], error] {
 	opts := query.AuditOptions{Project: t.s.project(nil), RawAttrs: true}
 	return t.versions(r, func(s *store.Snapshot) iter.Seq2[store.Version, error] {
-		return query.AuditWith(s, t.s.table, key, opts)
+		return query.Audit(s, t.s.table, key, opts)
 	})
 }
 
@@ -320,6 +320,21 @@ func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], er
 // join of facts against the table, misses handled by opts.Miss. Records are
 // decoded straight into the structs, without attribute maps.
 func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
+	return t.resolve(r, facts, opts, query.Resolve)
+}
+
+// ResolveInferred is txn.ResolveInferred with each found version's struct: it
+// resolves as Resolve does with opts.Miss query.MissNull, then creates inferred
+// members for the keys unknown at the newest commit, in one transaction on
+// the store r reads. An inferred member's struct holds only its key.
+func (t *Table[T]) ResolveInferred(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
+	return t.resolve(r, facts, opts, txn.ResolveInferred)
+}
+
+// resolve runs resolve (query.Resolve or txn.ResolveInferred) on one snapshot
+// of r and decodes each found version into a struct.
+func (t *Table[T]) resolve(r store.Reader, facts []query.Fact, opts query.ResolveOptions,
+	resolve func(store.Reader, string, []query.Fact, query.ResolveOptions) ([]query.Resolution, error)) ([]Resolution[T], error) {
 	s, release, err := r.AcquireSnapshot()
 	if err != nil {
 		return nil, err
@@ -329,7 +344,7 @@ func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.Resolv
 		return nil, err
 	}
 	opts.Attrs, opts.RawAttrs, opts.Project = true, true, t.s.project(opts.Project)
-	res, err := query.Resolve(s, t.s.table, facts, opts)
+	res, err := resolve(s, t.s.table, facts, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -217,9 +217,9 @@ func TestSnapshotAndResolve(t *testing.T) {
 	if _, err := customers.Resolve(db, facts, query.ResolveOptions{}); !errors.Is(err, query.ErrUnknownKey) {
 		t.Fatalf("MissError: %v", err)
 	}
-	res, err = customers.Resolve(db, facts, query.ResolveOptions{Miss: query.MissInferred})
+	res, err = customers.ResolveInferred(db, facts, query.ResolveOptions{Miss: query.MissNull})
 	if err != nil || !res[1].Inferred || !reflect.DeepEqual(res[1].Value, Customer{ID: "zz"}) || res[0].Value.City != "Bodø" {
-		t.Fatalf("MissInferred: %+v, %v", res, err)
+		t.Fatalf("ResolveInferred: %+v, %v", res, err)
 	}
 }
 

@@ -43,7 +43,7 @@ the table never stored is an empty column.`,
 			if err != nil {
 				return err
 			}
-			v, err := query.GetWith(db, t.Name, key, at, query.GetOptions{Project: attrs})
+			v, err := query.Get(db, t.Name, key, at, query.GetOptions{Project: attrs})
 			var miss *query.Miss
 			if errors.As(err, &miss) {
 				return fmt.Errorf("get %s %s at valid %s, %s: %s", t.Name, key, valid, describeTx(at.Tx), miss.Reason)

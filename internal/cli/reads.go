@@ -41,7 +41,7 @@ func rangeHistory(db *store.DB, t *store.Table, prefix store.Key, from, to, tx i
 // order, decoding only the attributes in project (all when it is empty).
 func keyAudit(db *store.DB, t *store.Table, key store.Key, project []string) ([]store.Version, error) {
 	var out []store.Version
-	for v, err := range query.AuditWith(db, t.Name, key, query.AuditOptions{Project: project}) {
+	for v, err := range query.Audit(db, t.Name, key, query.AuditOptions{Project: project}) {
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +58,7 @@ func scanAt(db *store.DB, t *store.Table, prefix store.Key, valid, tx int64, pro
 	if len(prefix) > 0 {
 		keys.Prefix = prefix
 	}
-	for v, err := range query.SnapshotWith(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: project}) {
+	for v, err := range query.Snapshot(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: project}) {
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func scanAt(db *store.DB, t *store.Table, prefix store.Key, valid, tx int64, pro
 // in (since, until] (until 0: the latest commit), in commit order, decoding
 // only the attributes in project (all when it is empty).
 func changeFeed(db *store.DB, t *store.Table, since, until int64, project []string, fn func(tx int64, op string, v *store.Version) error) error {
-	for c, err := range query.ChangesWith(db, t.Name, since, until, "", query.ChangesOptions{Project: project}) {
+	for c, err := range query.Changes(db, t.Name, since, until, "", query.ChangesOptions{Project: project}) {
 		if err != nil {
 			return err
 		}

@@ -207,7 +207,7 @@ func readsLines[T any](seq func(func(T, error) bool), render func(T) string) (st
 
 func readsSnapshot(db *store.DB, d *datadriven.TestData) (string, error) {
 	at := query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: readsTimeArg(d, "tx", query.Latest)}
-	return readsLines(query.SnapshotWith(db, arg(d, "table"), at, readsKeyRange(db, d), query.SnapshotOptions{Project: readsProject(d)}), readsVersion)
+	return readsLines(query.Snapshot(db, arg(d, "table"), at, readsKeyRange(db, d), query.SnapshotOptions{Project: readsProject(d)}), readsVersion)
 }
 
 // projectArg reads project=a,b: the attributes a read decodes (nil: all).
@@ -258,7 +258,7 @@ func readsPages(db *store.DB, d *datadriven.TestData) (string, error) {
 		opts.Cursor = page.Next
 		if d.HasArg("commit-between") {
 			if _, err := txn.Update(db, func(tx *txn.Tx) error {
-				for v, err := range query.Snapshot(db, table, query.AsOf{Valid: 0}, query.KeyRange{}) {
+				for v, err := range query.Snapshot(db, table, query.AsOf{Valid: 0}, query.KeyRange{}, query.SnapshotOptions{}) {
 					if err != nil {
 						return err
 					}
@@ -277,7 +277,7 @@ func readsPages(db *store.DB, d *datadriven.TestData) (string, error) {
 func readsGet(db *store.DB, d *datadriven.TestData) (string, error) {
 	table := arg(d, "table")
 	at := query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: readsTimeArg(d, "tx", query.Latest)}
-	v, err := query.GetWith(db, table, readsKey(db, table, arg(d, "key")), at, query.GetOptions{Project: readsProject(d)})
+	v, err := query.Get(db, table, readsKey(db, table, arg(d, "key")), at, query.GetOptions{Project: readsProject(d)})
 	var miss *query.Miss
 	if errors.As(err, &miss) {
 		return "miss: " + miss.Reason.String() + "\n", nil
@@ -290,7 +290,7 @@ func readsGet(db *store.DB, d *datadriven.TestData) (string, error) {
 
 func readsAudit(db *store.DB, d *datadriven.TestData) (string, error) {
 	table := arg(d, "table")
-	return readsLines(query.AuditWith(db, table, readsKey(db, table, arg(d, "key")), query.AuditOptions{Project: readsProject(d)}), FmtRecord)
+	return readsLines(query.Audit(db, table, readsKey(db, table, arg(d, "key")), query.AuditOptions{Project: readsProject(d)}), FmtRecord)
 }
 
 func readsChanges(db *store.DB, d *datadriven.TestData) (string, error) {
@@ -303,7 +303,7 @@ func readsChanges(db *store.DB, d *datadriven.TestData) (string, error) {
 	var out strings.Builder
 	cur := ""
 	for n := 1; ; n++ {
-		page, err := query.ChangesPageWith(db, table, since, until, limit, cur, query.ChangesOptions{Project: readsProject(d)})
+		page, err := query.ChangesPage(db, table, since, until, limit, cur, query.ChangesOptions{Project: readsProject(d)})
 		if err != nil {
 			return "", err
 		}
@@ -328,7 +328,7 @@ func readsBySK(db *store.DB, d *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v, err := query.GetBySKWith(db, arg(d, "table"), sk, readsTimeArg(d, "tx", query.Latest), query.GetOptions{Project: readsProject(d)})
+	v, err := query.GetBySK(db, arg(d, "table"), sk, readsTimeArg(d, "tx", query.Latest), query.GetOptions{Project: readsProject(d)})
 	var miss *query.SKMiss
 	if errors.As(err, &miss) {
 		return "miss: " + miss.Error() + "\n", nil
@@ -385,10 +385,16 @@ func readsResolve(db *store.DB, d *datadriven.TestData) (string, error) {
 	case "default":
 		opts.Miss = query.MissDefault
 		opts.Default, _ = strconv.ParseUint(arg(d, "default"), 10, 64)
-	case "inferred":
-		opts.Miss = query.MissInferred
+	case "inferred": // unknown keys get inferred members, other misses are null
+		opts.Miss = query.MissNull
 	}
-	res, err := query.Resolve(db, table, facts, opts)
+	var res []query.Resolution
+	var err error
+	if arg(d, "miss") == "inferred" {
+		res, err = txn.ResolveInferred(db, table, facts, opts)
+	} else {
+		res, err = query.Resolve(db, table, facts, opts)
+	}
 	if err != nil {
 		return "", err
 	}

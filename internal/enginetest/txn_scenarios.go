@@ -278,7 +278,7 @@ func runGet(db *store.DB, d *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v, err := query.Get(db, arg(d, "table"), key, query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: txArg(d)})
+	v, err := query.Get(db, arg(d, "table"), key, query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: txArg(d)}, query.GetOptions{})
 	var miss *query.Miss
 	if errors.As(err, &miss) {
 		return "miss: " + miss.Reason.String() + "\n", nil
@@ -502,7 +502,7 @@ func runChanges(db *store.DB, d *datadriven.TestData) (string, error) {
 		until = parseTime(v)
 	}
 	var out strings.Builder
-	for c, err := range query.Changes(db, arg(d, "table"), parseTime(arg(d, "since")), until, "") {
+	for c, err := range query.Changes(db, arg(d, "table"), parseTime(arg(d, "since")), until, "", query.ChangesOptions{}) {
 		if err != nil {
 			return "", err
 		}
@@ -523,7 +523,7 @@ func runBySK(db *store.DB, d *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v, err := query.GetBySK(db, arg(d, "table"), sk, txArg(d))
+	v, err := query.GetBySK(db, arg(d, "table"), sk, txArg(d), query.GetOptions{})
 	var miss *query.SKMiss
 	switch {
 	case errors.As(err, &miss):

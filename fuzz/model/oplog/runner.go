@@ -443,7 +443,7 @@ func (r *Runner) checkKey(snap *store.Snapshot, table, key string) string {
 	if err != nil {
 		return err.Error()
 	}
-	got, err := collect(query.Audit(snap, table, store.Key{key}))
+	got, err := collect(query.Audit(snap, table, store.Key{key}, query.AuditOptions{}))
 	if err != nil {
 		return fmt.Sprintf("query.Audit: %v", err)
 	}
@@ -479,7 +479,7 @@ func (r *Runner) checkGet(reader store.Reader, table, key string, valid, tx int6
 	if r.rng.IntN(32) == 0 {
 		reader = r.DB
 	}
-	got, err := query.Get(reader, table, store.Key{key}, query.AsOf{Valid: valid, Tx: tx})
+	got, err := query.Get(reader, table, store.Key{key}, query.AsOf{Valid: valid, Tx: tx}, query.GetOptions{})
 	want, reason, merr := r.Model.Get(table, key, valid, r.resolve(tx))
 	var miss *query.Miss
 	switch {
@@ -503,7 +503,7 @@ func (r *Runner) checkSnapshot(snap *store.Snapshot) string {
 	txs := r.txPoints()
 	tx := txs[r.rng.IntN(len(txs))]
 	want, merr := r.Model.Snapshot(spec.Name, valid, r.resolve(tx))
-	got, err := collect(query.Snapshot(snap, spec.Name, query.AsOf{Valid: valid, Tx: tx}, query.KeyRange{}))
+	got, err := collect(query.Snapshot(snap, spec.Name, query.AsOf{Valid: valid, Tx: tx}, query.KeyRange{}, query.SnapshotOptions{}))
 	if beforeHorizon(err, merr) {
 		return ""
 	}

@@ -119,7 +119,7 @@ func (e *bitempoEngine) lookup(key string, valid int64) (version, bool, error) {
 }
 
 func (e *bitempoEngine) get(table, key string, at query.AsOf) (version, bool, error) {
-	v, err := query.Get(e.snap, table, store.Key{key}, at)
+	v, err := query.Get(e.snap, table, store.Key{key}, at, query.GetOptions{})
 	if errors.Is(err, query.ErrNotFound) {
 		return version{}, false, nil
 	}
@@ -215,7 +215,7 @@ func (e *bitempoEngine) resolveAfter(commits int, out []answer) error {
 }
 
 func (e *bitempoEngine) snapshot(valid int64, fn func(string, version)) error {
-	for v, err := range query.Snapshot(e.snap, dimTable, query.AsOf{Valid: valid}, query.KeyRange{}) {
+	for v, err := range query.Snapshot(e.snap, dimTable, query.AsOf{Valid: valid}, query.KeyRange{}, query.SnapshotOptions{}) {
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package query
+package query_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -96,23 +97,23 @@ func pathStore(t *testing.T, rng *rand.Rand) *store.DB {
 // valid_from and windowed on a column, one set per operation and column (so
 // an error of one does not hide the others), and every one that cannot fail
 // together.
-func pathSpecs(t *testing.T) [][]Agg {
-	parse := func(spec string) Agg {
-		a, err := ParseAgg(spec)
+func pathSpecs(t *testing.T) [][]query.Agg {
+	parse := func(spec string) query.Agg {
+		a, err := query.ParseAgg(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return a
 	}
-	var sets [][]Agg
-	var together []Agg
+	var sets [][]query.Agg
+	var together []query.Agg
 	for _, spec := range []string{"count", "exists", "count:5m", "exists@when:10m"} {
-		sets = append(sets, []Agg{parse(spec)})
+		sets = append(sets, []query.Agg{parse(spec)})
 		together = append(together, parse(spec))
 	}
 	for _, op := range []string{"sum", "avg", "min", "max", "count_distinct", "latest", "earliest"} {
 		for _, col := range pathColumns {
-			var set []Agg
+			var set []query.Agg
 			for _, w := range []string{"", ":5m,30m", "@when:10m"} {
 				set = append(set, parse(fmt.Sprintf("%s(%s)%s", op, col, w)))
 			}
@@ -126,20 +127,19 @@ func pathSpecs(t *testing.T) [][]Agg {
 }
 
 // TestAggIntPathMatchesGeneric runs every aggregation of pathSpecs through
-// Aggregate, AggregateTable and group and table-wide backfills, on the
+// query.Aggregate, query.AggregateTable and group and table-wide backfills, on the
 // integer path and on the generic one (which decodes each version into a map
 // and boxes every value): every value and its type, or the error, must be the
 // same. The requests read at the latest and at past transaction times, where
 // retired records that share their successor's attributes are read.
 func TestAggIntPathMatchesGeneric(t *testing.T) {
-	t.Cleanup(func() { useIntPath = true })
 	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		rng := rand.New(rand.NewPCG(seed, 12))
 		db := pathStore(t, rng)
 		last := db.LastTx()
-		rows := make([]LeftRow, 300)
+		rows := make([]query.LeftRow, 300)
 		for i := range rows {
-			rows[i] = LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(5))}, TS: (rng.Int64N(80) - 5) * pathMinute}
+			rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(5))}, TS: (rng.Int64N(80) - 5) * pathMinute}
 			if rng.IntN(3) == 0 {
 				rows[i].Tx = 1 + rng.Int64N(last)
 			}
@@ -158,18 +158,21 @@ func TestAggIntPathMatchesGeneric(t *testing.T) {
 			}
 			return b.String() + "\n"
 		}
-		run := func(aggs []Agg, ints bool) map[string]string {
-			useIntPath = ints
+		run := func(aggs []query.Agg, ints bool) map[string]string {
+			path := query.GenericPath
+			if ints {
+				path = query.IntPath
+			}
 			out := map[string]string{}
 			var b strings.Builder
 			for _, r := range points {
-				f, err := Aggregate(db, "c", r.Group, AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
+				f, err := query.AggregateOn(path, db, "c", r.Group, query.AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
 				b.WriteString(render(f.Values, err))
 			}
 			out["Aggregate"] = b.String()
 			b.Reset()
 			for _, r := range points {
-				f, err := AggregateTable(db, "c", AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
+				f, err := query.AggregateTableOn(path, db, "c", query.AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
 				b.WriteString(render(f.Values, err))
 			}
 			out["AggregateTable"] = b.String()
@@ -179,7 +182,7 @@ func TestAggIntPathMatchesGeneric(t *testing.T) {
 				if wide {
 					in = rows[:60]
 				}
-				for r, err := range Backfill(db, "c", in, aggs, BackfillOptions{TableWide: wide}) {
+				for r, err := range query.BackfillOn(path, db, "c", in, aggs, query.BackfillOptions{TableWide: wide}) {
 					fmt.Fprintf(&b, "%d ", r.Index)
 					b.WriteString(render(r.Values, err))
 				}
@@ -208,7 +211,6 @@ func TestAggIntPathMatchesGeneric(t *testing.T) {
 // projection to the attributes its features use: the group index records and
 // the table scans it reads hold no other attribute, on both paths.
 func TestAggPlansProject(t *testing.T) {
-	t.Cleanup(func() { useIntPath = true })
 	db := pathStore(t, rand.New(rand.NewPCG(3, 12)))
 	s, err := db.Snapshot()
 	if err != nil {
@@ -219,17 +221,13 @@ func TestAggPlansProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var aggs []Agg
+	var aggs []query.Agg
 	for _, spec := range []string{"count", "sum(i)", "max(id)", "latest(s)@when:5m"} {
-		a, err := ParseAgg(spec)
+		a, err := query.ParseAgg(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		aggs = append(aggs, a)
-	}
-	p, err := newPlan(s, tb, aggs)
-	if err != nil {
-		t.Fatal(err)
 	}
 	want := map[string]bool{"i": true, "s": true, "when": true} // id is a key column
 	seen := map[string]bool{}
@@ -243,9 +241,12 @@ func TestAggPlansProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ints := range []bool{true, false} {
-		useIntPath = ints
-		for rec, err := range s.GroupRecords(p.t, gk, 1, s.LastTx()) {
+	for _, path := range []query.AggPath{query.IntPath, query.GenericPath} {
+		records, versions, err := query.PlanTables(path, s, "c", aggs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rec, err := range s.GroupRecords(records, gk, 1, s.LastTx()) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -257,7 +258,7 @@ func TestAggPlansProject(t *testing.T) {
 				note(name)
 			}
 		}
-		for v, err := range s.ScanHistory(p.readTable(), store.Span{}, s.LastTx(), store.NegInfinity, store.Infinity, nil) {
+		for v, err := range s.ScanHistory(versions, store.Span{}, s.LastTx(), store.NegInfinity, store.Infinity, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}

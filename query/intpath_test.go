@@ -1,4 +1,4 @@
-package query
+package query_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -69,15 +70,14 @@ func intStore(t *testing.T, rng *rand.Rand, mixed bool) *store.DB {
 // path and on the generic one: every row's values and their types, or the
 // error, must be the same.
 func TestBackfillIntPathMatchesGeneric(t *testing.T) {
-	t.Cleanup(func() { useIntPath = true })
 	for _, seed := range testlong.Size([]uint64{1, 2, 3, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		for _, mixed := range []bool{false, true} {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			db := intStore(t, rng, mixed)
-			parse := func(specs ...string) []Agg {
-				var aggs []Agg
+			parse := func(specs ...string) []query.Agg {
+				var aggs []query.Agg
 				for _, spec := range specs {
-					a, err := ParseAgg(spec)
+					a, err := query.ParseAgg(spec)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -85,23 +85,26 @@ func TestBackfillIntPathMatchesGeneric(t *testing.T) {
 				}
 				return aggs
 			}
-			sets := [][]Agg{
+			sets := [][]query.Agg{
 				parse("count", "sum(amount)", "avg(amount)", "min(amount)", "max(amount)", "sum(amount):5d", "max(amount):5d",
 					"count_distinct(status)", "latest(amount)", "min(big)", "max(big)", "avg(big)"),
 				parse("sum(big)"), // overflows: a uint64, or an error
 			}
 			last := db.LastTx()
-			rows := make([]LeftRow, 500)
+			rows := make([]query.LeftRow, 500)
 			for i := range rows {
-				rows[i] = LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(5))}, TS: rng.Int64N(80) - 5}
+				rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(5))}, TS: rng.Int64N(80) - 5}
 				if rng.IntN(3) == 0 {
 					rows[i].Tx = 1 + rng.Int64N(last)
 				}
 			}
-			run := func(aggs []Agg, ints bool) string {
-				useIntPath = ints
+			run := func(aggs []query.Agg, ints bool) string {
+				path := query.GenericPath
+				if ints {
+					path = query.IntPath
+				}
 				out := ""
-				for r, err := range Backfill(db, "c", rows, aggs, BackfillOptions{}) {
+				for r, err := range query.BackfillOn(path, db, "c", rows, aggs, query.BackfillOptions{}) {
 					if err != nil {
 						return out + "error: " + err.Error()
 					}

@@ -1,10 +1,11 @@
-package query
+package query_test
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -36,9 +37,9 @@ func TestResolveSplits(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	facts := make([]Fact, 5000)
+	facts := make([]query.Fact, 5000)
 	for i := range facts {
-		facts[i] = Fact{Key: key(rng.IntN(320)), At: int64(rng.IntN(50) - 5)}
+		facts[i] = query.Fact{Key: key(rng.IntN(320)), At: int64(rng.IntN(50) - 5)}
 	}
 	s, err := db.Snapshot()
 	if err != nil {
@@ -46,7 +47,7 @@ func TestResolveSplits(t *testing.T) {
 	}
 	defer s.Close()
 	for _, split := range []struct{ workers, ranges int }{{1, 1}, {1, 7}, {3, 7}, {2, 2}, {4, 64}, {3, 1000}} {
-		out, err := resolveSplit(s, tb, facts, true, split.workers, split.ranges)
+		out, err := query.ResolveSplit(s, tb, facts, true, split.workers, split.ranges)
 		if err != nil {
 			t.Fatal(err)
 		}
