@@ -67,8 +67,8 @@ const maxViews = 64
 // hold the newer ordinals.
 //
 // Decision: the cache sits on the store's side of the read, invisible in the
-// API, so every projected read of package query (GetWith, GetBySKWith,
-// SnapshotWith, History, AuditWith, ChangesWith, Resolve, the aggregations)
+// API, so every projected read of package query (Get, GetBySK,
+// Snapshot, History, Audit, Changes, Resolve, the aggregations)
 // and every caller of Project gains from it without changing a call.
 // Rejected: a prepared projection value (query.Prepare(names) passed in the
 // options instead of the list), which would spare the key's lookup but only
