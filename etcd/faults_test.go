@@ -12,6 +12,7 @@ import (
 
 	"github.com/bitempo/bitempo/etcd"
 	"github.com/bitempo/bitempo/etcd/etcdtest"
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -125,7 +126,7 @@ func TestStopOneMember(t *testing.T) {
 			t.Fatalf("failed commit %s: %d of %d keys", name, n, per)
 		}
 	}
-	verify(t, alone)
+	testutil.Verify(t, alone)
 	t.Logf("%d commits acknowledged, %d failed during the election", len(acked), len(failed))
 }
 
@@ -194,7 +195,7 @@ func TestStopTwoMembers(t *testing.T) {
 			t.Fatalf("%s: %d keys, want one of %v", name, n, want)
 		}
 	}
-	verify(t, db)
+	testutil.Verify(t, db)
 }
 
 // TestSnapshotTooOld: a snapshot older than the cluster's compaction fails
@@ -282,7 +283,7 @@ func TestKilledWriter(t *testing.T) {
 			}
 		}
 	}
-	verify(t, db)
+	testutil.Verify(t, db)
 }
 
 // TestKilledWriterChild is the writer TestKilledWriter kills: it commits

@@ -6,10 +6,11 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/bitempo/bitempo/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/bitempo/bitempo/engine"
 )
 
 // view is a store.View at one etcd revision. It implements
@@ -57,13 +58,13 @@ func (v *view) read(key string, opts ...clientv3.OpOption) (*clientv3.GetRespons
 }
 
 // NewIter implements store.View.
-func (v *view) NewIter(lower, upper []byte) (store.Iter, error) {
+func (v *view) NewIter(lower, upper []byte) (engine.Iter, error) {
 	it := &iter{v: v}
 	it.SetBounds(lower, upper)
 	return it, nil
 }
 
-// iter is a store.Iter that reads its range a page at a time at the view's
+// iter is a engine.Iter that reads its range a page at a time at the view's
 // revision. page holds a contiguous run of the range's keys in ascending
 // order: every key of the range between page[0] and page[len-1] is in it, so
 // a seek to a key inside that run needs no request. loDone and hiDone say the
@@ -242,7 +243,7 @@ func (it *iter) SeekGE(key []byte) bool {
 	return true
 }
 
-// SeekPrefixGE implements store.Iter as SeekGE: etcd has no prefix filters,
+// SeekPrefixGE implements engine.Iter as SeekGE: etcd has no prefix filters,
 // and every caller checks the prefix of the key it lands on.
 func (it *iter) SeekPrefixGE(key []byte) bool { return it.SeekGE(key) }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/etcd"
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -26,14 +27,6 @@ func openStore(t *testing.T, prefix string, opts store.Options) *store.DB {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db
-}
-
-func verify(t *testing.T, db *store.DB) {
-	t.Helper()
-	rep, err := store.Verify(db)
-	if err != nil || !rep.OK() {
-		t.Fatalf("verify: %v %v", err, rep)
-	}
 }
 
 // TestWritersInTurn: two processes write one store in turn; each sees the
@@ -91,7 +84,7 @@ func TestWritersInTurn(t *testing.T) {
 		if got := db.AttrNames(tbl); len(got) != 3 {
 			t.Fatalf("attribute names %v", got)
 		}
-		verify(t, db)
+		testutil.Verify(t, db)
 	}
 }
 
@@ -156,5 +149,5 @@ func TestWritersAtOnce(t *testing.T) {
 	if n != 2*each {
 		t.Fatalf("%d versions, want %d", n, 2*each)
 	}
-	verify(t, a)
+	testutil.Verify(t, a)
 }

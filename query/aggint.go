@@ -18,7 +18,7 @@ import (
 // such an attribute then run on int64s: no interface values, no type switches,
 // no float state. Any other attribute, or one read by another kind of feature
 // (COUNT DISTINCT, LATEST, EARLIEST, a window column, a filter), holds its
-// values boxed as before. A version whose attributes come back decoded (a
+// values boxed. A version whose attributes come back decoded (a
 // retired record that shares its successor's attributes) has its int64s moved
 // to the same form (holdInts), so both kinds of record mix in one set.
 //
@@ -27,12 +27,9 @@ import (
 // 2^31 members of int64 values fits in 96 bits), and a SUM whose final value
 // lies outside int64 is returned as a uint64 when it fits one, else it is an
 // *AggValueError; AVG divides the exact sum, converted to float64 once, by the
-// count. MIN and MAX compare int64s. Rejected: an int64 running sum that fails
-// on the first overflowing addition, which would make a result depend on the
-// order the sweep adds and removes members in. Rejected too: a second,
-// point-only copy of this state for Aggregate and AggregateTable; they build
-// members and accumulators exactly as a backfill does and evaluate them at one
-// time (plan.point), so the two cannot drift apart.
+// count. MIN and MAX compare int64s. Aggregate and AggregateTable build members
+// and accumulators exactly as a backfill does and evaluate them at one time
+// (plan.point). docs/design/aggregation-int-path.md gives the reasons.
 
 // intHeld is the value of member.vals[i] when the attribute is an int64 held
 // unboxed in member.ints[i]; nil stays null.

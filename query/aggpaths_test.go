@@ -9,6 +9,7 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -85,10 +86,7 @@ func pathStore(t *testing.T, rng *rand.Rand) *store.DB {
 			t.Fatal(err)
 		}
 	}
-	rep, err := store.Verify(db)
-	if err != nil || !rep.OK() {
-		t.Fatalf("verify: %v %v", rep, err)
-	}
+	testutil.Verify(t, db)
 	return db
 }
 

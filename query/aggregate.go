@@ -47,9 +47,8 @@ import (
 //     window column lies in no window, nor does a uint64 (after every time); any
 //     other value is an error naming the column and the value's type, raised
 //     when its version is active at a requested time (attributes have no
-//     declared types, so it cannot be raised earlier). Rejected alternative:
-//     skipping such versions silently, which turns a load mistake (a time loaded
-//     as text) into features that are quietly zero.
+//     declared types, so it cannot be raised earlier); such versions are never
+//     skipped silently (docs/design/window-column-errors.md).
 //   - Windows on valid_from need a time axis: on a table with an int axis they
 //     are rejected, since "7 days" of sequence numbers means nothing.
 //   - An input or window column may name a key column; its value is the key's.

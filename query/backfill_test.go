@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -87,10 +88,7 @@ func aggRandomStore(t testing.TB, rng *rand.Rand, entities, users, commits int) 
 			t.Fatal(err)
 		}
 	}
-	rep, err := store.Verify(db)
-	if err != nil || !rep.OK() {
-		t.Fatalf("verify: %v %v", rep, err)
-	}
+	testutil.Verify(t, db)
 	return db, keys
 }
 

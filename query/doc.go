@@ -22,7 +22,10 @@
 // ends. A failure to read is the last pair a sequence yields. Scans select keys
 // with a KeyRange: a prefix of leading key columns, and/or a [Start, End) range.
 //
-// # Decisions (docs/semantics.md leaves these open)
+// # Behaviour that docs/semantics.md leaves open
+//
+// The reasons for these choices, and the alternatives set aside, are in
+// docs/design.
 //
 //   - A transaction time after the newest commit reads as the newest commit.
 //     Versions are returned as stored: one read at an old transaction time shows
@@ -34,8 +37,8 @@
 //   - Paging uses cursors, never offsets: a cursor is an opaque URL-safe string
 //     naming the last row returned (its key and valid_from, or its transaction-log
 //     position) and, for History, the transaction time the first page read, which
-//     every later page reads again. Offsets would skip or repeat rows when a
-//     commit lands between pages.
+//     every later page reads again, so a commit between pages neither skips nor
+//     repeats rows.
 //   - Gaps reports holes between consecutive versions of a key. A closed last
 //     version is not a gap (reads after it miss with ErrAfterLast), and a key with
 //     no version at the transaction time is not reported at all.
@@ -46,63 +49,35 @@
 //   - Resolve keeps the input order and reports the first miss in input order
 //     under MissError, so its errors do not depend on how the batch was split.
 //     Facts at the newest commit are merged against the current index; facts
-//     at an older transaction time (a point-in-time training set: every fact
-//     at Tx = T0) are merged too, with one forward pass over the current index
-//     and one over history that reads each probed key's versions alive at T0
-//     once (store/lookuppast.go). Rejected: one as-of lookup per old fact (the
-//     path before), a few fresh seeks per fact whatever its neighbours: 3.7-4.9x
-//     slower than the merge on 200k facts (BENCHMARKS.md).
-//   - Projections: Snapshot (SnapshotOptions.Project), History and
-//     HistoryRange (HistoryOptions.Project), Resolve (ResolveOptions.Project,
-//     with Attrs), Get and GetBySK (GetOptions.Project), Audit
-//     (AuditOptions.Project) and Changes and ChangesPage
-//     (ChangesOptions.Project) take a list of attribute names and decode only
-//     those; every other attribute is stepped over in the stored record
-//     without being decoded or allocated, and decoding stops after the last
-//     projected ordinal (store.Snapshot.Project). Backfill and the aggregations project
-//     by themselves: they decode only the attributes their features read. Each
-//     read takes its options struct as its last argument, and the zero value
-//     (an empty list) decodes everything. Get and GetBySK share GetOptions (two reads of one
-//     version); Audit and Changes have their own, as History and Resolve do,
-//     so each can grow options of its own. History, HistoryRange,
-//     HistoryPage, Audit and Resolve (with Attrs) can also hand the
-//     attributes out still encoded (RawAttrs in their options), for a caller
-//     that decodes them itself, as package typed does into structs; a retired
-//     record that shares its successor's attributes still comes back decoded.
-//   - A projection is built once per list of names, not once per read: the
-//     store keeps the projected views of each table (store.Snapshot.Project),
-//     keyed by the names in their order, at most 64 per table (a new one past
-//     that replaces an arbitrary one, so ever-new lists cost a build per read
-//     but no memory), safe for concurrent readers, and rebuilt when the table
-//     has gained attribute names since. Every projected read gains from it
-//     without a change to its call: Get and GetBySK allocate 8 and 13
-//     times per read with a two-name projection instead of 17 and 22
-//     (BenchmarkGetProjected). Rejected: a prepared projection value
-//     (query.Prepare(names) in the options in place of the list), which would
-//     spare the cache's lookup but help only callers rewritten to hold one,
-//     and add a second way of naming a projection to every options struct.
-//   - Every aggregation (Aggregate, AggregateTable, group and table-wide
-//     backfills) decodes its versions' projected attributes straight from
-//     their stored form, keeps int64 values unboxed, and runs SUM, AVG, MIN
-//     and MAX over an attribute on int64 state when every value the loaded
-//     versions hold of it is an int64 or null (aggint.go); one loader and one
-//     set of accumulators serve all four, a point aggregation being a sweep
-//     evaluated at one time. The sum is exact whichever path runs: 128-bit
-//     running state, so adding and removing members never overflows, and a
-//     final SUM outside int64 is a uint64 when it fits one, else an
-//     *AggValueError. Rejected: an int64 running sum that fails at the first
-//     overflowing step, which would depend on the sweep's order; and a
-//     point-only copy of the integer state, which could drift from the
-//     sweep's.
+//     at an older transaction time are merged too, with one forward pass over
+//     the current index and one over history that reads each probed key's
+//     versions alive at that time once (store/lookuppast.go).
+//   - Every read takes its options struct as its last argument, and the zero
+//     value reads with the defaults. Get and GetBySK share GetOptions; the
+//     other reads have their own.
+//   - Projections: Snapshot, History and HistoryRange, Resolve (with Attrs),
+//     Get and GetBySK, Audit, and Changes and ChangesPage take a list of
+//     attribute names (Project in their options) and decode only those; every
+//     other attribute is stepped over in the stored record without being
+//     decoded or allocated, and decoding stops after the last projected
+//     ordinal. An empty list decodes everything. The store builds a projection
+//     once per list of names and keeps it (store.Snapshot.Project). Backfill
+//     and the aggregations project by themselves: they decode only the
+//     attributes their features read. History, HistoryRange, HistoryPage,
+//     Audit and Resolve (with Attrs) can also hand the attributes out still
+//     encoded (RawAttrs in their options), for a caller that decodes them
+//     itself, as package typed does into structs; a retired record that
+//     shares its successor's attributes still comes back decoded.
 //   - A projected name that no version holds, including one the table has
 //     never stored, is absent from Attrs, as an attribute a version lacks is;
-//     it is not an error. A table's attribute names are whatever its writes
-//     used so far, so an error would make the same query fail or succeed
-//     depending on whether any write had used the name yet. Rejected: a typed
-//     ErrUnknownAttr, which would catch a typo at that price. A projected read
-//     checks the bytes it decodes and steps over, not those after the last
-//     projected attribute; store.Verify and unprojected reads check whole
-//     records.
+//     it is not an error. A projected read checks the bytes it decodes and
+//     steps over, not those after the last projected attribute; store.Verify
+//     and unprojected reads check whole records.
+//   - Every aggregation (Aggregate, AggregateTable, group and table-wide
+//     backfills) keeps int64 values unboxed and runs SUM, AVG, MIN and MAX
+//     over an attribute on int64 state when every value the loaded versions
+//     hold of it is an int64 or null (aggint.go). Sums are exact: a final SUM
+//     outside int64 is a uint64 when it fits one, else an *AggValueError.
 //   - Reads never write, and query does not import package txn. Creating
 //     inferred members for facts whose key the table does not know yet (a
 //     late-arriving dimension member) is a write the caller asks for:

@@ -18,8 +18,8 @@ import (
 	"github.com/bitempo/bitempo/txn"
 )
 
-// The benchmarks of this file compare each new read path with the old one in
-// the same run, on stores built once per process in a temporary directory:
+// The benchmarks of this file compare two read paths in the same run, on
+// stores built once per process in a temporary directory:
 //
 //   - BenchmarkProjection: a wide dimension (200k keys x 2 versions, eight
 //     attributes), read whole (decode=all) and projected to one attribute
@@ -29,15 +29,13 @@ import (
 //     (200k versions, 150k of them retired), 200k facts resolved at the newest
 //     commit (at=latest/path=merged), at the last commit of round two with the
 //     merged path (at=past/path=merged), and the same facts one VersionAt each
-//     in sorted order on one snapshot (at=past/path=per-fact: what Resolve did
-//     for them before).
+//     in sorted order on one snapshot (at=past/path=per-fact).
 //   - BenchmarkBackfillIntPath: 20k contracts x 5 versions with int64 amounts in
 //     2k groups, 200k left rows, the harness's features, on the integer path
 //     (path=int) and the generic one (path=generic).
 //   - BenchmarkAggregateIntPath: the same store, Aggregate, AggregateTable and
 //     a table-wide backfill on the integer path and the generic one (which
-//     decodes each version into a map and boxes every value, as these reads
-//     did before the integer path).
+//     decodes each version into a map and boxes every value).
 //
 // Run with -cpu 1 so Resolve's merge runs on one goroutine like the per-fact
 // path, and compare with benchstat. The integer-path benchmarks report

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -133,7 +134,7 @@ func (w *randomWorld) checkProjectedSnapshot(t *rapid.T, recs [][]store.Version)
 		if !inRange(k, kr) {
 			continue
 		}
-		for _, v := range aliveAt(recs[i], w.concreteTx(at.Tx)) {
+		for _, v := range testutil.AliveAt(recs[i], w.concreteTx(at.Tx)) {
 			if v.Covers(at.Valid) {
 				want = append(want, v)
 			}
@@ -151,7 +152,7 @@ func (w *randomWorld) checkProjectedHistory(t *rapid.T, recs [][]store.Version) 
 	var want []store.Version
 	for i, k := range w.keys {
 		if inRange(k, kr) {
-			want = append(want, aliveAt(recs[i], w.concreteTx(opts.Tx))...)
+			want = append(want, testutil.AliveAt(recs[i], w.concreteTx(opts.Tx))...)
 		}
 	}
 	got := seqRows(t, query.HistoryRange(w.db, "r", kr, store.NegInfinity, store.Infinity, opts))

@@ -10,6 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -162,16 +163,6 @@ func (w *randomWorld) records(t *rapid.T) [][]store.Version {
 }
 
 // aliveAt returns the records alive at tx, in valid order.
-func aliveAt(recs []store.Version, tx int64) []store.Version {
-	var out []store.Version
-	for _, r := range recs {
-		if r.AliveAt(tx) {
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b store.Version) int { return cmp.Compare(a.ValidFrom, b.ValidFrom) })
-	return out
-}
 
 func (w *randomWorld) concreteTx(tx int64) int64 {
 	if tx == query.Latest {
@@ -241,7 +232,7 @@ func (w *randomWorld) checkSnapshot(t *rapid.T, recs [][]store.Version) {
 		if !inRange(k, kr) {
 			continue
 		}
-		for _, v := range aliveAt(recs[i], w.concreteTx(at.Tx)) {
+		for _, v := range testutil.AliveAt(recs[i], w.concreteTx(at.Tx)) {
 			if v.Covers(at.Valid) {
 				want = append(want, v)
 			}
@@ -266,7 +257,7 @@ func (w *randomWorld) checkHistory(t *rapid.T, recs [][]store.Version) {
 		if !inRange(k, kr) {
 			continue
 		}
-		for _, v := range aliveAt(recs[i], w.concreteTx(opts.Tx)) {
+		for _, v := range testutil.AliveAt(recs[i], w.concreteTx(opts.Tx)) {
 			if v.ValidFrom < to && v.ValidTo > from {
 				if opts.Clip {
 					v.ValidFrom, v.ValidTo = max(v.ValidFrom, from), min(v.ValidTo, to)
@@ -434,7 +425,7 @@ func (w *randomWorld) checkGaps(t *rapid.T, recs [][]store.Version) {
 	}
 	var want []query.KeyGaps
 	for i, k := range w.keys {
-		vs := aliveAt(recs[i], w.concreteTx(opts.Tx))
+		vs := testutil.AliveAt(recs[i], w.concreteTx(opts.Tx))
 		if !inRange(k, opts.Keys) || len(vs) == 0 {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -132,8 +133,8 @@ func testKeyBatchSameAsApply(t *testing.T, seed uint64) {
 		}
 		mustSameBytes(t, mem, keyed)
 	}
-	mustVerify(t, mem)
-	mustVerify(t, keyed)
+	testutil.Verify(t, mem)
+	testutil.Verify(t, keyed)
 }
 
 // applySorted hands the events of a batch to kb key by key, in key encoding
@@ -286,5 +287,5 @@ func TestKeyBatchMisuse(t *testing.T) {
 	if keys, err := s.ChangesKeys(tbl); err != nil || len(keys) != 0 {
 		t.Fatalf("the failed batch left keys %v (%v)", keys, err)
 	}
-	mustVerify(t, db)
+	testutil.Verify(t, db)
 }

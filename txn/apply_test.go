@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -124,7 +125,7 @@ func TestApplyInOneTransaction(t *testing.T) {
 	if c.Tx != results[0].Tx {
 		t.Fatalf("commit tx %d, results say %d", c.Tx, results[0].Tx)
 	}
-	verifyClean(t, db)
+	testutil.Verify(t, db)
 }
 
 type applyVersion struct {
@@ -184,17 +185,6 @@ func mustCreate(t testing.TB, db *store.DB, def store.TableDef) {
 	}
 }
 
-func verifyClean(t testing.TB, db *store.DB) {
-	t.Helper()
-	rep, err := store.Verify(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() {
-		t.Fatalf("verify: %s", rep)
-	}
-}
-
 // TestVerifyChangesDetects damages changes tables behind Apply's back and checks
 // that Verify reports invariant 6.
 func TestVerifyChangesDetects(t *testing.T) {
@@ -207,7 +197,7 @@ func TestVerifyChangesDetects(t *testing.T) {
 	if _, err := Apply(db, "c", "b1", []Event{ev("a", 10, 1), ev("a", 20, 2), ev("b", 5, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	verifyClean(t, db)
+	testutil.Verify(t, db)
 	damage := func(fn func(w *store.Writer) error) {
 		t.Helper()
 		w, err := db.BeginWrite()

@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -139,17 +140,6 @@ func mustUpdate(t *testing.T, db *store.DB, fn func(*txn.Tx) error) txn.Commit {
 	return c
 }
 
-func mustVerify(t *testing.T, db *store.DB) {
-	t.Helper()
-	rep, err := store.Verify(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() {
-		t.Fatal(rep)
-	}
-}
-
 var errAtomic = errors.New("atomic test: give up")
 
 // TestFailedTransactionLeavesNoTrace runs transactions that fail after writing
@@ -207,14 +197,14 @@ func TestFailedTransactionLeavesNoTrace(t *testing.T) {
 			if failing.LastTx() != lastTx {
 				t.Fatalf("last tx moved from %d to %d", lastTx, failing.LastTx())
 			}
-			mustVerify(t, failing)
+			testutil.Verify(t, failing)
 
 			// The same successful transaction on both: same tx, same sks, same bytes.
 			if cf, ct := mustUpdate(t, failing, atomicWrites), mustUpdate(t, twin, atomicWrites); cf != ct {
 				t.Fatalf("commits differ: %+v vs %+v", cf, ct)
 			}
 			sameDump(t, "after the next transaction", rawDump(t, failing), rawDump(t, twin))
-			mustVerify(t, failing)
+			testutil.Verify(t, failing)
 		})
 	}
 }
@@ -257,7 +247,7 @@ func TestFailedOperationLeavesNoTrace(t *testing.T) {
 	})
 	mustUpdate(t, twin, atomicWrites)
 	sameDump(t, "after the transaction", txLogUnordered(rawDump(t, failing)), txLogUnordered(rawDump(t, twin)))
-	mustVerify(t, failing)
+	testutil.Verify(t, failing)
 }
 
 // txLogUnordered drops the ordinals of transaction-log entries (keyspace 0x13,
@@ -352,7 +342,7 @@ func reopenDump(t *testing.T, fsys vfs.FS) []string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	mustVerify(t, db)
+	testutil.Verify(t, db)
 	return rawDump(t, db)
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -42,7 +43,7 @@ func TestVerifyChangesStreamsKeys(t *testing.T) {
 	if _, err := Apply(db, "c", "b1", evs); err != nil {
 		t.Fatal(err)
 	}
-	verifyClean(t, db)
+	testutil.Verify(t, db)
 
 	w, err := db.BeginWrite()
 	if err != nil {

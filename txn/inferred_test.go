@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -26,14 +27,6 @@ func inferredStore(t *testing.T) *store.DB {
 		}
 	}
 	return db
-}
-
-func verifyOK(t *testing.T, db *store.DB) {
-	t.Helper()
-	rep, err := store.Verify(db)
-	if err != nil || !rep.OK() {
-		t.Fatalf("verify: %v %v", rep, err)
-	}
 }
 
 func TestInsertInferredUnknownKey(t *testing.T) {
@@ -69,7 +62,7 @@ func TestInsertInferredUnknownKey(t *testing.T) {
 	if _, err := query.Get(db, "customers", store.Key{"c9"}, query.AsOf{Valid: 4}, query.GetOptions{}); !errors.Is(err, query.ErrBeforeFirst) {
 		t.Fatalf("before the placeholder: %v", err)
 	}
-	verifyOK(t, db)
+	testutil.Verify(t, db)
 }
 
 func TestInsertInferredRefusesKnownKey(t *testing.T) {
@@ -126,7 +119,7 @@ func TestInsertInferredAfterEveryVersionWasDeleted(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	verifyOK(t, db)
+	testutil.Verify(t, db)
 }
 
 func TestInsertInferredErrors(t *testing.T) {
@@ -182,7 +175,7 @@ func TestInferredMemberTakenOver(t *testing.T) {
 	if v.Inferred || v.Attrs["city"] != "Oslo" {
 		t.Fatalf("after the upsert, sk %d names %s", sk, v.String())
 	}
-	verifyOK(t, db)
+	testutil.Verify(t, db)
 }
 
 // TestResolveInferredPolicy: ResolveInferred takes only MissNull, the policy of
@@ -203,5 +196,5 @@ func TestResolveInferredPolicy(t *testing.T) {
 	if err != nil || len(res) != 1 || !res[0].Found() || !res[0].Inferred {
 		t.Fatalf("MissNull: %+v %v", res, err)
 	}
-	verifyOK(t, db)
+	testutil.Verify(t, db)
 }

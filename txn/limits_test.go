@@ -8,6 +8,7 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -104,7 +105,7 @@ func TestSizeLimits(t *testing.T) {
 		t.Fatal("the overwrite did not take")
 	}
 	mustUpdate(t, db, func(tx *txn.Tx) error { return tx.Delete("p", store.Key{"k"}, 0, 100) })
-	mustVerify(t, db)
+	testutil.Verify(t, db)
 
 	// The store refuses any value over the decoders' limit, whatever path
 	// writes it.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -82,5 +83,5 @@ func TestReentrantCalls(t *testing.T) {
 	if err := <-inner; err != nil {
 		t.Fatalf("the concurrent writer: %v", err)
 	}
-	mustVerify(t, db)
+	testutil.Verify(t, db)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -38,7 +39,7 @@ func TestUpsertTimeChangeDetection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		verifyOK(t, db)
+		testutil.Verify(t, db)
 		return out
 	}
 	if got := upsert(10, born); got != txn.Inserted {
@@ -91,7 +92,7 @@ func TestApplyTimeAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verifyOK(t, db)
+	testutil.Verify(t, db)
 	var spans [][2]int64
 	for v, err := range query.History(db, "feed", store.Key{"k"}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
 		if err != nil {

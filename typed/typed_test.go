@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -72,10 +73,7 @@ func update(t *testing.T, db *store.DB, fn func(tx *txn.Tx) error) txn.Commit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := store.Verify(db)
-	if err != nil || !rep.OK() {
-		t.Fatalf("verify: %v %v", rep, err)
-	}
+	testutil.Verify(t, db)
 	return c
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bitempo/bitempo/internal/testutil"
 )
 
 // These tests build the bitempo binary once and run it as a user would, checking
@@ -47,16 +48,8 @@ func bt(t *testing.T, dir, stdin string, args ...string) result {
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	r := testutil.Run(t, cmd)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 // ok runs the binary and fails the test unless it exits 0.

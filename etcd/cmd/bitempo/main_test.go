@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/etcd/etcdtest"
+	"github.com/bitempo/bitempo/internal/testutil"
 )
 
 // These tests build the etcd build of the tool and run it against a 3-member
@@ -60,16 +60,8 @@ func runBinary(t *testing.T, bin, dir string, env []string, args ...string) resu
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env = dir, env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	r := testutil.Run(t, cmd)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 func ok(t *testing.T, dir string, args ...string) result {
