@@ -13,7 +13,7 @@ import (
 	"github.com/bitempo/bitempo/engine"
 )
 
-// view is a store.View at one etcd revision. It implements
+// view is a engine.View at one etcd revision. It implements
 // store.GenerationView.
 type view struct {
 	e   *Engine
@@ -25,7 +25,7 @@ func (v *view) Generation() int64 { return v.gen }
 
 func (v *view) Close() error { return nil }
 
-// Get implements store.View with one read at the view's revision.
+// Get implements engine.View with one read at the view's revision.
 func (v *view) Get(key []byte) ([]byte, bool, error) {
 	resp, err := v.read(v.e.etcdKey(key))
 	if err != nil {
@@ -57,7 +57,7 @@ func (v *view) read(key string, opts ...clientv3.OpOption) (*clientv3.GetRespons
 	return resp, err
 }
 
-// NewIter implements store.View.
+// NewIter implements engine.View.
 func (v *view) NewIter(lower, upper []byte) (engine.Iter, error) {
 	it := &iter{v: v}
 	it.SetBounds(lower, upper)
