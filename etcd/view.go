@@ -14,7 +14,7 @@ import (
 )
 
 // view is a engine.View at one etcd revision. It implements
-// store.GenerationView.
+// engine.GenerationView.
 type view struct {
 	e   *Engine
 	rev int64

@@ -26,10 +26,9 @@
 //     sk-index entry of each surrogate key stays and the log is empty
 //     (vacuum.go). Erased surrogate keys have no record and no sk-index
 //     entry; every erased-key entry has its erasure in the log (erase.go).
-//  6. A changes table's versions equal a from-scratch derivation of its event log.
-//     Package txn owns the derivation and adds this check to Verify when it
-//     is linked in (RegisterCheck); every program that writes a changes
-//     table links it.
+//  6. A changes table's versions equal a from-scratch derivation of its event
+//     log (derive.go; package txn's Apply derives incrementally with the same
+//     functions).
 //
 // # Concurrency
 //

@@ -37,10 +37,11 @@ func legacyVerify(r Reader) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, check := range checks {
-		if err := check(s, rep); err != nil {
-			return nil, err
-		}
+	if err := verifyGroups(s, rep); err != nil {
+		return nil, err
+	}
+	if err := verifyChanges(s, rep); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }

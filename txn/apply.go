@@ -13,8 +13,10 @@ import (
 )
 
 // Apply on changes tables: the CDC write path. The derivation itself is in
-// derive.go; this file validates batches, reads what a batch needs, and writes
-// the event log, batch ids, checkpoints and versions.
+// store/derive.go (shared with Verify), and where a re-derivation resumes and
+// which surrogate keys its versions keep in place.go; this file validates
+// batches, reads what a batch needs, and writes the event log, batch ids,
+// checkpoints and versions.
 //
 // Semantics decided here (docs/semantics.md leaves them open; the reasoning is
 // in docs/design/cdc-same-instant-events.md and cdc-per-key-lateness.md):
@@ -157,7 +159,7 @@ func Apply(db *store.DB, table, batchID string, events []Event) (ApplyResult, er
 
 // Apply applies a batch of CDC events to a changes table. The table's versions
 // are a deterministic function of the set of events applied so far (see
-// derive.go), whatever their arrival order and batching; only the suffix of each
+// store/derive.go), whatever their arrival order and batching; only the suffix of each
 // touched key's timeline that the batch can affect is re-derived, and versions
 // that do not change are not rewritten. The batch id is recorded in the same
 // commit; re-applying it returns Replayed and changes nothing.
@@ -210,7 +212,7 @@ func (tx *Tx) Apply(table, batchID string, events []Event) (ApplyResult, error) 
 type keyEvents struct {
 	key    store.Key
 	tuple  []byte
-	events []cdcEvent
+	events []store.CDCEvent
 }
 
 // groupEvents validates a batch and groups it by key, in key order.
@@ -223,7 +225,7 @@ func groupEvents(t *store.Table, events []Event) ([]*keyEvents, error) {
 		if err != nil {
 			return nil, &EventError{Table: t.Name, Index: i, Err: err}
 		}
-		ev.index = i
+		ev.Index = i
 		ke := byKey[string(buf)]
 		if ke == nil {
 			ke = &keyEvents{key: slices.Clone(e.Key), tuple: bytes.Clone(buf)}
@@ -243,51 +245,51 @@ func groupEvents(t *store.Table, events []Event) ([]*keyEvents, error) {
 // compareFresh orders a batch's events of one key by (at, seq), and at one
 // (at, seq) puts the tie winner first (deletes, then upserts by encoding), so
 // counting duplicates and conflicts does not depend on the order within the batch.
-func compareFresh(a, b cdcEvent) int {
+func compareFresh(a, b store.CDCEvent) int {
 	switch {
-	case a.at != b.at:
-		return cmp.Compare(a.at, b.at)
-	case a.seq != b.seq:
-		return cmp.Compare(a.seq, b.seq)
-	case a.op != b.op:
-		return cmp.Compare(-int64(a.op), -int64(b.op))
+	case a.At != b.At:
+		return cmp.Compare(a.At, b.At)
+	case a.Seq != b.Seq:
+		return cmp.Compare(a.Seq, b.Seq)
+	case a.Op != b.Op:
+		return cmp.Compare(-int64(a.Op), -int64(b.Op))
 	}
-	return bytes.Compare(a.enc, b.enc)
+	return bytes.Compare(a.Enc, b.Enc)
 }
 
 // validateEvent checks one event and returns it in derivation form; *tuple is
 // set to the encoded key.
-func validateEvent(t *store.Table, e *Event, tuple *[]byte) (cdcEvent, error) {
+func validateEvent(t *store.Table, e *Event, tuple *[]byte) (store.CDCEvent, error) {
 	for i, c := range e.Key {
 		if c == nil {
-			return cdcEvent{}, fmt.Errorf("%w: key component %d is null", ErrInvalidEvent, i)
+			return store.CDCEvent{}, fmt.Errorf("%w: key component %d is null", ErrInvalidEvent, i)
 		}
 	}
 	var err error
 	if *tuple, err = t.AppendKey((*tuple)[:0], e.Key); err != nil {
-		return cdcEvent{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		return store.CDCEvent{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
 	if e.SeqNull {
-		return cdcEvent{}, fmt.Errorf("%w: sequence is null", ErrInvalidEvent)
+		return store.CDCEvent{}, fmt.Errorf("%w: sequence is null", ErrInvalidEvent)
 	}
 	if e.At == store.Infinity {
-		return cdcEvent{}, fmt.Errorf("%w: valid time is +inf", ErrInvalidEvent)
+		return store.CDCEvent{}, fmt.Errorf("%w: valid time is +inf", ErrInvalidEvent)
 	}
-	if _, ok := granuleOf(e.At, t.Granularity); !ok {
-		return cdcEvent{}, fmt.Errorf("%w: valid time %d has no granule of %d", ErrInvalidEvent, e.At, t.Granularity)
+	if _, ok := store.GranuleOf(e.At, t.Granularity); !ok {
+		return store.CDCEvent{}, fmt.Errorf("%w: valid time %d has no granule of %d", ErrInvalidEvent, e.At, t.Granularity)
 	}
-	ev := cdcEvent{at: e.At, seq: e.Seq, op: store.EventOp(e.Op), fresh: true}
+	ev := store.CDCEvent{At: e.At, Seq: e.Seq, Op: store.EventOp(e.Op), Fresh: true}
 	switch e.Op {
 	case OpDelete:
 	case OpUpsert:
-		if ev.attrs, err = checkAttrs(t, e.Attrs); err != nil {
-			return cdcEvent{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		if ev.Attrs, err = checkAttrs(t, e.Attrs); err != nil {
+			return store.CDCEvent{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 		}
-		if ev.enc, err = encoding.AppendAttrs(nil, ev.attrs); err != nil {
-			return cdcEvent{}, fmt.Errorf("%w: %w", ErrInvalidEvent, &AttrError{t.Name, "", err})
+		if ev.Enc, err = encoding.AppendAttrs(nil, ev.Attrs); err != nil {
+			return store.CDCEvent{}, fmt.Errorf("%w: %w", ErrInvalidEvent, &AttrError{t.Name, "", err})
 		}
 	default:
-		return cdcEvent{}, fmt.Errorf("%w: unknown op %d", ErrInvalidEvent, e.Op)
+		return store.CDCEvent{}, fmt.Errorf("%w: unknown op %d", ErrInvalidEvent, e.Op)
 	}
 	return ev, nil
 }
@@ -297,7 +299,7 @@ type keyPlan struct {
 	table *store.Table
 	ks    *keyState
 	log   *keyLog
-	fresh []cdcEvent
+	fresh []store.CDCEvent
 
 	newest    store.LogEvent // the newest logged event, before the batch
 	hasNewest bool
@@ -305,12 +307,12 @@ type keyPlan struct {
 	hasCP     bool
 
 	p      int64      // re-derivation starts at granule p ...
-	st     runState   // ... in this state
-	stored []cdcEvent // logged events at or after p
+	st     store.RunState   // ... in this state
+	stored []store.CDCEvent // logged events at or after p
 
 	compact bool       // the horizon passes some logged events
 	through int64      // new checkpoint boundary when compact
-	below   []cdcEvent // logged events in [old checkpoint, min(p, through))
+	below   []store.CDCEvent // logged events in [old checkpoint, min(p, through))
 }
 
 // planKey reads what applying the batch's events of one key needs: the tail of
@@ -318,7 +320,7 @@ type keyPlan struct {
 // checkpoint, and the logged events from the resume point on (and those the
 // horizon newly passes).
 func (tx *Tx) planKey(t *store.Table, kev *keyEvents) (*keyPlan, error) {
-	m, _ := granuleOf(kev.events[0].at, t.Granularity) // the batch's earliest granule
+	m, _ := store.GranuleOf(kev.events[0].At, t.Granularity) // the batch's earliest granule
 	ks, err := tx.stateTail(t, kev.key, m)
 	if err != nil {
 		return nil, err
@@ -347,11 +349,11 @@ func (tx *Tx) planKey(t *store.Table, kev *keyEvents) (*keyPlan, error) {
 			return nil, err
 		}
 		if ok && e.Op == store.EventUpsert && p.granule(e.At) >= rp.within.ValidFrom {
-			p.p, p.st = m, runState{open: true, from: rp.within.ValidFrom, attrs: e.Attrs}
+			p.p, p.st = m, store.RunState{Open: true, From: rp.within.ValidFrom, Attrs: e.Attrs}
 		}
 	}
 	if p.hasCP && p.p < p.cp.Through {
-		p.p, p.st = p.cp.Through, cpState(p.cp)
+		p.p, p.st = p.cp.Through, store.CheckpointState(p.cp)
 	}
 	if p.hasNewest && newest >= p.p {
 		if p.stored, err = p.log.read(s, t, ks.tuple, p.p, store.Infinity); err != nil {
@@ -363,16 +365,10 @@ func (tx *Tx) planKey(t *store.Table, kev *keyEvents) (*keyPlan, error) {
 
 // granule is granuleOf for the plan's table.
 func (p *keyPlan) granule(at int64) int64 {
-	g, _ := granuleOf(at, p.table.Granularity)
+	g, _ := store.GranuleOf(at, p.table.Granularity)
 	return g
 }
 
-func cpState(cp store.Checkpoint) runState {
-	if !cp.Open {
-		return runState{}
-	}
-	return runState{open: true, from: cp.From, attrs: cp.Attrs}
-}
 
 // horizon returns the lateness horizon of the key before the batch, if any.
 func (p *keyPlan) horizon() (int64, bool) {
@@ -389,27 +385,27 @@ func (p *keyPlan) horizon() (int64, bool) {
 // older than the horizon or the key's checkpoint.
 func (p *keyPlan) tooLate() error {
 	h, hasH := p.horizon()
-	var first *cdcEvent
+	var first *store.CDCEvent
 	var reason string
 	for i := range p.fresh {
 		e := &p.fresh[i]
 		var why string
 		switch {
-		case hasH && e.at < h:
-			why = fmt.Sprintf("valid time %d is before the horizon %d (newest event %d minus lateness %d)", e.at, h, p.newest.At, p.table.Lateness)
-		case p.hasCP && p.granule(e.at) < p.cp.Through:
-			why = fmt.Sprintf("valid time %d is before the compacted history, which ends at %d", e.at, p.cp.Through)
+		case hasH && e.At < h:
+			why = fmt.Sprintf("valid time %d is before the horizon %d (newest event %d minus lateness %d)", e.At, h, p.newest.At, p.table.Lateness)
+		case p.hasCP && p.granule(e.At) < p.cp.Through:
+			why = fmt.Sprintf("valid time %d is before the compacted history, which ends at %d", e.At, p.cp.Through)
 		default:
 			continue
 		}
-		if first == nil || e.index < first.index {
+		if first == nil || e.Index < first.Index {
 			first, reason = e, why
 		}
 	}
 	if first == nil {
 		return nil
 	}
-	return &EventError{Table: p.table.Name, Index: first.index, Err: fmt.Errorf("%w: %s", ErrTooLate, reason)}
+	return &EventError{Table: p.table.Name, Index: first.Index, Err: fmt.Errorf("%w: %s", ErrTooLate, reason)}
 }
 
 // firstTooLate returns the too-late error of the lowest event index in the batch.
@@ -434,7 +430,7 @@ func (p *keyPlan) planCompaction(s *store.Snapshot) error {
 	if t.Lateness <= 0 {
 		return nil
 	}
-	newest := p.fresh[len(p.fresh)-1].at
+	newest := p.fresh[len(p.fresh)-1].At
 	if p.hasNewest {
 		newest = max(newest, p.newest.At)
 	}
@@ -464,12 +460,12 @@ func (tx *Tx) applyKey(p *keyPlan, res *ApplyResult) error {
 	t, ks := p.table, p.ks
 	merged, changed := mergeFresh(p.stored, p.fresh, res)
 	res.Collapsed += newCollapses(t, p.stored, merged)
-	runs, _, tombstones := derive(t, p.st, merged)
+	runs, _, tombstones := store.Derive(t, p.st, merged)
 	res.Tombstones += tombstones
 
 	cut := p.p
-	if p.st.open {
-		cut = p.st.from
+	if p.st.Open {
+		cut = p.st.From
 	}
 	k, _ := slices.BinarySearchFunc(ks.cur, cut, func(v store.Version, cut int64) int { return cmp.Compare(v.ValidFrom, cut) })
 	placed, counts := placeRuns(t, ks, ks.cur[k:], runs, func() uint64 { return tx.w.AllocSK(t) })
@@ -489,10 +485,10 @@ func (tx *Tx) applyKey(p *keyPlan, res *ApplyResult) error {
 		}
 	}
 	for _, e := range changed {
-		if p.granule(e.at) < keepFrom {
+		if p.granule(e.At) < keepFrom {
 			continue // compacted in this very batch
 		}
-		le := store.LogEvent{At: e.at, Seq: e.seq, Op: e.op, Attrs: e.attrs}
+		le := store.LogEvent{At: e.At, Seq: e.Seq, Op: e.Op, Attrs: e.Attrs}
 		if err := tx.w.PutEvent(t, ks.tuple, le); err != nil {
 			return err
 		}
@@ -504,39 +500,39 @@ func (tx *Tx) applyKey(p *keyPlan, res *ApplyResult) error {
 // mergeFresh merges a key's fresh events into its logged events from the resume
 // point on, resolving ties at each (at, seq), and returns the merged events and
 // the winners that differ from what the log holds.
-func mergeFresh(stored, fresh []cdcEvent, res *ApplyResult) (merged, changed []cdcEvent) {
-	merged = make([]cdcEvent, 0, len(stored)+len(fresh))
+func mergeFresh(stored, fresh []store.CDCEvent, res *ApplyResult) (merged, changed []store.CDCEvent) {
+	merged = make([]store.CDCEvent, 0, len(stored)+len(fresh))
 	i := 0
 	for j := 0; j < len(fresh); {
-		for i < len(stored) && stored[i].before(&fresh[j]) {
+		for i < len(stored) && stored[i].Before(&fresh[j]) {
 			merged = append(merged, stored[i])
 			i++
 		}
-		var cur *cdcEvent
-		logged := i < len(stored) && stored[i].samePos(&fresh[j])
+		var cur *store.CDCEvent
+		logged := i < len(stored) && stored[i].SamePos(&fresh[j])
 		if logged {
 			cur = &stored[i]
 			i++
 		}
 		win := cur
-		for ; j < len(fresh) && (win == nil || fresh[j].samePos(win)); j++ {
+		for ; j < len(fresh) && (win == nil || fresh[j].SamePos(win)); j++ {
 			f := &fresh[j]
 			switch {
 			case win == nil:
 				win = f
 				res.Accepted++
-			case win.identical(f):
+			case win.Identical(f):
 				res.Duplicates++
 			default:
 				res.Conflicts++
-				if tieWinner(win, f) == f {
+				if store.TieWinner(win, f) == f {
 					win = f
 					res.Accepted++
 				}
 			}
 		}
 		w := *win
-		w.logged = logged
+		w.Logged = logged
 		merged = append(merged, w)
 		if win != cur {
 			changed = append(changed, w)
@@ -548,21 +544,21 @@ func mergeFresh(stored, fresh []cdcEvent, res *ApplyResult) (merged, changed []c
 // newCollapses counts, over the granules holding a fresh event at a new
 // (at, seq), how many more events they hold beyond their winner than before the
 // batch. stored is a subset of merged, both sorted.
-func newCollapses(t *store.Table, stored, merged []cdcEvent) int {
+func newCollapses(t *store.Table, stored, merged []store.CDCEvent) int {
 	total, i := 0, 0
 	for j := 0; j < len(merged); {
-		g, _ := granuleOf(merged[j].at, t.Granularity)
+		g, _ := store.GranuleOf(merged[j].At, t.Granularity)
 		after, added := 0, false
 		for ; j < len(merged); j++ {
-			if gj, _ := granuleOf(merged[j].at, t.Granularity); gj != g {
+			if gj, _ := store.GranuleOf(merged[j].At, t.Granularity); gj != g {
 				break
 			}
 			after++
-			added = added || !merged[j].logged
+			added = added || !merged[j].Logged
 		}
 		before := 0
 		for ; i < len(stored); i++ {
-			gi, _ := granuleOf(stored[i].at, t.Granularity)
+			gi, _ := store.GranuleOf(stored[i].At, t.Granularity)
 			if gi > g {
 				break
 			}
@@ -579,31 +575,31 @@ func newCollapses(t *store.Table, stored, merged []cdcEvent) int {
 
 // compactKey folds the key's events behind the new horizon into its checkpoint
 // and removes them from the log.
-func (tx *Tx) compactKey(p *keyPlan, merged []cdcEvent, res *ApplyResult) error {
+func (tx *Tx) compactKey(p *keyPlan, merged []store.CDCEvent, res *ApplyResult) error {
 	t, ks := p.table, p.ks
 	evs := slices.Clone(p.below)
 	for i := range merged {
-		if p.granule(merged[i].at) < p.through {
+		if p.granule(merged[i].At) < p.through {
 			evs = append(evs, merged[i])
 		}
 	}
 	if len(evs) == 0 {
 		return nil
 	}
-	st := runState{}
+	st := store.RunState{}
 	if p.hasCP {
-		st = cpState(p.cp)
+		st = store.CheckpointState(p.cp)
 	}
-	_, end, _ := derive(t, st, evs)
-	cp := store.Checkpoint{Through: p.through, Open: end.open, From: end.from, Attrs: end.attrs}
+	_, end, _ := store.Derive(t, st, evs)
+	cp := store.Checkpoint{Through: p.through, Open: end.Open, From: end.From, Attrs: end.Attrs}
 	if err := tx.w.PutCheckpoint(t, ks.tuple, cp); err != nil {
 		return err
 	}
 	p.log.setCheckpoint(cp)
 	for _, e := range evs {
-		if e.logged {
-			tx.w.DeleteEvent(t, ks.tuple, e.at, e.seq)
-			p.log.del(e.at, e.seq)
+		if e.Logged {
+			tx.w.DeleteEvent(t, ks.tuple, e.At, e.Seq)
+			p.log.del(e.At, e.Seq)
 		}
 	}
 	res.Compacted += len(evs)

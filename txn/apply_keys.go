@@ -89,7 +89,7 @@ func (b *KeyBatch) Key(events []Event, pos []int) error {
 	case b.replayed || len(events) == 0:
 		return nil
 	}
-	kev := &keyEvents{events: make([]cdcEvent, 0, len(events))}
+	kev := &keyEvents{events: make([]store.CDCEvent, 0, len(events))}
 	var invalid *EventError
 	for i := range events {
 		e := &events[i]
@@ -100,7 +100,7 @@ func (b *KeyBatch) Key(events []Event, pos []int) error {
 			}
 			continue
 		}
-		ev.index = pos[i]
+		ev.Index = pos[i]
 		if kev.tuple == nil {
 			kev.key, kev.tuple = slices.Clone(e.Key), bytes.Clone(b.buf)
 		} else if !bytes.Equal(kev.tuple, b.buf) {

@@ -66,7 +66,8 @@
 // Changes tables (CDC) have their own rules: Apply's decisions (ties, surrogate
 // keys of re-derived versions, the per-key lateness horizon, batch ids) are
 // written at the top of apply.go, and the derivation of versions from events in
-// derive.go; the scenario files in testdata/apply teach them by example.
+// store/derive.go (which Verify's from-scratch check uses too); the scenario
+// files in testdata/apply teach them by example.
 //
 // The reasoning behind these decisions, and the alternatives rejected, is in
 // docs/design (docs/design/README.md lists it).

@@ -123,8 +123,8 @@ func (l *keyLog) lastBefore(s *store.Snapshot, t *store.Table, tuple []byte, at,
 }
 
 // read returns the key's events with lo <= at < hi in (at, seq) order.
-func (l *keyLog) read(s *store.Snapshot, t *store.Table, tuple []byte, lo, hi int64) ([]cdcEvent, error) {
-	var out []cdcEvent
+func (l *keyLog) read(s *store.Snapshot, t *store.Table, tuple []byte, lo, hi int64) ([]store.CDCEvent, error) {
+	var out []store.CDCEvent
 	var seen map[evPos]bool
 	for e, err := range s.KeyEvents(t, tuple, lo, store.NegInfinity) {
 		if err != nil {
@@ -144,26 +144,23 @@ func (l *keyLog) read(s *store.Snapshot, t *store.Table, tuple []byte, lo, hi in
 			}
 			seen[p] = true
 		}
-		out = append(out, loggedEvent(e))
+		out = append(out, store.LoggedEvent(e))
 	}
 	added := false
 	for p, e := range l.puts {
 		if !seen[p] && lo <= p.at && p.at < hi {
-			out = append(out, loggedEvent(e))
+			out = append(out, store.LoggedEvent(e))
 			added = true
 		}
 	}
 	if added {
-		slices.SortFunc(out, func(a, b cdcEvent) int {
-			if a.at != b.at {
-				return cmp.Compare(a.at, b.at)
+		slices.SortFunc(out, func(a, b store.CDCEvent) int {
+			if a.At != b.At {
+				return cmp.Compare(a.At, b.At)
 			}
-			return cmp.Compare(a.seq, b.seq)
+			return cmp.Compare(a.Seq, b.Seq)
 		})
 	}
 	return out, nil
 }
 
-func loggedEvent(e store.LogEvent) cdcEvent {
-	return cdcEvent{at: e.At, seq: e.Seq, op: e.Op, attrs: e.Attrs, logged: true}
-}

@@ -61,8 +61,8 @@ func (tx *Tx) Upsert(table string, key store.Key, attrs store.Attrs, at int64) (
 	}
 	if found {
 		v := &ks.cur[i]
-		if trackedEqual(t, v.Attrs, attrs) {
-			merged := overwriteUntracked(t, v.Attrs, attrs)
+		if store.TrackedEqual(t, v.Attrs, attrs) {
+			merged := store.OverwriteUntracked(t, v.Attrs, attrs)
 			if merged.Equal(v.Attrs) {
 				return Unchanged, nil
 			}
@@ -131,8 +131,8 @@ func (tx *Tx) upsertState(t *store.Table, key store.Key, at int64) (*keyState, e
 // (where nothing covers it), or extends a tracked-equal neighbour instead.
 func (tx *Tx) place(ks *keyState, i int, from, to int64, attrs store.Attrs, outcome Outcome) Outcome {
 	t := ks.table
-	hasPrev := i > 0 && ks.cur[i-1].ValidTo == from && trackedEqual(t, ks.cur[i-1].Attrs, attrs)
-	hasNext := i < len(ks.cur) && ks.cur[i].ValidFrom == to && trackedEqual(t, ks.cur[i].Attrs, attrs)
+	hasPrev := i > 0 && ks.cur[i-1].ValidTo == from && store.TrackedEqual(t, ks.cur[i-1].Attrs, attrs)
+	hasNext := i < len(ks.cur) && ks.cur[i].ValidFrom == to && store.TrackedEqual(t, ks.cur[i].Attrs, attrs)
 	switch {
 	case hasPrev && hasNext:
 		ks.cur[i-1].ValidTo = ks.cur[i].ValidTo

@@ -1,32 +1,25 @@
-package txn
+package store
 
 import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/bitempo/bitempo/store"
 )
-
-// Invariant 6 of docs/semantics.md: every changes table's current versions equal a
-// from-scratch derivation of its event set (its checkpoints plus its event log).
-// store.Verify runs this check once package txn is linked in.
-func init() { store.RegisterCheck(verifyChanges) }
 
 // verifyChanges checks every table: changes tables against their event logs,
 // periods tables for event-log data they must not have, and applied batch ids
 // for transaction times after the last commit. Its memory is bounded by one
 // key's events, checkpoint and current versions, whatever the size of a table
 // (verifyChangesKeys).
-func verifyChanges(s *store.Snapshot, rep *store.Report) error {
+func verifyChanges(s *Snapshot, rep *Report) error {
 	for _, t := range s.DB().Tables() {
-		if t.Kind != store.Changes {
+		if t.Kind != Changes {
 			has, err := s.HasChangesData(t)
 			if err != nil {
 				return err
 			}
 			if has {
-				rep.AddProblem(store.Problem{Invariant: 5, Table: t.Name, Detail: "a periods table holds event-log, batch or checkpoint entries"})
+				rep.add(Problem{Invariant: 5, Table: t.Name, Detail: "a periods table holds event-log, batch or checkpoint entries"})
 			}
 			continue
 		}
@@ -41,14 +34,14 @@ func verifyChanges(s *store.Snapshot, rep *store.Report) error {
 }
 
 // verifyChangesKeys derives every key of changes table t (verifyChangesKey) as
-// store.Snapshot.ScanChangesKeys yields them, one at a time: its memory is
+// Snapshot.ScanChangesKeys yields them, one at a time: its memory is
 // bounded by one key's events, checkpoint and versions, never by the number
 // of keys. A key that does not parse ends the table's check with a problem;
 // the keys before it have been checked (docs/design/verify-changes-streaming.md).
-func verifyChangesKeys(s *store.Snapshot, t *store.Table, rep *store.Report) error {
+func verifyChangesKeys(s *Snapshot, t *Table, rep *Report) error {
 	for tuple, err := range s.ScanChangesKeys(t) {
-		if errors.Is(err, store.ErrCorrupt) {
-			rep.AddProblem(store.Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
+		if errors.Is(err, ErrCorrupt) {
+			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
 			return nil
 		}
 		if err != nil {
@@ -61,17 +54,17 @@ func verifyChangesKeys(s *store.Snapshot, t *store.Table, rep *store.Report) err
 	return nil
 }
 
-func verifyBatches(s *store.Snapshot, t *store.Table, rep *store.Report) error {
+func verifyBatches(s *Snapshot, t *Table, rep *Report) error {
 	for b, err := range s.Batches(t) {
-		if errors.Is(err, store.ErrCorrupt) {
-			rep.AddProblem(store.Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
+		if errors.Is(err, ErrCorrupt) {
+			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
 			continue
 		}
 		if err != nil {
 			return err
 		}
 		if b.Tx <= 0 || b.Tx > s.LastTx() {
-			rep.AddProblem(store.Problem{Invariant: 4, Table: t.Name, Detail: fmt.Sprintf("batch %q was applied at tx %d, outside (0, last commit %d]", b.ID, b.Tx, s.LastTx())})
+			rep.add(Problem{Invariant: 4, Table: t.Name, Detail: fmt.Sprintf("batch %q was applied at tx %d, outside (0, last commit %d]", b.ID, b.Tx, s.LastTx())})
 		}
 	}
 	return nil
@@ -80,48 +73,48 @@ func verifyBatches(s *store.Snapshot, t *store.Table, rep *store.Report) error {
 // verifyChangesKey derives one key from scratch and compares the result with
 // its current versions: valid periods and attributes, not surrogate keys (those
 // depend on the order in which events arrived).
-func verifyChangesKey(s *store.Snapshot, t *store.Table, tuple []byte, rep *store.Report) error {
+func verifyChangesKey(s *Snapshot, t *Table, tuple []byte, rep *Report) error {
 	key, err := t.DecodeKey(tuple)
-	problem := func(inv int, detail string, recs []store.Version) {
-		rep.AddProblem(store.Problem{Invariant: inv, Table: t.Name, Key: key, Records: recs, Detail: detail})
+	problem := func(inv int, detail string, recs []Version) {
+		rep.add(Problem{Invariant: inv, Table: t.Name, Key: key, Records: recs, Detail: detail})
 	}
 	if err != nil {
 		problem(0, err.Error(), nil)
 		return nil
 	}
 	cp, hasCP, err := s.Checkpoint(t, tuple)
-	if errors.Is(err, store.ErrCorrupt) {
+	if errors.Is(err, ErrCorrupt) {
 		problem(0, err.Error(), nil)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	st, cut := runState{}, store.NegInfinity
+	st, cut := RunState{}, NegInfinity
 	if hasCP {
-		st, cut = cpState(cp), cp.Through
+		st, cut = CheckpointState(cp), cp.Through
 	}
-	var evs []cdcEvent
-	for e, err := range s.KeyEvents(t, tuple, store.NegInfinity, store.NegInfinity) {
-		if errors.Is(err, store.ErrCorrupt) {
+	var evs []CDCEvent
+	for e, err := range s.KeyEvents(t, tuple, NegInfinity, NegInfinity) {
+		if errors.Is(err, ErrCorrupt) {
 			problem(0, err.Error(), nil)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		g, ok := granuleOf(e.At, t.Granularity)
-		if !ok || e.At == store.Infinity || (hasCP && g < cp.Through) {
+		g, ok := GranuleOf(e.At, t.Granularity)
+		if !ok || e.At == Infinity || (hasCP && g < cp.Through) {
 			problem(6, fmt.Sprintf("event at %d seq %d is outside the derivable range (checkpoint through %d)", e.At, e.Seq, cp.Through), nil)
 			return nil
 		}
-		evs = append(evs, loggedEvent(e))
+		evs = append(evs, LoggedEvent(e))
 	}
-	runs, _, _ := derive(t, st, evs)
-	if st.open {
-		cut = st.from
+	runs, _, _ := Derive(t, st, evs)
+	if st.Open {
+		cut = st.From
 	}
-	stored, err := s.KeyVersions(t, tuple, store.Infinity)
+	stored, err := s.KeyVersions(t, tuple, Infinity)
 	if err != nil {
 		return err
 	}
@@ -139,30 +132,30 @@ func verifyChangesKey(s *store.Snapshot, t *store.Table, tuple []byte, rep *stor
 
 // runsMatch reports whether versions have exactly the runs' periods and
 // attributes.
-func runsMatch(runs []run, versions []store.Version) bool {
+func runsMatch(runs []DerivedRun, versions []Version) bool {
 	if len(runs) != len(versions) {
 		return false
 	}
 	for i, r := range runs {
 		v := &versions[i]
-		if v.ValidFrom != r.from || v.ValidTo != r.to || v.Inferred || !v.Attrs.Equal(r.attrs) {
+		if v.ValidFrom != r.From || v.ValidTo != r.To || v.Inferred || !v.Attrs.Equal(r.Attrs) {
 			return false
 		}
 	}
 	return true
 }
 
-func formatRuns(runs []run) string {
+func formatRuns(runs []DerivedRun) string {
 	if len(runs) == 0 {
 		return "no versions"
 	}
 	parts := make([]string, len(runs))
 	for i, r := range runs {
 		to := "+inf"
-		if r.to != store.Infinity {
-			to = fmt.Sprint(r.to)
+		if r.To != Infinity {
+			to = fmt.Sprint(r.To)
 		}
-		parts[i] = fmt.Sprintf("[%d, %s) %v", r.from, to, map[string]any(r.attrs))
+		parts[i] = fmt.Sprintf("[%d, %s) %v", r.From, to, map[string]any(r.Attrs))
 	}
 	return strings.Join(parts, ", ")
 }

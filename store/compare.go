@@ -1,4 +1,4 @@
-package txn
+package store
 
 import (
 	"bytes"
@@ -7,13 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/bitempo/bitempo/store"
 )
 
 // trackedEqual reports whether a and b agree on every tracked attribute of t,
 // under the table's comparison options. An absent attribute equals null.
-func trackedEqual(t *store.Table, a, b store.Attrs) bool {
+func TrackedEqual(t *Table, a, b Attrs) bool {
 	for name, x := range a {
 		if t.Tracked(name) && !valuesEqual(x, b[name], t.Compare[name]) {
 			return false
@@ -33,7 +31,7 @@ func trackedEqual(t *store.Table, a, b store.Attrs) bool {
 // and case-folded; times as instants, equal only to times (never to a number of
 // microseconds or a text that would name the same instant: a column that changes
 // type changes). The string and number options do not apply to times.
-func valuesEqual(x, y any, opt store.CompareOptions) bool {
+func valuesEqual(x, y any, opt CompareOptions) bool {
 	if x == nil || y == nil {
 		return x == nil && y == nil
 	}
@@ -56,14 +54,14 @@ func valuesEqual(x, y any, opt store.CompareOptions) bool {
 	return numbersEqual(x, y, opt)
 }
 
-func normString(s string, opt store.CompareOptions) string {
+func normString(s string, opt CompareOptions) string {
 	if opt.Trim {
 		s = strings.TrimSpace(s)
 	}
 	return s
 }
 
-func stringsEqual(x, y string, opt store.CompareOptions) bool {
+func stringsEqual(x, y string, opt CompareOptions) bool {
 	x, y = normString(x, opt), normString(y, opt)
 	if opt.FoldCase {
 		return strings.EqualFold(x, y) // Unicode simple folding, as CompareOptions says
@@ -75,7 +73,7 @@ func stringsEqual(x, y string, opt store.CompareOptions) bool {
 // float as the decimal its shortest representation reads (as PostgreSQL and
 // Spark convert a float to NUMERIC). With opt.Round both are rounded to
 // opt.Scale decimals, half away from zero (SQL ROUND), first.
-func numbersEqual(x, y any, opt store.CompareOptions) bool {
+func numbersEqual(x, y any, opt CompareOptions) bool {
 	if !opt.Round { // fast paths for same-typed values, the common case on ingest
 		switch xv := x.(type) {
 		case int64:
@@ -136,8 +134,8 @@ func roundHalfAway(r *big.Rat, scale int) *big.Rat {
 
 // overwriteUntracked returns the attributes of a version after a tracked-equal
 // upsert: tracked attributes keep the stored values, untracked ones take the new.
-func overwriteUntracked(t *store.Table, stored, incoming store.Attrs) store.Attrs {
-	out := make(store.Attrs, len(incoming))
+func OverwriteUntracked(t *Table, stored, incoming Attrs) Attrs {
+	out := make(Attrs, len(incoming))
 	for name, v := range incoming {
 		if !t.Tracked(name) {
 			out[name] = v

@@ -1,4 +1,4 @@
-package txn
+package store_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
 )
 
 // TestVerifyChangesStreamsKeys checks the changes-table check, which reads a
@@ -18,13 +19,19 @@ import (
 // a key with only a checkpoint, a key with only versions) and nothing else,
 // in key order; and its report equals what the check did before it streamed:
 // every key with an event, a checkpoint or a current version, listed and
-// sorted first, then each derived (verifyChangesKey).
+// sorted first, then each derived (store.VerifyChangesKey).
 func TestVerifyChangesStreamsKeys(t *testing.T) {
 	const keys = 2000
-	db := openApplyDB(t)
-	mustCreate(t, db, store.TableDef{Name: "c", Kind: store.Changes, Key: []store.KeyColumn{{Name: "id", Type: store.String}}})
+	db, err := store.Open("", store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.CreateTable(store.TableDef{Name: "c", Kind: store.Changes, Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
+		t.Fatal(err)
+	}
 	tbl, _ := db.Table("c")
-	var evs []Event
+	var evs []txn.Event
 	var tuples [][]byte
 	tuple := func(id string) []byte {
 		b, err := tbl.AppendKey(nil, store.Key{id})
@@ -36,11 +43,11 @@ func TestVerifyChangesStreamsKeys(t *testing.T) {
 	for i := range keys {
 		id := fmt.Sprintf("k%04d", i)
 		for at := range int64(3) {
-			evs = append(evs, Event{Key: store.Key{id}, At: 10 * at, Op: OpUpsert, Attrs: store.Attrs{"v": int64(i) + at}})
+			evs = append(evs, txn.Event{Key: store.Key{id}, At: 10 * at, Op: txn.OpUpsert, Attrs: store.Attrs{"v": int64(i) + at}})
 		}
 		tuples = append(tuples, tuple(id))
 	}
-	if _, err := Apply(db, "c", "b1", evs); err != nil {
+	if _, err := txn.Apply(db, "c", "b1", evs); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Verify(t, db)
@@ -90,7 +97,7 @@ func TestVerifyChangesStreamsKeys(t *testing.T) {
 	defer s.Close()
 	ref := &store.Report{}
 	for _, tu := range tuples {
-		if err := verifyChangesKey(s, tbl, tu, ref); err != nil {
+		if err := store.VerifyChangesKey(s, tbl, tu, ref); err != nil {
 			t.Fatal(err)
 		}
 	}
