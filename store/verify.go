@@ -136,8 +136,6 @@ func Verify(r Reader) (*Report, error) {
 	return rep, nil
 }
 
-
-
 // verifyTableIDs reports keys of keyspace ks whose table id is not in the catalog.
 func verifyTableIDs(s *Snapshot, ks byte, known map[uint32]bool, rep *Report) error {
 	it, err := s.newIter([]byte{ks}, []byte{ks + 1})

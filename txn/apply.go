@@ -306,12 +306,12 @@ type keyPlan struct {
 	cp        store.Checkpoint
 	hasCP     bool
 
-	p      int64      // re-derivation starts at granule p ...
+	p      int64            // re-derivation starts at granule p ...
 	st     store.RunState   // ... in this state
 	stored []store.CDCEvent // logged events at or after p
 
-	compact bool       // the horizon passes some logged events
-	through int64      // new checkpoint boundary when compact
+	compact bool             // the horizon passes some logged events
+	through int64            // new checkpoint boundary when compact
 	below   []store.CDCEvent // logged events in [old checkpoint, min(p, through))
 }
 
@@ -368,7 +368,6 @@ func (p *keyPlan) granule(at int64) int64 {
 	g, _ := store.GranuleOf(at, p.table.Granularity)
 	return g
 }
-
 
 // horizon returns the lateness horizon of the key before the batch, if any.
 func (p *keyPlan) horizon() (int64, bool) {

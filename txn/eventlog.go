@@ -163,4 +163,3 @@ func (l *keyLog) read(s *store.Snapshot, t *store.Table, tuple []byte, lo, hi in
 	}
 	return out, nil
 }
-
