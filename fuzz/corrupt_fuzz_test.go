@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/engine/pebble"
 	"github.com/bitempo/bitempo/internal/storetest"
 
@@ -220,7 +222,7 @@ func corruptExec(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.RawWrite(c.entries...); err != nil {
+	if err := db.RawWrite(sealed.Key{}, c.entries...); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -99,7 +101,7 @@ func loadBench(dir string) (*benchEnv, error) {
 		return nil, err
 	}
 	for lo := 0; lo < benchKeys; lo += 10_000 {
-		w, err := db.BeginWrite()
+		w, err := db.BeginWrite(sealed.Key{})
 		if err != nil {
 			return nil, err
 		}

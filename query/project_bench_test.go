@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/internal/enginetest"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
@@ -93,7 +95,7 @@ func wideStore(b *testing.B) *store.DB {
 			return
 		}
 		for lo := 0; lo < wideKeys && wideErr == nil; lo += 20_000 {
-			w, err := db.BeginWrite()
+			w, err := db.BeginWrite(sealed.Key{})
 			if err != nil {
 				wideErr = err
 				return

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/layout"
 )
 
@@ -40,7 +42,7 @@ func TestAttrOrdinals(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A gap in the name table would misname every later attribute.
-	if err := db.RawSet(layout.AttrNameKey(tbl.ID, 1), nil); err != nil {
+	if err := db.RawSet(sealed.Key{}, layout.AttrNameKey(tbl.ID, 1), nil); err != nil {
 		t.Fatal(err)
 	}
 	view, err := db.engine.View()

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -52,7 +54,7 @@ func TestVerifyChangesStreamsKeys(t *testing.T) {
 	}
 	testutil.Verify(t, db)
 
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}

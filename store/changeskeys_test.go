@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/layout"
 )
@@ -125,7 +127,7 @@ func TestScanChangesKeys(t *testing.T) {
 
 	// A malformed key in the checkpoints, after every valid tuple.
 	bad := append(layout.AppendTablePrefix(nil, layout.Checkpoints, tbl.ID), 0xfe, 0x01)
-	if err := db.RawSet(bad, []byte{0}); err != nil {
+	if err := db.RawSet(sealed.Key{}, bad, []byte{0}); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := db.Snapshot()

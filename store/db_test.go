@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	bpebble "github.com/bitempo/bitempo/engine/pebble"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -130,7 +132,7 @@ func TestReadOnly(t *testing.T) {
 	if _, err := ro.CreateTable(TableDef{Name: "x", Key: customers.Key}); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("CreateTable on read-only store: %v", err)
 	}
-	if _, err := ro.BeginWrite(); !errors.Is(err, ErrReadOnly) {
+	if _, err := ro.BeginWrite(sealed.Key{}); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("BeginWrite on read-only store: %v", err)
 	}
 }
@@ -204,7 +206,7 @@ func TestCatalog(t *testing.T) {
 // commitOne asserts one version through a Writer and returns the commit's tx.
 func commitOne(t *testing.T, db *DB, tb *Table, id string, from int64) int64 {
 	t.Helper()
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +280,7 @@ func TestAbortedWriterLeavesNothing(t *testing.T) {
 	}
 	defer db.Close()
 	tb, _ := db.CreateTable(customers)
-	w, _ := db.BeginWrite()
+	w, _ := db.BeginWrite(sealed.Key{})
 	tuple, _ := tb.AppendKey(nil, Key{"x"})
 	if err := w.Assert(tb, tb.NewVersion(Key{"x"}, tuple, 0, 10, w.AllocSK(tb), nil)); err != nil {
 		t.Fatal(err)
@@ -392,7 +394,7 @@ func TestCompact(t *testing.T) {
 	go func() {
 		var err error
 		for i := range 50 {
-			w, berr := db.BeginWrite()
+			w, berr := db.BeginWrite(sealed.Key{})
 			if berr != nil {
 				err = berr
 				break

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	bpebble "github.com/bitempo/bitempo/engine/pebble"
 	"github.com/bitempo/bitempo/internal/storetest"
 
@@ -153,7 +155,7 @@ func TestErrorsWrapSentinels(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			w, err := db.BeginWrite()
+			w, err := db.BeginWrite(sealed.Key{})
 			if err != nil {
 				t.Fatal(err)
 			}

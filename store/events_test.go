@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/layout"
 )
@@ -38,7 +40,7 @@ func eventsTuple(t *testing.T, tbl *Table, id string) []byte {
 // commitEvents runs fn in a write transaction and commits it.
 func commitEvents(t *testing.T, db *DB, fn func(w *Writer) error) int64 {
 	t.Helper()
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +187,7 @@ func TestEventLogRejectsPeriodsTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}

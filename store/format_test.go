@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/bitempo/bitempo/layout"
@@ -170,7 +172,7 @@ func TestOpenOtherLayoutRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.RawSet(layout.MetaLayout, c.value); err != nil {
+		if err := db.RawSet(sealed.Key{}, layout.MetaLayout, c.value); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Close(); err != nil {

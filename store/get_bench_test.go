@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	bpebble "github.com/bitempo/bitempo/engine/pebble"
 
 	"github.com/bitempo/bitempo/layout"
@@ -70,7 +72,7 @@ func benchKey(i int) Key { return Key{fmt.Sprintf("customer-%07d", i)} }
 // benchRound closes the open version of keys [lo, hi) at round*benchStep and opens
 // the next one.
 func benchRound(db *DB, tb *Table, round, lo, hi int) error {
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		return err
 	}
@@ -196,7 +198,7 @@ func BenchmarkGetCorrections(b *testing.B) {
 	defer db.Close()
 	tb, _ := db.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
 	for _, id := range []string{"clean", "corrected"} {
-		w, _ := db.BeginWrite()
+		w, _ := db.BeginWrite(sealed.Key{})
 		tuple, _ := tb.AppendKey(nil, Key{id})
 		for v := 0; v < 10; v++ {
 			ver := tb.NewVersion(Key{id}, tuple, int64(v*100), int64(v*100+100), w.AllocSK(tb), Attrs{"v": int64(v)})
@@ -212,7 +214,7 @@ func BenchmarkGetCorrections(b *testing.B) {
 	tuple, _ := tb.AppendKey(nil, Key{"corrected"})
 	firstTx := db.LastTx()
 	for c := 0; c < 1000; c++ { // rewrite the version at [500, 600) a thousand times
-		w, _ := db.BeginWrite()
+		w, _ := db.BeginWrite(sealed.Key{})
 		cur, _, err := w.Snapshot().VersionAt(tb, tuple, 550, Infinity)
 		if err != nil {
 			b.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/store"
@@ -354,16 +356,16 @@ func TestVerifyGroupIndex(t *testing.T) {
 		damage func(db *store.DB, entries []store.RawKV) error
 		want   string
 	}{
-		{"entry deleted", func(db *store.DB, e []store.RawKV) error { return db.RawSet(e[0].Key, nil) },
+		{"entry deleted", func(db *store.DB, e []store.RawKV) error { return db.RawSet(sealed.Key{}, e[0].Key, nil) },
 			"missing from the group index"},
 		{"entry value changed", func(db *store.DB, e []store.RawKV) error {
-			return db.RawSet(e[0].Key, e[1].Value)
+			return db.RawSet(sealed.Key{}, e[0].Key, e[1].Value)
 		}, "differs from its record"},
 		{"stray entry", func(db *store.DB, e []store.RawKV) error {
-			return db.RawSet(append(e[0].Key[:len(e[0].Key)-1:len(e[0].Key)-1], 0x42), e[0].Value)
+			return db.RawSet(sealed.Key{}, append(e[0].Key[:len(e[0].Key)-1:len(e[0].Key)-1], 0x42), e[0].Value)
 		}, "has no matching record"},
 		{"entry of an unknown table", func(db *store.DB, e []store.RawKV) error {
-			return db.RawSet(append(layout.TablePrefix(0x30, 99), 1), []byte{1})
+			return db.RawSet(sealed.Key{}, append(layout.TablePrefix(0x30, 99), 1), []byte{1})
 		}, "not a grouped table"},
 		{"record with a float group value", func(db *store.DB, e []store.RawKV) error {
 			tb, _ := db.Table("contracts")
@@ -376,7 +378,7 @@ func TestVerifyGroupIndex(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return db.RawSet(key, value)
+			return db.RawSet(sealed.Key{}, key, value)
 		}, "cannot be in the group index"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

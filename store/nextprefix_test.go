@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	bpebble "github.com/bitempo/bitempo/engine/pebble"
 
 	"github.com/bitempo/bitempo/engine"
@@ -41,7 +43,7 @@ func TestScanNextPrefix(t *testing.T) {
 		const keys, versions = 7, 12
 		// Half of every key's versions in table files, half in the memtable.
 		for half := range 2 {
-			w, err := db.BeginWrite()
+			w, err := db.BeginWrite(sealed.Key{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +114,7 @@ func TestValuesInPlace(t *testing.T) {
 	}
 	tuple, _ := tb.AppendKey(nil, Key{"k"})
 	for c := 0; c < 50; c++ { // 50 transactions, each rewriting all ten versions
-		w, err := db.BeginWrite()
+		w, err := db.BeginWrite(sealed.Key{})
 		if err != nil {
 			t.Fatal(err)
 		}

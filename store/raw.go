@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/engine"
 )
 
-// This file is a low-level door into the key-value layer, for tests and tools
-// only: a raw dump of a snapshot (byte-for-byte comparisons, debugging dumps) and
-// a raw write that bypasses the layout (fuzzing the decoders with corrupt stores,
-// repair tools). Nothing in the library's read or write paths uses it.
+// This file is a low-level door into the key-value layer: a raw dump of a
+// snapshot (byte-for-byte comparisons, debugging dumps) and, for this module's
+// tests only (sealed.Key), a raw write that bypasses the layout (fuzzing the
+// decoders with corrupt stores). Nothing in the library's read or write paths
+// uses it.
 
 // RawKV is one stored key and value, as RawScan yields it.
 type RawKV struct {
@@ -43,11 +46,11 @@ func (s *Snapshot) RawScan(lower, upper []byte) iter.Seq2[RawKV, error] {
 
 // RawWrite writes entries in one synced batch, bypassing the layout, the
 // catalog and every invariant: each entry sets its key to its value, or deletes
-// the key when the value is nil. It exists so tests can plant corrupt records and
-// tools can repair a store by hand. The DB's cached state (last transaction
+// the key when the value is nil. It exists so tests can plant corrupt records;
+// it takes a sealed.Key, so only this module's packages can call it. The DB's cached state (last transaction
 // time, catalog, surrogate-key counters) is not updated, so reopen the store
 // after raw writes. It waits for any write transaction to finish.
-func (db *DB) RawWrite(entries ...RawKV) error {
+func (db *DB) RawWrite(_ sealed.Key, entries ...RawKV) error {
 	writes := make([]engine.Write, len(entries))
 	for i, e := range entries {
 		if len(e.Key) == 0 {
@@ -75,6 +78,6 @@ func (db *DB) RawWrite(entries ...RawKV) error {
 
 // RawSet is RawWrite of one entry: it sets key to value, or deletes key when
 // value is nil.
-func (db *DB) RawSet(key, value []byte) error {
-	return db.RawWrite(RawKV{Key: key, Value: value})
+func (db *DB) RawSet(k sealed.Key, key, value []byte) error {
+	return db.RawWrite(k, RawKV{Key: key, Value: value})
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/layout"
 )
@@ -90,7 +92,7 @@ func TestRetiredRecordSharesAttrs(t *testing.T) {
 		t.Fatalf("verify: %v %v", rep, err)
 	}
 	// Break the chain: the middle record, which the first one shares, is gone.
-	if err := db.RawSet(layout.HistoryKeys.Key(nil, tbl.ID, a, 10, txs[1]), nil); err != nil {
+	if err := db.RawSet(sealed.Key{}, layout.HistoryKeys.Key(nil, tbl.ID, a, 10, txs[1]), nil); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := Verify(db)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/layout"
 )
@@ -114,7 +116,7 @@ type VacuumResult struct {
 // then purges the dropped bytes from the store's files like an erasure. It
 // returns what it dropped per table.
 func (db *DB) Vacuum(ctx context.Context) ([]VacuumResult, error) {
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/engine"
 	"github.com/bitempo/bitempo/internal/testlong"
 )
@@ -132,7 +134,7 @@ func verifyTestStore(t *testing.T) *DB {
 	if _, err := db.Vacuum(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/engine"
 	"github.com/bitempo/bitempo/layout"
@@ -42,7 +44,9 @@ type Writer struct {
 }
 
 // BeginWrite starts a write transaction, waiting for the previous one to finish.
-func (db *DB) BeginWrite() (*Writer, error) {
+// It is the door package txn builds every write on; it takes a sealed.Key, which
+// only this module's packages can name, so a program writes through txn.
+func (db *DB) BeginWrite(sealed.Key) (*Writer, error) {
 	if db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}

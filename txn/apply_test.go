@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 )
@@ -200,7 +202,7 @@ func TestVerifyChangesDetects(t *testing.T) {
 	testutil.Verify(t, db)
 	damage := func(fn func(w *store.Writer) error) {
 		t.Helper()
-		w, err := db.BeginWrite()
+		w, err := db.BeginWrite(sealed.Key{})
 		if err != nil {
 			t.Fatal(err)
 		}

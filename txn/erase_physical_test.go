@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -167,7 +169,7 @@ func eraseChild(t *testing.T, dir string) {
 	fillPhysical(t, db)
 	tb, _ := db.Table("people")
 	tuple, _ := tb.AppendKey(nil, store.Key{physKey})
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}

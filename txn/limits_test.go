@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testlong"
 	"github.com/bitempo/bitempo/internal/testutil"
@@ -110,10 +112,10 @@ func TestSizeLimits(t *testing.T) {
 	// The store refuses any value over the decoders' limit, whatever path
 	// writes it.
 	big := make([]byte, store.MaxValueSize+1)
-	if err := db.RawWrite(store.RawKV{Key: []byte{0xf0}, Value: big}); !errors.Is(err, store.ErrTooLarge) {
+	if err := db.RawWrite(sealed.Key{}, store.RawKV{Key: []byte{0xf0}, Value: big}); !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("raw write over the limit: %v", err)
 	}
-	if err := db.RawWrite(store.RawKV{Key: []byte{0xf0}, Value: big[:store.MaxValueSize]}); err != nil {
+	if err := db.RawWrite(sealed.Key{}, store.RawKV{Key: []byte{0xf0}, Value: big[:store.MaxValueSize]}); err != nil {
 		t.Fatalf("raw write at the limit: %v", err)
 	}
 }

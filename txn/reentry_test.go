@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bitempo/bitempo/internal/testutil"
@@ -35,9 +37,9 @@ func TestReentrantCalls(t *testing.T) {
 		},
 		"Close":            db.Close,
 		"DeclareAttrNames": func() error { return db.DeclareAttrNames(customers, []string{"z"}) },
-		"RawWrite":         func() error { return db.RawWrite(store.RawKV{Key: []byte{0xf0}, Value: []byte{1}}) },
+		"RawWrite":         func() error { return db.RawWrite(sealed.Key{}, store.RawKV{Key: []byte{0xf0}, Value: []byte{1}}) },
 		"BeginWrite": func() error {
-			_, err := db.BeginWrite()
+			_, err := db.BeginWrite(sealed.Key{})
 			return err
 		},
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
@@ -58,7 +60,7 @@ type Commit struct {
 // nil and rolls back, leaving no trace, when fn returns an error or panics (the
 // panic then continues). Update waits for any other write transaction to finish.
 func Update(db *store.DB, fn func(tx *Tx) error) (c Commit, err error) {
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		return Commit{}, err
 	}

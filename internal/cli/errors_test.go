@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/sealed"
+
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -98,7 +100,7 @@ func brokenStore(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := db.BeginWrite()
+	w, err := db.BeginWrite(sealed.Key{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestCorruptValue(t *testing.T) {
 	if target == nil {
 		t.Fatal("no current record of c2")
 	}
-	if err := db.RawSet(target, []byte{0xc1, 0xff}); err != nil {
+	if err := db.RawSet(sealed.Key{}, target, []byte{0xc1, 0xff}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
