@@ -72,9 +72,11 @@ func (r *loadRun) putVersion(tx *txn.Tx, row *loadRow, c *versionCounts) error {
 }
 
 // commitUpserts applies rows as SCD2 changes (Upsert, DeleteAt) in ascending
-// --at order, file order breaking ties, so the result does not depend on how the
-// file is sorted; a later row for the same key and time wins and is counted as a
-// conflict when its attributes differ. A row is late when the key already has a
+// --at order, so the result does not depend on how the file is sorted. Of the
+// rows for one key and time, the last in the file wins and is the only one
+// applied (lastPerTime), so a file loads the same way every time and loading it
+// again changes nothing; a superseded row whose attributes differ is counted as
+// a conflict. A row is late when the key already has a
 // version in effect after its time (it lands before or between versions of an
 // earlier load); a periods table keeps versions, not events, so such a row only
 // rewrites the interval up to the next change (see load --help).
@@ -93,6 +95,13 @@ func (r *loadRun) commitUpserts() error {
 		}
 		last[s] = &rows[i]
 	}
+	kept := rows[:0]
+	for i := range rows {
+		if last[slot{rows[i].tuple, rows[i].at}] == &rows[i] {
+			kept = append(kept, rows[i])
+		}
+	}
+	rows, r.rows = kept, kept
 	if r.grouped {
 		r.groupByKey() // stable: each key's rows stay in --at order
 	}
@@ -109,6 +118,19 @@ func (r *loadRun) commitUpserts() error {
 		}
 		return nil
 	}, func(cm txn.Commit, b batch) { c.addTo(r.sum, cm) })
+}
+
+// lastPerTime keeps, of one key's rows sorted by --at (file order breaking
+// ties), the last row of each time: the within-load rule that the last row for
+// a key and time wins.
+func lastPerTime(group []loadRow) []loadRow {
+	kept := group[:0]
+	for i := range group {
+		if i+1 == len(group) || group[i+1].at != group[i].at {
+			kept = append(kept, group[i])
+		}
+	}
+	return kept
 }
 
 // conflicting reports whether two rows of one key and time disagree.

@@ -374,6 +374,7 @@ func (r *loadRun) commitMerged(rs *runSorter, nrows int, in *input) error {
 						conflicts++
 					}
 				}
+				group = lastPerTime(group)
 			}
 			for i := range group {
 				if len(overlaps) > 0 {

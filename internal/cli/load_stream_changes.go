@@ -109,6 +109,7 @@ func (r *loadRun) applyKeys(tx *txn.Tx, kb *txn.KeyBatch, rs *runSorter, in *inp
 			}
 			sinceFlush = 0
 		}
+		group = lastPerEvent(group)
 		events, pos = events[:0], pos[:0]
 		for i := range group {
 			row := &group[i]
