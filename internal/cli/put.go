@@ -119,15 +119,21 @@ nothing.`,
 	return cmd
 }
 
-// writeKey runs write (the command verb) in one transaction on the key of args over the valid
-// period [from, to) and prints its summary. write gets the key's versions as
-// they stood before it.
+// writeKey runs write (of the command verb) in one transaction on the key of
+// args over the valid period [from, to) and prints its summary. write gets the
+// key's versions as they stood before it; nothing is written before the table,
+// key and period are checked.
 func (a *app) writeKey(verb string, args []string, from, to string, write func(tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, before []store.Version) error) error {
 	db, err := a.open(false)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			_ = db.Close()
+		}
+	}()
 	t, err := a.table(db, args[0])
 	if err != nil {
 		return err
@@ -158,6 +164,7 @@ func (a *app) writeKey(verb string, args []string, from, to string, write func(t
 	if err != nil {
 		return err
 	}
+	closed = true
 	if err := db.Close(); err != nil {
 		return err
 	}
