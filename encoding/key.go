@@ -62,7 +62,33 @@ func AppendComponent(dst []byte, c any) ([]byte, error) {
 	}
 }
 
+// AppendComponentPrefix appends the encoding of a string or []byte component
+// without its terminator: the bytes that the encoding of every component
+// starting with c (c itself, c+"x", ...) of the same type begins with, and no
+// other's, so that PrefixSpan-style scans over it select exactly the keys whose
+// component has c as a string prefix. Escapes keep that exact: an escaped
+// prefix never ends inside an escape sequence. Other types have no partial
+// form and encode whole, as AppendComponent does.
+func AppendComponentPrefix(dst []byte, c any) ([]byte, error) {
+	switch v := c.(type) {
+	case string:
+		dst = append(dst, tagString)
+		return appendEscapedOpen(dst, v), nil
+	case []byte:
+		dst = append(dst, tagBytes)
+		return appendEscapedOpen(dst, v), nil
+	default:
+		return AppendComponent(dst, c)
+	}
+}
+
 func appendEscaped[T string | []byte](dst []byte, s T) []byte {
+	dst = appendEscapedOpen(dst, s)
+	return append(dst, escape, terminator)
+}
+
+// appendEscapedOpen appends s escaped, without the terminator.
+func appendEscapedOpen[T string | []byte](dst []byte, s T) []byte {
 	for {
 		i := bytes.IndexByte([]byte(s), escape)
 		if i < 0 {
@@ -72,8 +98,7 @@ func appendEscaped[T string | []byte](dst []byte, s T) []byte {
 		dst = append(dst, escape, escaped00)
 		s = s[i+1:]
 	}
-	dst = append(dst, s...)
-	return append(dst, escape, terminator)
+	return append(dst, s...)
 }
 
 // DecodeKey decodes a whole tuple: every byte of b must belong to a component.

@@ -13,9 +13,17 @@ import (
 // key order; each may be a whole key or leading components, and a partial End
 // excludes every key that starts with it. Prefix and Start/End combine: a key must
 // satisfy both.
+//
+// StringPrefix makes the last component of Prefix, when its column is a string
+// or bytes column, match as a string prefix rather than whole: Prefix {"sku-1"}
+// then selects sku-1, sku-10 and sku-1a, and Prefix {"eu", "sku-1"} the keys
+// whose first component is exactly "eu" and whose second starts with "sku-1".
+// It is still one range scan over the key encoding. An integer last component
+// matches whole either way.
 type KeyRange struct {
-	Prefix     store.Key
-	Start, End store.Key
+	Prefix       store.Key
+	StringPrefix bool
+	Start, End   store.Key
 }
 
 // Span encodes the range for table t as the store's scans take it, checking
@@ -26,7 +34,11 @@ func (kr KeyRange) Span(t *store.Table) (store.Span, error) { return kr.span(t) 
 func (kr KeyRange) span(t *store.Table) (store.Span, error) {
 	var sp store.Span
 	if kr.Prefix != nil {
-		p, err := t.AppendKeyPrefix(nil, kr.Prefix)
+		appendPrefix := t.AppendKeyPrefix
+		if kr.StringPrefix {
+			appendPrefix = t.AppendKeyStringPrefix
+		}
+		p, err := appendPrefix(nil, kr.Prefix)
 		if err != nil {
 			return store.Span{}, err
 		}

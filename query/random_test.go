@@ -23,7 +23,9 @@ import (
 // and Resolve under each miss policy against per-fact Get. rapid shrinks a
 // failure to a short list of operations.
 
-var randomGroups = []string{"a", "b", "c"}
+// The groups share string prefixes ("a" starts "ab") so that a KeyRange with
+// StringPrefix selects more than one group.
+var randomGroups = []string{"a", "ab", "b"}
 
 // randomKeys is the key universe, in key order.
 func randomKeys() []store.Key {
@@ -55,6 +57,12 @@ func compareKeys(a, b store.Key) int {
 }
 
 func inRange(k store.Key, kr query.KeyRange) bool {
+	if kr.StringPrefix && len(kr.Prefix) == 1 {
+		// the string last component matches as a string prefix
+		return strings.HasPrefix(k[0].(string), kr.Prefix[0].(string)) &&
+			(kr.Start == nil || compareKeys(k, kr.Start) >= 0) &&
+			(kr.End == nil || compareKeys(k, kr.End) < 0)
+	}
 	return (kr.Prefix == nil || compareKeys(k, kr.Prefix) == 0) &&
 		(kr.Start == nil || compareKeys(k, kr.Start) >= 0) &&
 		(kr.End == nil || compareKeys(k, kr.End) < 0)
@@ -85,7 +93,11 @@ func (w *randomWorld) drawTx(t *rapid.T, label string) int64 {
 func (w *randomWorld) drawRange(t *rapid.T) query.KeyRange {
 	var kr query.KeyRange
 	if rapid.Bool().Draw(t, "has prefix") {
-		kr.Prefix = store.Key{rapid.SampledFrom(randomGroups).Draw(t, "prefix")}
+		kr.Prefix = store.Key{rapid.SampledFrom(append([]string{""}, randomGroups...)).Draw(t, "prefix")}
+		if rapid.Bool().Draw(t, "whole prefix key") {
+			kr.Prefix = append(kr.Prefix, int64(rapid.IntRange(-1, 2).Draw(t, "prefix n")))
+		}
+		kr.StringPrefix = rapid.Bool().Draw(t, "string prefix")
 	}
 	bound := func(label string) store.Key {
 		switch rapid.IntRange(0, 2).Draw(t, label) {

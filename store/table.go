@@ -301,6 +301,31 @@ func (t *Table) AppendKeyPrefix(dst []byte, prefix Key) ([]byte, error) {
 	return dst, nil
 }
 
+// AppendKeyStringPrefix is AppendKeyPrefix with the last component of prefix,
+// when its column is a String or Bytes column, encoded without its
+// terminator (encoding.AppendComponentPrefix): the span of the result then
+// holds the keys whose earlier components equal prefix's and whose component
+// at that column starts with the last one as a string ("sku-1" selects sku-1,
+// sku-10, sku-1a). An integer last component still matches whole.
+func (t *Table) AppendKeyStringPrefix(dst []byte, prefix Key) ([]byte, error) {
+	if len(prefix) == 0 {
+		return dst, nil
+	}
+	n := len(prefix) - 1
+	dst, err := t.AppendKeyPrefix(dst, prefix[:n])
+	if err != nil {
+		return dst, err
+	}
+	if n >= len(t.Key) {
+		return dst, &KeyError{t.Name, prefix, fmt.Sprintf("prefix has %d components, the table's key has %d", len(prefix), len(t.Key))}
+	}
+	c, ok := coerceComponent(t.Key[n].Type, prefix[n])
+	if !ok {
+		return dst, &KeyError{t.Name, prefix, fmt.Sprintf("component %d (%s) is %T, want %s", n, t.Key[n].Name, prefix[n], t.Key[n].Type)}
+	}
+	return encoding.AppendComponentPrefix(dst, c)
+}
+
 func coerceComponent(typ KeyType, v any) (any, bool) {
 	switch typ {
 	case String:

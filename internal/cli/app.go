@@ -75,7 +75,8 @@ func (a *app) rootCmd() *cobra.Command {
 		Use:   "bitempo",
 		Short: "Load, query, picture and check a bitempo store",
 		Long: `bitempo is the command line tool of the bitempo bitemporal store: it creates
-tables, loads CSV and JSONL files, answers as-of questions, computes point-in-time
+tables, loads CSV and JSONL files, writes or deletes one key over a valid period
+(put, delete), answers as-of questions, computes point-in-time
 features (backfill), draws timelines, dumps the raw keys and verifies the store's
 invariants. It also reads and writes Parquet (load, resolve, backfill, export),
 backs up an open store (backup) and moves a whole store's history to a new store
@@ -108,6 +109,8 @@ cluster; see docs/replication.md.`,
 		a.demoCmd(),
 		a.createCmd(),
 		a.loadCmd(),
+		a.putCmd(),
+		a.deleteCmd(),
 		a.getCmd(),
 		a.historyCmd(),
 		a.auditCmd(),

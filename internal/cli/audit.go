@@ -20,8 +20,11 @@ It answers "what did we believe, and when did that change".
 
 KEY gives one value per key column. Several keys are their values one after the
 other (audit customers c1 c2), printed key by key in the order given; fewer values
-than key columns, or --prefix, select the keys starting with them that have a
-version at the latest commit, in key order. --attrs prints only the named
+than key columns select the keys whose leading components equal them, and
+--prefix the keys starting with its values (the earlier ones matching key
+components whole, the last one, on a string or bytes key column, as a string
+prefix: --prefix sku-1 matches sku-1, sku-10 and sku-1a; an integer column
+matches whole), that have a version at the latest commit, in key order. --attrs prints only the named
 attributes, in that order, and decodes only those (a projection: the others are
 skipped in each stored record); a name the table never stored is an empty
 column.`,
@@ -60,7 +63,7 @@ column.`,
 		}),
 	}
 	out.register(cmd, false)
-	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them")
+	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them, the last one as a string prefix (sku-1 matches sku-10)")
 	cmd.Flags().StringSliceVar(&attrs, "attrs", nil, "attributes to print and decode, in order (default: all)")
 	return cmd
 }

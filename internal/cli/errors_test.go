@@ -59,6 +59,8 @@ func TestUsageErrors(t *testing.T) {
 		{"--tx", []string{"get", "customers", "c1", "--tx", "yesterday"}},
 		{"--facts FILE is required", []string{"resolve", "customers", "--key", "customer_id", "--at", "x"}},
 		{"no arguments", []string{"verify", "extra"}},
+		{"--from T is required", []string{"put", "customers", "c1", "--set", "city=Oslo"}},
+		{"want a table NAME and its KEY values", []string{"delete", "customers"}},
 	} {
 		r := fails(t, dir, 2, c.want, append(c.args, "--db", "db")...)
 		if !strings.Contains(r.stderr, "--help)") {
@@ -70,7 +72,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelpEverywhere(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"demo", "create", "load", "get", "history", "audit", "scan", "changes", "resolve", "dump", "verify", "stats", "compact"} {
+	for _, name := range []string{"demo", "create", "load", "put", "delete", "get", "history", "audit", "scan", "changes", "resolve", "dump", "verify", "stats", "compact"} {
 		r := ok(t, dir, name, "--help")
 		if !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "bitempo "+name) || !strings.Contains(r.stdout, "--db") {
 			t.Errorf("%s --help lacks an example or the flags:\n%s", name, r.stdout)

@@ -22,8 +22,11 @@ order, as the store knew them at --tx (default: the latest commit).
 
 KEY gives one value per key column. Several keys are their values one after the
 other (history customers c1 c2 c3), printed key by key in the order given; fewer
-values than key columns, or --prefix, select every key starting with them, in
-key order. --attrs prints only the named attributes, in that order, and decodes
+values than key columns select every key whose leading components equal them,
+in key order. --prefix selects the keys starting with its values: the earlier
+ones match key components whole and the last one, on a string (or bytes) key
+column, as a string prefix (--prefix sku-1 matches sku-1, sku-10 and sku-1a);
+an integer column matches whole. --attrs prints only the named attributes, in that order, and decodes
 only those (a projection: the others are skipped in each stored record); a name
 the table never stored is an empty column.
 
@@ -94,7 +97,7 @@ attributes only.`,
 		}),
 	}
 	out.register(cmd, true)
-	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them")
+	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them, the last one as a string prefix (sku-1 matches sku-10)")
 	cmd.Flags().StringVar(&from, "from", "", "start of the valid-time window (default: the beginning of time)")
 	cmd.Flags().StringVar(&to, "to", "", "end of the valid-time window, exclusive (default: the end of time)")
 	cmd.Flags().StringVar(&txFlag, "tx", "latest", "transaction time: RFC 3339, now or latest")

@@ -11,25 +11,26 @@ import (
 // keys, in the order given, or the keys starting with a prefix.
 type keySelection struct {
 	keys   []store.Key
-	prefix store.Key // leading key values; nil when keys are given
+	prefix query.KeyRange // the keys starting with leading values; unused when keys are given
 }
 
 // parseKeySelection reads the KEY... arguments: as many values as the table
 // has key columns name one key; a multiple of that, several keys, one after the
-// other; fewer values, or --prefix, the keys starting with them.
+// other; fewer values, the keys starting with them; --prefix, the keys
+// starting with its values, the last one as a string prefix (prefixRange).
 func parseKeySelection(t *store.Table, args []string, prefix []string) (keySelection, error) {
 	n := len(t.Key)
 	switch {
 	case len(prefix) > 0 && len(args) > 0:
 		return keySelection{}, usagef("give KEY values or --prefix, not both")
 	case len(prefix) > 0:
-		pk, err := parsePrefixArgs(t, prefix)
-		return keySelection{prefix: pk}, err
+		kr, err := prefixRange(t, prefix)
+		return keySelection{prefix: kr}, err
 	case len(args) == 0:
 		return keySelection{}, usagef("give the KEY values of table %s (%s), or --prefix", t.Name, keyColumnNames(t))
 	case len(args) < n:
 		pk, err := parsePrefixArgs(t, args)
-		return keySelection{prefix: pk}, err
+		return keySelection{prefix: query.KeyRange{Prefix: pk}}, err
 	case len(args)%n != 0:
 		return keySelection{}, usagef("table %s has a key of %d columns (%s): give %d values per key, got %d values",
 			t.Name, n, keyColumnNames(t), n, len(args))
@@ -61,7 +62,7 @@ func selectedKeys(db *store.DB, t *store.Table, sel keySelection) ([]store.Key, 
 	}
 	var keys []store.Key
 	var last []byte
-	for v, err := range query.HistoryRange(db, t.Name, query.KeyRange{Prefix: sel.prefix}, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
+	for v, err := range query.HistoryRange(db, t.Name, sel.prefix, store.NegInfinity, store.Infinity, query.HistoryOptions{}) {
 		if err != nil {
 			return nil, err
 		}
@@ -71,4 +72,20 @@ func selectedKeys(db *store.DB, t *store.Table, sel keySelection) ([]store.Key, 
 		}
 	}
 	return keys, nil
+}
+
+// prefixRange is the key range a --prefix flag names: the keys whose leading
+// components equal the values given, the last one matched as a string prefix
+// when its column is a string or bytes column (--prefix sku-1 selects sku-1,
+// sku-10, sku-1a); an integer column still matches whole. No values: every
+// key.
+func prefixRange(t *store.Table, values []string) (query.KeyRange, error) {
+	if len(values) == 0 {
+		return query.KeyRange{}, nil
+	}
+	pk, err := parsePrefixArgs(t, values)
+	if err != nil {
+		return query.KeyRange{}, err
+	}
+	return query.KeyRange{Prefix: pk, StringPrefix: true}, nil
 }

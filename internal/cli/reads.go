@@ -23,12 +23,12 @@ func keyHistory(db *store.DB, t *store.Table, key store.Key, from, to, tx int64,
 	return out, nil
 }
 
-// rangeHistory returns the versions of every key starting with prefix
+// rangeHistory returns the versions of every key in keys
 // overlapping [from, to) as known at tx, in key and valid order, decoding only
 // the attributes in project (all when it is empty).
-func rangeHistory(db *store.DB, t *store.Table, prefix store.Key, from, to, tx int64, project []string) ([]store.Version, error) {
+func rangeHistory(db *store.DB, t *store.Table, keys query.KeyRange, from, to, tx int64, project []string) ([]store.Version, error) {
 	var out []store.Version
-	for v, err := range query.HistoryRange(db, t.Name, query.KeyRange{Prefix: prefix}, from, to, query.HistoryOptions{Tx: tx, Project: project}) {
+	for v, err := range query.HistoryRange(db, t.Name, keys, from, to, query.HistoryOptions{Tx: tx, Project: project}) {
 		if err != nil {
 			return nil, err
 		}
@@ -50,14 +50,10 @@ func keyAudit(db *store.DB, t *store.Table, key store.Key, project []string) ([]
 	return out, nil
 }
 
-// scanAt calls fn with the version of every key starting with prefix in effect
+// scanAt calls fn with the version of every key in keys in effect
 // at valid as known at tx (0: the latest commit), in key order, decoding only
 // the attributes in project (all when it is empty).
-func scanAt(db *store.DB, t *store.Table, prefix store.Key, valid, tx int64, project []string, fn func(*store.Version) error) error {
-	var keys query.KeyRange
-	if len(prefix) > 0 {
-		keys.Prefix = prefix
-	}
+func scanAt(db *store.DB, t *store.Table, keys query.KeyRange, valid, tx int64, project []string, fn func(*store.Version) error) error {
 	for v, err := range query.Snapshot(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: project}) {
 		if err != nil {
 			return err

@@ -18,7 +18,10 @@ func (a *app) scanCmd() *cobra.Command {
 		Long: `Print one row per key: the version in effect at --valid (default now) as known at
 --tx (default: the latest commit), in key order. Keys with no version then are
 left out. --prefix restricts the scan to keys starting with the given leading
-key values (repeat the flag, or separate values with commas). --attrs prints
+key values (repeat the flag, or separate values with commas): the earlier ones
+match key components whole and the last one, on a string (or bytes) key
+column, as a string prefix (--prefix sku-1 matches sku-1, sku-10 and sku-1a);
+an integer column matches whole. --attrs prints
 only the named attributes, in that order, and decodes only those (a projection:
 the others are skipped in each stored record); a name the table never stored
 is an empty column.`,
@@ -36,7 +39,7 @@ is an empty column.`,
 			if err != nil {
 				return err
 			}
-			pk, err := parsePrefixArgs(t, prefix)
+			pk, err := prefixRange(t, prefix)
 			if err != nil {
 				return err
 			}
@@ -60,7 +63,7 @@ is an empty column.`,
 	out.register(cmd, true)
 	cmd.Flags().StringVar(&valid, "valid", "now", "valid time (the table's axis, or now)")
 	cmd.Flags().StringVar(&txs, "tx", "latest", "transaction time: RFC 3339, now or latest")
-	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values to restrict the scan to")
+	cmd.Flags().StringSliceVar(&prefix, "prefix", nil, "leading key values: every key starting with them, the last one as a string prefix (sku-1 matches sku-10)")
 	cmd.Flags().StringSliceVar(&attrs, "attrs", nil, "attributes to print and decode, in order (default: all)")
 	return cmd
 }
