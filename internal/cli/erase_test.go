@@ -17,7 +17,8 @@ import (
 func TestEraseCommand(t *testing.T) {
 	dir := customersStore(t)
 	t1 := firstTx(t, dir)
-	fails(t, dir, 1, "never erased", "erase", "customers", "c1", "--check", "--db", "db")
+	fails(t, dir, 1, "customers c1 exists and was not erased", "erase", "customers", "c1", "--check", "--db", "db")
+	fails(t, dir, 1, "customers c9 was never erased: unknown key", "erase", "customers", "c9", "--check", "--db", "db")
 	r := ok(t, dir, "erase", "customers", "c1", "--reason", "request 17", "--db", "db")
 	if !strings.Contains(r.stderr, "erased customers c1") {
 		t.Fatalf("erase says: %s", r.stderr)
