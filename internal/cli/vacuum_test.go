@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,10 @@ func TestVacuumCommand(t *testing.T) {
 	if !strings.Contains(r.stderr, "customers: horizon") || strings.Contains(r.stderr, "dropped 0 retired records") {
 		t.Fatalf("vacuum says: %s", r.stderr)
 	}
-	fails(t, dir, 1, "before the retention horizon", "get", "customers", "c1", "--valid", "2024-03-05", "--tx", t1, "--db", "db")
+	r = fails(t, dir, 1, "before the retention horizon", "get", "customers", "c1", "--valid", "2024-03-05", "--tx", t1, "--db", "db")
+	if !regexp.MustCompile(`transaction time \d{4}-\d\d-\d\dT[0-9:.]+Z is before the retention horizon \d{4}-\d\d-\d\dT[0-9:.]+Z `).MatchString(r.stderr) {
+		t.Fatalf("a read before the horizon says: %s", r.stderr)
+	}
 	r = ok(t, dir, "get", "customers", "c1", "--valid", "2024-03-05", "--db", "db")
 	if !strings.Contains(r.stdout, "Bergen") {
 		t.Fatalf("latest read after the vacuum: %s", r.stdout)
