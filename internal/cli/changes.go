@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
 )
 
@@ -25,7 +27,9 @@ the record columns empty (the feed keeps no erased key, only its hash), the
 number of records it removed in erased_records and the --reason given in
 erasure_reason; those two columns are empty for other rows. A consumer that resolved facts at load time re-resolves the
 facts whose key and valid time fall in a retired record's period: those are the
-facts a later correction made stale. --since 0 starts at the first commit.
+facts a later correction made stale. --since 0 starts at the first commit still
+held: after a vacuum, right after the table's retention horizon (said on stderr),
+since the changes before it were dropped.
 --attrs prints only the named attributes, in that order, and decodes only those
 (a projection: the others are skipped in each stored record); a name the table
 never stored is an empty column.`,
@@ -53,6 +57,20 @@ never stored is an empty column.`,
 				return err
 			}
 			defer db.Close()
+			if lo == 0 {
+				// --since 0 is the first commit still held: after a vacuum the
+				// feed starts at the table's retention horizon.
+				h, err := tableHorizon(db, t)
+				if err != nil {
+					return err
+				}
+				if h > 0 {
+					lo = h
+					if !a.quiet {
+						fmt.Fprintf(a.stderr, "changes: %s was vacuumed through %s: the feed starts after it (the changes before it are gone)\n", t.Name, formatInstant(h))
+					}
+				}
+			}
 			w, err := out.writer(a)
 			if err != nil {
 				return err
@@ -95,6 +113,16 @@ func changeCells(cols *versionColumns, c *query.Change, n int) []cell {
 		row = append(row, cell{})
 	}
 	return append(row, valueCell(int64(c.Erasure.Records)), valueCell(c.Erasure.Reason))
+}
+
+// tableHorizon returns t's retention horizon (0 when never vacuumed).
+func tableHorizon(db *store.DB, t *store.Table) (int64, error) {
+	s, err := db.Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	return s.Horizon(t)
 }
 
 // parseSince parses --since: a transaction time, or 0 / beginning for all.
