@@ -248,6 +248,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{"not both", []string{"load", "customers", "customers.csv", "--from", "valid_from", "--to", "valid_to", "--at", "valid_from"}},
 		{"cannot tell the format", []string{"load", "customers", "customers.txt", "--at", "x"}},
 		{"--types", []string{"load", "customers", "customers.csv", "--at", "valid_from", "--types", "score=decimal"}},
+		{`--types names column "score" twice (float64 and string)`, []string{"load", "customers", "customers.csv", "--from", "valid_from", "--to", "valid_to", "--types", "score=float64,score=string"}},
+		{`--types names column "score" twice`, []string{"load", "customers", "customers.csv", "--from", "valid_from", "--to", "valid_to", "--types", "score=float64", "--types", "score=float64"}},
 		{"for changes tables", []string{"load", "customers", "customers.csv", "--at", "valid_from", "--seq", "x"}},
 	} {
 		fails(t, dir, 2, c.want, append(c.args, "--db", "db")...)
