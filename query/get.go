@@ -3,6 +3,8 @@ package query
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -32,10 +34,56 @@ type Miss struct {
 	Key    store.Key
 	At     AsOf
 	Reason store.MissReason
+
+	// axis is the table's valid-time axis, which Error prints At.Valid on;
+	// axisKnown is false for a Miss built outside this package, whose valid
+	// time prints as the raw tick count.
+	axis      store.Axis
+	axisKnown bool
 }
 
+func newMiss(t *store.Table, table string, key store.Key, at AsOf, reason store.MissReason) *Miss {
+	return &Miss{Table: table, Key: key, At: at, Reason: reason, axis: t.Axis, axisKnown: true}
+}
+
+// NewMiss returns the Miss of a read of key in table t at at, which prints its
+// valid time on t's axis (a Miss built as a literal prints raw ticks).
+func NewMiss(t *store.Table, key store.Key, at AsOf, reason store.MissReason) *Miss {
+	return newMiss(t, t.Name, key, at, reason)
+}
+
+// Error prints the valid time on the table's axis (RFC 3339 on a time axis,
+// YYYY-MM-DD on a date axis, the integer on an int axis) and the transaction
+// time as RFC 3339, or "latest" for Latest.
 func (m *Miss) Error() string {
-	return fmt.Sprintf("bitempo: %s %s at valid %d tx %d: %s", m.Table, m.Key, m.At.Valid, m.At.Tx, m.Reason)
+	return fmt.Sprintf("bitempo: %s %s at valid %s tx %s: %s", m.Table, m.Key, m.validString(), txString(m.At.Tx), m.Reason)
+}
+
+func (m *Miss) validString() string {
+	v := m.At.Valid
+	switch {
+	case v == store.Infinity:
+		return "+infinity"
+	case v == store.NegInfinity:
+		return "-infinity"
+	case !m.axisKnown || m.axis == store.AxisInt:
+		return strconv.FormatInt(v, 10)
+	case m.axis == store.AxisDate && v%(24*3600*1e6) == 0:
+		return time.UnixMicro(v).UTC().Format(time.DateOnly)
+	}
+	return time.UnixMicro(v).UTC().Format(instantLayout)
+}
+
+// instantLayout is RFC 3339 to the microsecond, as the tool prints instants.
+const instantLayout = "2006-01-02T15:04:05.999999Z07:00"
+
+// txString prints a transaction time of a read: "latest" for Latest, else RFC
+// 3339 (transaction times are microseconds since the Unix epoch).
+func txString(tx int64) string {
+	if tx == Latest {
+		return "latest"
+	}
+	return time.UnixMicro(tx).UTC().Format(instantLayout)
 }
 
 // Is matches ErrNotFound and the sentinel of the miss's reason.
@@ -98,7 +146,7 @@ func Get(r store.Reader, table string, key store.Key, at AsOf, opts GetOptions) 
 		return store.Version{}, err
 	}
 	if reason != store.Found {
-		return store.Version{}, &Miss{Table: table, Key: key, At: at, Reason: reason}
+		return store.Version{}, newMiss(t, table, key, at, reason)
 	}
 	return v, nil
 }

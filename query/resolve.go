@@ -118,7 +118,7 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 			if !out[i].Found() {
 				f := facts[i]
 				return nil, fmt.Errorf("bitempo: resolve fact %d: %w", i,
-					&Miss{Table: table, Key: f.Key, At: AsOf{Valid: f.At, Tx: f.Tx}, Reason: out[i].Reason})
+					newMiss(t, table, f.Key, AsOf{Valid: f.At, Tx: f.Tx}, out[i].Reason))
 			}
 		}
 	case MissSkip:

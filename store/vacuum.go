@@ -57,7 +57,13 @@ type HorizonError struct {
 }
 
 func (e *HorizonError) Error() string {
-	return fmt.Sprintf("bitempo: table %q: transaction time %d is before the retention horizon %d (records retired by then were vacuumed)", e.Table, e.Tx, e.Horizon)
+	return fmt.Sprintf("bitempo: table %q: transaction time %s is before the retention horizon %s (records retired by then were vacuumed)", e.Table, txInstant(e.Tx), txInstant(e.Horizon))
+}
+
+// txInstant prints a transaction time (microseconds since the Unix epoch, UTC)
+// as RFC 3339 to the microsecond, the form the tool prints and parses.
+func txInstant(tx int64) string {
+	return time.UnixMicro(tx).UTC().Format("2006-01-02T15:04:05.999999Z07:00")
 }
 
 // Is makes errors.Is(err, ErrBeforeHorizon) true.

@@ -196,7 +196,7 @@ func (t *Table[T]) Get(r store.Reader, key store.Key, at query.AsOf) (Version[T]
 		return Version[T]{}, err
 	}
 	if reason != store.Found {
-		return Version[T]{}, &query.Miss{Table: t.s.table, Key: key, At: at, Reason: reason}
+		return Version[T]{}, missOf(c.st, t.s.table, key, at, reason)
 	}
 	return t.version(&v)
 }
@@ -372,4 +372,12 @@ func (t *Table[T]) resolve(r store.Reader, facts []query.Fact, opts query.Resolv
 		}
 	}
 	return out, nil
+}
+
+// missOf is the query.Miss of a read of key in table (named as the caller
+// asked for it), printing its valid time on st's axis.
+func missOf(st *store.Table, table string, key store.Key, at query.AsOf, reason store.MissReason) *query.Miss {
+	m := query.NewMiss(st, key, at, reason)
+	m.Table = table
+	return m
 }

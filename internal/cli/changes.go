@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 
+	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
 )
@@ -19,9 +21,15 @@ func (a *app) changesCmd() *cobra.Command {
 		Long: `Print the change feed of a table: every record asserted or retired by a
 transaction after --since and up to --until (default: the latest commit), in commit
 order. Columns: tx (the transaction), op (asserted or retired), then the record with
-its tx_from and tx_to. A consumer that resolved facts at load time re-resolves the
+its tx_from and tx_to, then erased_records and erasure_reason. An erasure
+(bitempo erase) is a row of its own: op "erased", the erasing transaction in tx,
+the record columns empty (the feed keeps no erased key, only its hash), the
+number of records it removed in erased_records and the --reason given in
+erasure_reason; those two columns are empty for other rows. A consumer that resolved facts at load time re-resolves the
 facts whose key and valid time fall in a retired record's period: those are the
-facts a later correction made stale. --since 0 starts at the first commit.
+facts a later correction made stale. --since 0 starts at the first commit still
+held: after a vacuum, right after the table's retention horizon (said on stderr),
+since the changes before it were dropped.
 --attrs prints only the named attributes, in that order, and decodes only those
 (a projection: the others are skipped in each stored record); a name the table
 never stored is an empty column.`,
@@ -49,16 +57,31 @@ never stored is an empty column.`,
 				return err
 			}
 			defer db.Close()
+			if lo == 0 {
+				// --since 0 is the first commit still held: after a vacuum the
+				// feed starts at the table's retention horizon.
+				h, err := tableHorizon(db, t)
+				if err != nil {
+					return err
+				}
+				if h > 0 {
+					lo = h
+					if !a.quiet {
+						fmt.Fprintf(a.stderr, "changes: %s was vacuumed through %s: the feed starts after it (the changes before it are gone)\n", t.Name, formatInstant(h))
+					}
+				}
+			}
 			w, err := out.writer(a)
 			if err != nil {
 				return err
 			}
 			cols := newVersionColumns(db, t, true).project(attrs)
-			if err := w.header(append([]string{"tx", "op"}, cols.header()...)); err != nil {
+			header := append(append([]string{"tx", "op"}, cols.header()...), "erased_records", "erasure_reason")
+			if err := w.header(header); err != nil {
 				return err
 			}
-			err = changeFeed(db, t, lo, hi, attrs, func(tx int64, op string, v *store.Version) error {
-				return w.row(append([]cell{txCell(tx), valueCell(op)}, cols.cells(v)...))
+			err = changeFeed(db, t, lo, hi, attrs, func(c *query.Change) error {
+				return w.row(changeCells(cols, c, len(header)))
 			})
 			if err != nil {
 				return err
@@ -71,6 +94,35 @@ never stored is an empty column.`,
 	cmd.Flags().StringVar(&until, "until", "latest", "inclusive end: a transaction time, now or latest")
 	cmd.Flags().StringSliceVar(&attrs, "attrs", nil, "attributes to print and decode, in order (default: all)")
 	return cmd
+}
+
+// changeCells lays out one change under the header tx, op, the record's
+// columns, erased_records, erasure_reason. An erasure keeps no key or record
+// (the key is the personal data it erased): its row has the op "erased", the
+// erasing transaction in tx, empty record columns, and the number of records
+// the erasure removed and its reason in the last two columns, which are empty
+// for asserted and retired records.
+func changeCells(cols *versionColumns, c *query.Change, n int) []cell {
+	row := make([]cell, 0, n)
+	row = append(row, txCell(c.Tx), valueCell(c.Op.String()))
+	if c.Op != query.Erased || c.Erasure == nil {
+		row = append(row, cols.cells(&c.Version)...)
+		return append(row, cell{}, cell{})
+	}
+	for len(row) < n-2 {
+		row = append(row, cell{})
+	}
+	return append(row, valueCell(int64(c.Erasure.Records)), valueCell(c.Erasure.Reason))
+}
+
+// tableHorizon returns t's retention horizon (0 when never vacuumed).
+func tableHorizon(db *store.DB, t *store.Table) (int64, error) {
+	s, err := db.Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	return s.Horizon(t)
 }
 
 // parseSince parses --since: a transaction time, or 0 / beginning for all.

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 	"github.com/spf13/cobra"
@@ -72,7 +73,7 @@ each of them too, or destroy them.`,
 		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the key is erased, kept in the change feed (no personal data)")
-	cmd.Flags().BoolVar(&check, "check", false, "only report whether (and when) the key was erased; exit 1 if it never was")
+	cmd.Flags().BoolVar(&check, "check", false, "only report whether (and when) the key was erased; exit 1 if it never was (the key exists, or is unknown)")
 	return cmd
 }
 
@@ -93,6 +94,12 @@ func (a *app) checkErased(args []string) error {
 		return err
 	}
 	if len(txs) == 0 {
+		for _, err := range query.Audit(db, t.Name, key, query.AuditOptions{RawAttrs: true}) {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%s %s exists and was not erased", t.Name, key)
+		}
 		return fmt.Errorf("%s %s was never erased: %w", t.Name, key, store.ErrUnknownKey)
 	}
 	for _, tx := range txs {

@@ -126,7 +126,7 @@ func (in *input) parseCSV() error {
 	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 		return usagef("%s: the first line starts with '{': it looks like JSON lines, not CSV; give --format jsonl (CSV is the default for stdin and .csv files)", in.name)
 	}
-	return in.scanCSV(bytes.NewReader(data), func(r inputRow) error {
+	return in.scanCSV(bytes.NewReader(data), bytes.NewReader(data), func(r inputRow) error {
 		in.rows = append(in.rows, r)
 		return nil
 	})
@@ -134,8 +134,10 @@ func (in *input) parseCSV() error {
 
 // scanCSV reads CSV from src, a header line first, and hands each row that
 // splits into fields to emit, in file order; rows that do not are added to
-// in.bad. An error from emit stops the scan and is returned.
-func (in *input) scanCSV(src io.Reader, emit func(inputRow) error) error {
+// in.bad. An error from emit stops the scan and is returned. raw reads the
+// same bytes as src from their start: a quoting error reads its record again
+// from there to name the field its quote opened in.
+func (in *input) scanCSV(src io.Reader, raw io.ReaderAt, emit func(inputRow) error) error {
 	r := csv.NewReader(src)
 	header, err := r.Read()
 	if err == io.EOF {
@@ -155,6 +157,7 @@ func (in *input) scanCSV(src io.Reader, emit func(inputRow) error) error {
 	}
 	r.FieldsPerRecord = len(header)
 	for {
+		recStart := r.InputOffset()
 		rec, err := r.Read()
 		if err == io.EOF {
 			return nil
@@ -166,7 +169,7 @@ func (in *input) scanCSV(src io.Reader, emit func(inputRow) error) error {
 			continue
 		}
 		if errors.As(err, &pe) {
-			return &rowError{file: in.name, line: pe.Line, col: pe.Column, name: "", err: pe.Err}
+			return in.quoteError(raw, recStart, pe)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", in.name, err)
@@ -189,6 +192,89 @@ func (in *input) scanCSV(src io.Reader, emit func(inputRow) error) error {
 		if err := emit(inputRow{line: line, vals: vals}); err != nil {
 			return err
 		}
+	}
+}
+
+// quoteError describes a CSV record that does not parse (a quote left open,
+// or a stray quote), read again from its start at offset off of raw: the line
+// and the column of the field the faulty quote is in. encoding/csv gives only
+// the byte where it gave up, which for a quote left open is the end of the file.
+func (in *input) quoteError(raw io.ReaderAt, off int64, pe *csv.ParseError) error {
+	fallback := &rowError{file: in.name, line: pe.Line, err: fmt.Errorf("%v (at byte %d of the line)", pe.Err, pe.Column)}
+	if raw == nil {
+		return fallback
+	}
+	br := bufio.NewReader(io.NewSectionReader(raw, off, 1<<62))
+	at := func(line, field int, err error) error {
+		if field < len(in.cols) {
+			return &rowError{file: in.name, line: line, col: field + 1, name: in.cols[field], err: err}
+		}
+		return &rowError{file: in.name, line: line, err: err}
+	}
+	line, field := pe.StartLine, 0
+	// Blank lines before the record are skipped by encoding/csv, and not
+	// counted in StartLine's record.
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return fallback
+		}
+		if b != '\n' && b != '\r' {
+			_ = br.UnreadByte()
+			break
+		}
+	}
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return fallback
+		}
+		if b != '"' { // an unquoted field: up to a comma or the end of the line
+			for b != ',' && b != '\n' {
+				if b == '"' {
+					return at(line, field, errors.New(`a quote inside an unquoted field: quote the whole field ("a ""b"" c")`))
+				}
+				if b, err = br.ReadByte(); err != nil {
+					return fallback
+				}
+			}
+			if b == '\n' {
+				return fallback // the record ended without the error
+			}
+			field++
+			continue
+		}
+		open := line
+		for { // a quoted field
+			b, err := br.ReadByte()
+			if err != nil {
+				if field < len(in.cols) {
+					return at(open, field, fmt.Errorf("unterminated quoted field starting on line %d: its closing quote never comes", open))
+				}
+				return at(open, field, fmt.Errorf("unterminated quoted field starting on line %d", open))
+			}
+			if b == '\n' {
+				line++
+			}
+			if b != '"' {
+				continue
+			}
+			next, err := br.ReadByte()
+			if err != nil {
+				return fallback
+			}
+			if next == '"' {
+				continue
+			}
+			if next == ',' {
+				break
+			}
+			if next == '\n' || next == '\r' {
+				return fallback
+			}
+			return at(line, field, errors.New(`text after the closing quote of a quoted field: double a quote inside a quoted field ("a ""b"" c")`))
+		}
+		field++
 	}
 }
 

@@ -189,14 +189,16 @@ func (in *input) scanFile(ctx context.Context, path string, emit func(inputRow) 
 		return in.scanJSONL(br, each)
 	}
 	in.cols = nil
+	var base int64
 	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
 		_, _ = br.Discard(3)
+		base = 3
 	}
 	head, _ := br.Peek(64 << 10)
 	if bytes.HasPrefix(bytes.TrimSpace(head), []byte("{")) {
 		return usagef("%s: the first line starts with '{': it looks like JSON lines, not CSV; give --format jsonl (CSV is the default for stdin and .csv files)", in.name)
 	}
-	return in.scanCSV(br, each)
+	return in.scanCSV(br, io.NewSectionReader(f, base, 1<<62), each)
 }
 
 // loadStreamed is the bounded load (see the top of this file). It returns the

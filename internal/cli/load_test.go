@@ -248,6 +248,8 @@ func TestLoadUsageErrors(t *testing.T) {
 		{"not both", []string{"load", "customers", "customers.csv", "--from", "valid_from", "--to", "valid_to", "--at", "valid_from"}},
 		{"cannot tell the format", []string{"load", "customers", "customers.txt", "--at", "x"}},
 		{"--types", []string{"load", "customers", "customers.csv", "--at", "valid_from", "--types", "score=decimal"}},
+		{`--types names column "score" twice (float64 and string)`, []string{"load", "customers", "customers.csv", "--from", "valid_from", "--to", "valid_to", "--types", "score=float64,score=string"}},
+		{`--types names column "score" twice`, []string{"load", "customers", "customers.csv", "--from", "valid_from", "--to", "valid_to", "--types", "score=float64", "--types", "score=float64"}},
 		{"for changes tables", []string{"load", "customers", "customers.csv", "--at", "valid_from", "--seq", "x"}},
 	} {
 		fails(t, dir, 2, c.want, append(c.args, "--db", "db")...)
@@ -343,4 +345,25 @@ func TestCompactCommand(t *testing.T) {
 	}
 	ok(t, dir, "verify", "--db", "db")
 	fails(t, dir, 1, "no bitempo store at nowhere", "compact", "--db", "nowhere")
+}
+
+// TestLoadQuoteErrors: a quote left open, or a stray quote, names the line
+// the field starts on and its column, held in memory or streamed.
+func TestLoadQuoteErrors(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--db", "db")
+	write(t, dir, "open.csv", "customer_id,valid_from,valid_to,name,city\nc1,2024-01-01,,Ada,Oslo\nc2,2024-01-01,,\"Bo,Bergen\nc3,2024-01-01,,Cy,Tromsø\n")
+	write(t, dir, "extra.csv", "customer_id,valid_from,valid_to,name,city\nc1,2024-01-01,,Ada,Oslo\nc2,2024-01-01,,Bo,Bergen,\"x\nc3\n")
+	write(t, dir, "stray.csv", "customer_id,valid_from,valid_to,name,city\nc1,2024-01-01,,Ada,Oslo\nc2,2024-01-01,,\"Bo\"x,Bergen\n")
+	for _, spill := range []string{"500000", "0"} {
+		load := func(file string) []string {
+			return []string{"load", "customers", file, "--from", "valid_from", "--to", "valid_to", "--spill-rows", spill, "--db", "db"}
+		}
+		fails(t, dir, 1, `open.csv line 3, column 4 (name): unterminated quoted field starting on line 3`, load("open.csv")...)
+		r := fails(t, dir, 1, `extra.csv line 3: unterminated quoted field starting on line 3`, load("extra.csv")...)
+		if strings.Contains(r.stderr, "()") {
+			t.Fatalf("an empty column name: %s", r.stderr)
+		}
+		fails(t, dir, 1, `stray.csv line 3, column 4 (name): text after the closing quote`, load("stray.csv")...)
+	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 )
@@ -68,17 +67,12 @@ func scanAt(db *store.DB, t *store.Table, keys query.KeyRange, valid, tx int64, 
 // changeFeed calls fn for every record asserted or retired by the transactions
 // in (since, until] (until 0: the latest commit), in commit order, decoding
 // only the attributes in project (all when it is empty).
-func changeFeed(db *store.DB, t *store.Table, since, until int64, project []string, fn func(tx int64, op string, v *store.Version) error) error {
+func changeFeed(db *store.DB, t *store.Table, since, until int64, project []string, fn func(c *query.Change) error) error {
 	for c, err := range query.Changes(db, t.Name, since, until, "", query.ChangesOptions{Project: project}) {
 		if err != nil {
 			return err
 		}
-		op := c.Op.String()
-		if c.Op == query.Erased {
-			// The feed keeps no key of an erasure, only its reason and count.
-			op = fmt.Sprintf("erased a key (%d records; reason %q)", c.Erasure.Records, c.Erasure.Reason)
-		}
-		if err := fn(c.Tx, op, &c.Version); err != nil {
+		if err := fn(&c); err != nil {
 			return err
 		}
 	}

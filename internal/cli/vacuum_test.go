@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +25,21 @@ func TestVacuumCommand(t *testing.T) {
 	if !strings.Contains(r.stderr, "customers: horizon") || strings.Contains(r.stderr, "dropped 0 retired records") {
 		t.Fatalf("vacuum says: %s", r.stderr)
 	}
-	fails(t, dir, 1, "before the retention horizon", "get", "customers", "c1", "--valid", "2024-03-05", "--tx", t1, "--db", "db")
+	r = fails(t, dir, 1, "before the retention horizon", "get", "customers", "c1", "--valid", "2024-03-05", "--tx", t1, "--db", "db")
+	if !regexp.MustCompile(`transaction time \d{4}-\d\d-\d\dT[0-9:.]+Z is before the retention horizon \d{4}-\d\d-\d\dT[0-9:.]+Z `).MatchString(r.stderr) {
+		t.Fatalf("a read before the horizon says: %s", r.stderr)
+	}
 	r = ok(t, dir, "get", "customers", "c1", "--valid", "2024-03-05", "--db", "db")
 	if !strings.Contains(r.stdout, "Bergen") {
 		t.Fatalf("latest read after the vacuum: %s", r.stdout)
 	}
+	// --since 0 is the first commit still held: the feed after the horizon.
+	write(t, dir, "fix2.csv", "customer_id,at,name,city,score\nc2,2024-04-01,Bo,Molde,5\n")
+	ok(t, dir, "load", "customers", "fix2.csv", "--at", "at", "--db", "db")
+	r = ok(t, dir, "changes", "customers", "--since", "0", "--db", "db")
+	if !strings.Contains(r.stderr, "customers was vacuumed through") || !strings.Contains(r.stdout, "Molde") {
+		t.Fatalf("changes --since 0 after a vacuum:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+	}
+	fails(t, dir, 1, "before the retention horizon", "changes", "customers", "--since", t1, "--db", "db")
 	ok(t, dir, "verify", "--db", "db")
 }

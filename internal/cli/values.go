@@ -35,7 +35,8 @@ func (t attrType) String() string {
 	return "unknown"
 }
 
-// parseTypes parses --types col=type,... into a map.
+// parseTypes parses --types col=type,... into a map; a column named twice is
+// a usage error, not last-wins.
 func parseTypes(specs []string) (map[string]attrType, error) {
 	out := map[string]attrType{}
 	for _, spec := range specs {
@@ -44,7 +45,11 @@ func parseTypes(specs []string) (map[string]attrType, error) {
 		if !ok || !known || strings.TrimSpace(col) == "" {
 			return nil, usagef("--types %q: want COL=TYPE with TYPE one of int64, float64, bool, string, time", spec)
 		}
-		out[strings.TrimSpace(col)] = typ
+		col = strings.TrimSpace(col)
+		if prev, dup := out[col]; dup {
+			return nil, usagef("--types names column %q twice (%s and %s): give each column one type", col, prev, strings.TrimSpace(name))
+		}
+		out[col] = typ
 	}
 	return out, nil
 }
