@@ -47,7 +47,9 @@ var ErrNewerFormat = errors.New("bitempo: store format is newer than this versio
 
 // FormatError is returned by Open for a store whose layout version this build
 // does not read. It matches ErrFormat, and also ErrNewerFormat when the store is
-// newer than this build.
+// newer than this build. Its message names the bitempo tool's export and import
+// commands: moving a store between formats is the tool's job, so a library
+// caller meets the same way out as a user of the tool.
 type FormatError struct {
 	Dir   string
 	Found uint64 // the store's format
