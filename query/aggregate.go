@@ -116,6 +116,30 @@ func Aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 
 // aggregate is Aggregate on the given path.
 func aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Agg, path aggPath) (Features, error) {
+	return withPlan(r, table, aggs, path, func(s *store.Snapshot, p *plan) (Features, error) {
+		gk, err := p.t.AppendGroupKey(nil, group)
+		if err != nil {
+			return Features{}, err
+		}
+		tx := resolveTx(s, at.Tx)
+		var buf memberBuf
+		for rec, err := range s.GroupRecords(p.t, gk, tx, tx) {
+			if err != nil {
+				return Features{}, err
+			}
+			if !(rec.ValidFrom <= at.Valid && at.Valid < rec.ValidTo) {
+				continue
+			}
+			if err := buf.addRecord(p, rec); err != nil {
+				return Features{}, err
+			}
+		}
+		return p.point(buf.ms, at.Valid)
+	})
+}
+
+// withPlan runs fn with a snapshot of r and the plan of aggs over table.
+func withPlan(r store.Reader, table string, aggs []Agg, path aggPath, fn func(*store.Snapshot, *plan) (Features, error)) (Features, error) {
 	s, release, err := r.AcquireSnapshot()
 	if err != nil {
 		return Features{}, err
@@ -129,24 +153,7 @@ func aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 	if err != nil {
 		return Features{}, err
 	}
-	gk, err := t.AppendGroupKey(nil, group)
-	if err != nil {
-		return Features{}, err
-	}
-	tx := resolveTx(s, at.Tx)
-	var buf memberBuf
-	for rec, err := range s.GroupRecords(p.t, gk, tx, tx) {
-		if err != nil {
-			return Features{}, err
-		}
-		if !(rec.ValidFrom <= at.Valid && at.Valid < rec.ValidTo) {
-			continue
-		}
-		if err := buf.addRecord(p, rec); err != nil {
-			return Features{}, err
-		}
-	}
-	return p.point(buf.ms, at.Valid)
+	return fn(s, p)
 }
 
 // AggregateTable computes the features aggs over every version of the table
@@ -159,29 +166,18 @@ func AggregateTable(r store.Reader, table string, at AsOf, aggs []Agg) (Features
 
 // aggregateTable is AggregateTable on the given path.
 func aggregateTable(r store.Reader, table string, at AsOf, aggs []Agg, path aggPath) (Features, error) {
-	s, release, err := r.AcquireSnapshot()
-	if err != nil {
-		return Features{}, err
-	}
-	defer release()
-	t, err := s.Table(table)
-	if err != nil {
-		return Features{}, err
-	}
-	p, err := newPlan(s, t, aggs, path)
-	if err != nil {
-		return Features{}, err
-	}
-	var buf memberBuf
-	for v, err := range s.ScanAt(p.readTable(), store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
-		if err != nil {
-			return Features{}, err
+	return withPlan(r, table, aggs, path, func(s *store.Snapshot, p *plan) (Features, error) {
+		var buf memberBuf
+		for v, err := range s.ScanAt(p.readTable(), store.Span{}, at.Valid, resolveTx(s, at.Tx)) {
+			if err != nil {
+				return Features{}, err
+			}
+			if err := buf.addVersion(p, &v); err != nil {
+				return Features{}, err
+			}
 		}
-		if err := buf.addVersion(p, &v); err != nil {
-			return Features{}, err
-		}
-	}
-	return p.point(buf.ms, at.Valid)
+		return p.point(buf.ms, at.Valid)
+	})
 }
 
 // plan is a validated list of aggregations over one table: the features, the
