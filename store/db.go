@@ -84,7 +84,7 @@ func newDB(e engine.Engine, opts Options, dir string) *DB {
 // engine with package engine/pebble and pass it to OpenEngine.
 func Open(dir string, opts Options) (*DB, error) {
 	e, err := pebble.Open(dir, pebble.Options{ReadOnly: opts.ReadOnly, MustExist: opts.MustExist,
-		InMemory: opts.InMemory, Logger: opts.Logger})
+		LockTimeout: opts.LockTimeout, InMemory: opts.InMemory, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"log/slog"
+	"time"
 )
 
 // Options configure Open and OpenEngine. The zero value opens or creates an
@@ -21,6 +22,12 @@ type Options struct {
 	// Logger receives the store's and its engine's log lines (Pebble's Info as
 	// Debug, errors as Error). Default: slog.Default().
 	Logger *slog.Logger
+
+	// LockTimeout is how long Open waits for a store another process holds,
+	// trying again every few milliseconds (the Pebble engine's LockTimeout;
+	// like sqlite's busy timeout). Zero: fail at once with ErrLocked.
+	// OpenEngine ignores it: an engine is opened before it.
+	LockTimeout time.Duration
 
 	// InMemory opens a fresh in-memory store on the default engine (Pebble),
 	// for tests and examples; its data is gone when it is closed.

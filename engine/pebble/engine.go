@@ -78,16 +78,9 @@ func Open(dir string, opts Options) (e *Engine, err error) {
 			return nil, fmt.Errorf("%w: create %s: %v", engine.ErrIO, dir, err)
 		}
 	}
-	var dl *dirLock
-	if onDisk {
-		if dl, err = lockDir(dir); err != nil {
-			return nil, err
-		}
-	}
-	lock, err := pebble.LockDirectory(dir, fsys)
+	dl, lock, err := acquireLocks(dir, fsys, onDisk, opts.ReadOnly, opts.LockTimeout)
 	if err != nil {
-		dl.release()
-		return nil, fmt.Errorf("%w: %s: %v", engine.ErrLocked, dir, err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -151,6 +144,52 @@ func pebbleOptions(opts Options, fsys vfs.FS, lock *pebble.Lock, h *health, fres
 		opts.Tune(popts)
 	}
 	return popts
+}
+
+// lockRetry is how often Open tries again for the store's locks while it
+// waits for them (Options.LockTimeout).
+const lockRetry = 25 * time.Millisecond
+
+// acquireLocks takes the store's two locks (lock.go): the directory lock and
+// Pebble's LOCK file, both shared for a read-only open, so that read-only opens
+// run beside each other but never beside a writer. While another process
+// holds them it tries again until timeout has passed, and then fails with
+// engine.ErrLocked saying how long it waited.
+func acquireLocks(dir string, fsys vfs.FS, onDisk, shared bool, timeout time.Duration) (*dirLock, *pebble.Lock, error) {
+	start := time.Now()
+	for {
+		dl, lock, err := tryLocks(dir, fsys, onDisk, shared)
+		if err == nil || !errors.Is(err, engine.ErrLocked) {
+			return dl, lock, err
+		}
+		if waited := time.Since(start); waited >= timeout {
+			if timeout > 0 {
+				err = fmt.Errorf("%w (waited %s)", err, timeout)
+			}
+			return nil, nil, err
+		}
+		time.Sleep(min(lockRetry, timeout-time.Since(start)+time.Millisecond))
+	}
+}
+
+// tryLocks takes the store's locks once, or fails with engine.ErrLocked.
+func tryLocks(dir string, fsys vfs.FS, onDisk, shared bool) (*dirLock, *pebble.Lock, error) {
+	var dl *dirLock
+	if onDisk {
+		var err error
+		if dl, err = lockDir(dir, shared); err != nil {
+			return nil, nil, err
+		}
+		if shared {
+			fsys = sharedLockFS{fsys}
+		}
+	}
+	lock, err := pebble.LockDirectory(dir, fsys)
+	if err != nil {
+		dl.release()
+		return nil, nil, fmt.Errorf("%w: %s: %v", engine.ErrLocked, dir, err)
+	}
+	return dl, lock, nil
 }
 
 // Name implements engine.Engine.

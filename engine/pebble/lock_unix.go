@@ -5,23 +5,31 @@ package pebble
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bitempo/bitempo/engine"
 )
 
-// dirLock is an exclusive flock(2) on a store's directory (see lock.go).
+// dirLock is a flock(2) on a store's directory (see lock.go): exclusive, or
+// shared for a read-only open.
 type dirLock struct{ f *os.File }
 
 // lockDir takes the directory lock of dir, or fails with engine.ErrLocked.
-func lockDir(dir string) (*dirLock, error) {
+func lockDir(dir string, shared bool) (*dirLock, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", engine.ErrIO, dir, err)
 	}
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		how := syscall.LOCK_EX
+		if shared {
+			how = syscall.LOCK_SH
+		}
+		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
@@ -41,4 +49,24 @@ func (l *dirLock) release() {
 	if l != nil {
 		_ = l.f.Close() // closing the last descriptor releases the flock
 	}
+}
+
+// sharedLockFS is the file system of a read-only open as Pebble locks it: its
+// LOCK file is opened read-only and locked with a shared (read) record lock,
+// which a writer's exclusive lock excludes and other readers share. Pebble's
+// own Lock opens the file for writing, creating it if need be, which a
+// read-only directory refuses.
+type sharedLockFS struct{ vfs.FS }
+
+func (sharedLockFS) Lock(name string) (io.Closer, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	lk := syscall.Flock_t{Type: syscall.F_RDLCK, Whence: io.SeekStart}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }

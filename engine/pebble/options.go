@@ -10,11 +10,19 @@ import (
 
 // Options configure Open. The zero value opens or creates an on-disk store.
 type Options struct {
-	// ReadOnly opens an existing store without writing anything to its
-	// directory.
+	// ReadOnly opens an existing store without creating or changing any file
+	// of its directory, which may be read-only: the store's locks are taken
+	// shared (lock.go), so several read-only opens run at once, but none beside
+	// a read-write one.
 	ReadOnly bool
 	// MustExist fails with engine.ErrNotExist instead of creating a new store.
 	MustExist bool
+	// LockTimeout is how long Open waits for the store while another process
+	// holds it (like sqlite's busy timeout), trying again every few
+	// milliseconds; after it Open fails with engine.ErrLocked, saying how long
+	// it waited. Zero: fail at once. A read-only open waits only for a writer:
+	// read-only opens share the store.
+	LockTimeout time.Duration
 	// Logger receives Pebble's log lines (Info as Debug, errors as Error).
 	// Default: slog.Default().
 	Logger *slog.Logger

@@ -8,18 +8,24 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/bitempo/bitempo/store"
-	"github.com/spf13/cobra"
 )
 
 // app holds what every command shares: the global flags and the process's streams.
 type app struct {
-	db     string
-	quiet  bool
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	db    string
+	quiet bool
+	// readOnly opens the store read-only for every command (--read-only);
+	// wait is how long an open waits for a store another process holds (--wait).
+	readOnly bool
+	wait     time.Duration
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
 	// stdoutTTY and stderrTTY say whether the streams are terminals: the default
 	// output format and the progress bar depend on it. stdinTTY says whether a
 	// command may ask a question (drop).
@@ -55,7 +61,7 @@ func (a *app) run(args []string) (status int) {
 		return exitOK
 	}
 	status = exitStatus(err)
-	msg := message(err, a.db)
+	msg := message(err, a.db, a.wait)
 	if strings.HasPrefix(err.Error(), "unknown command") {
 		msg = unknownCommand(err)
 	}
@@ -104,6 +110,8 @@ cluster; see docs/replication.md.`,
 	root.SetErr(a.stderr)
 	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary lines on stderr")
+	root.PersistentFlags().BoolVar(&a.readOnly, "read-only", false, "open the store read-only: nothing in its directory is created or changed (it may be a read-only directory), other read-only opens may run beside it, and commands that write fail")
+	root.PersistentFlags().DurationVar(&a.wait, "wait", 0, "how long to wait for a store another process holds (e.g. 5s), instead of failing at once")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(
 		a.demoCmd(),

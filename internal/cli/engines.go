@@ -60,10 +60,11 @@ func (a *app) openStore(opts store.Options) (*store.DB, error) {
 // (the Pebble engine's RecoverWAL).
 func (a *app) openStoreRecovering(opts store.Options, recoverWAL bool) (*store.DB, error) {
 	opts.Logger = discardLogger()
+	opts.ReadOnly = opts.ReadOnly || a.readOnly
 	scheme := dbScheme(a.db)
 	if scheme == "" {
 		e, err := pebble.Open(a.db, pebble.Options{ReadOnly: opts.ReadOnly, MustExist: opts.MustExist,
-			Logger: opts.Logger, RecoverWAL: recoverWAL})
+			LockTimeout: a.wait, Logger: opts.Logger, RecoverWAL: recoverWAL})
 		if err != nil {
 			return nil, err
 		}

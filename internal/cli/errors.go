@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -68,18 +69,21 @@ func exitStatus(err error) int {
 // message renders an error as the one line printed on stderr. The four ways a
 // store can fail to open each get their own wording; everything else is the
 // error's text with the library's repeated "bitempo: " prefixes removed.
-func message(err error, dir string) string {
+func message(err error, dir string, wait time.Duration) string {
 	var msg string
 	switch {
 	case errors.Is(err, store.ErrNotExist):
 		msg = fmt.Sprintf("no bitempo store at %s (create one with: bitempo create TABLE --key COL --db %s)", dir, dir)
 	case (errors.Is(err, fs.ErrPermission) && syscall.Access(dir, 5 /* R_OK|X_OK */) != nil) ||
 		(errors.Is(err, store.ErrLocked) && permissionDenied(dir)):
-		msg = fmt.Sprintf("permission denied: cannot open store %s as user %d; bitempo needs read and write access to the store directory and its files, even to read (it takes the store's lock)", dir, os.Getuid())
+		msg = fmt.Sprintf("permission denied: cannot open store %s as user %d; bitempo needs read access to the store directory and its files to read it, and write access to write it", dir, os.Getuid())
 	case errors.Is(err, store.ErrLocked):
 		msg = fmt.Sprintf("store %s is locked by another process", dir)
 		if pid := lockHolder(dir); pid > 0 {
 			msg += fmt.Sprintf(" (pid %d)", pid)
+		}
+		if wait > 0 {
+			msg += fmt.Sprintf("; waited %s for it", wait)
 		}
 		msg += "; close it and try again"
 	case errors.Is(err, store.ErrNotBitempo):

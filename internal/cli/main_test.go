@@ -18,6 +18,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if db := os.Getenv(holdEnv); db != "" {
+		os.Exit(holdUntilStdinCloses(db))
+	}
 	dir, err := os.MkdirTemp("", "bitempo-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
