@@ -88,8 +88,8 @@ func TestTableOutputCapsWidth(t *testing.T) {
 	}
 }
 
-// TestPermissionDenied: a store the user may not open is reported
-// as such, not as locked by another process.
+// TestPermissionDenied: a store its user may read but not write is read, and a
+// write to it is reported as denied permission, not as locked by another process.
 func TestPermissionDenied(t *testing.T) {
 	dir := t.TempDir()
 	ok(t, dir, "create", "t", "--key", "id", "--db", "db")
@@ -136,8 +136,13 @@ func TestPermissionDenied(t *testing.T) {
 	t.Cleanup(func() {
 		_ = filepath.Walk(store, func(p string, _ os.FileInfo, _ error) error { return os.Chmod(p, 0o755) })
 	})
-	r := run("tables", "--db", store)
+	// Reading needs read access only: read commands open the store read-only.
+	if r := run("tables", "--db", store); r.code != 0 || !strings.Contains(r.stdout, "t") {
+		t.Fatalf("reading a store its user cannot write: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// Writing needs write access, and says so.
+	r := run("create", "u", "--key", "id", "--db", store)
 	if r.code != 1 || !strings.Contains(r.stderr, "bitempo: permission denied: cannot open store") || strings.Contains(r.stderr, "locked") {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		t.Fatalf("writing a store its user cannot write: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
