@@ -88,7 +88,7 @@ func Open(dir string, opts Options) (e *Engine, err error) {
 			dl.release()
 		}
 	}()
-	lf, err := watchLockFile(dir, onDisk)
+	lf, err := watchLockFile(dir, onDisk && !opts.ReadOnly) // only commits check it
 	if err != nil {
 		return nil, err
 	}

@@ -55,11 +55,16 @@ func (l *dirLock) release() {
 // LOCK file is opened read-only and locked with a shared (read) record lock,
 // which a writer's exclusive lock excludes and other readers share. Pebble's
 // own Lock opens the file for writing, creating it if need be, which a
-// read-only directory refuses.
+// read-only directory refuses. A store without a LOCK file (a backup: Pebble's
+// checkpoints have none) is not given one; the shared directory lock, which
+// every writer's exclusive one excludes, is its lock then.
 type sharedLockFS struct{ vfs.FS }
 
 func (sharedLockFS) Lock(name string) (io.Closer, error) {
 	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return noLock{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -70,3 +75,8 @@ func (sharedLockFS) Lock(name string) (io.Closer, error) {
 	}
 	return f, nil
 }
+
+// noLock is the record lock of a store that has no LOCK file.
+type noLock struct{}
+
+func (noLock) Close() error { return nil }

@@ -169,3 +169,23 @@ func TestLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A store without a LOCK file (a backup: Pebble's checkpoints have none) opens
+// read-only without one being created.
+func TestReadOnlyOpenWithoutLockFile(t *testing.T) {
+	dir := newStore(t)
+	if err := os.Remove(filepath.Join(dir, "LOCK")); err != nil {
+		t.Fatal(err)
+	}
+	before := dirState(t, dir)
+	db, err := store.Open(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open of a store without LOCK: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := dirState(t, dir); after != before {
+		t.Fatalf("the read-only open changed the directory:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
