@@ -22,7 +22,7 @@
 //     PageSize keys per range request), forwards and backwards, and seek inside
 //     the page they hold without a request.
 //   - A commit is one etcd transaction. Each process writes under a write lock
-//     held through an etcd lease (Session TTL; the lock is lost when the
+//     held through an etcd lease (the TTL of its concurrency.Session: the lock is lost when the
 //     process stops renewing it), and the transaction compares both that the
 //     lock is still this process's and that the store's generation key is as
 //     this process last saw it: a process that lost its lock, or that missed
