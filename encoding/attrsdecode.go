@@ -15,7 +15,8 @@ import (
 // dispatch per value). It accepts exactly the canonical scalar forms that
 // AppendAttrs writes, plus the other integer and string widths (never float32, which
 // AppendAttrs does not write) and the three forms of msgpack's timestamp extension
-// (a time at microsecond precision within [MinTime, MaxTime]), and checks every
+// (a time at microsecond precision within [MinTime, MaxTime]) and the decimal
+// extension (decimal.go), and checks every
 // length against the bytes present before slicing.
 
 // parseAttrs decodes a msgpack map of scalars from the front of b.
@@ -165,6 +166,8 @@ func parseScalar(b []byte) (any, []byte, error) {
 			return nil, nil, err
 		}
 		return append([]byte{}, p...), rest, nil // a fresh, non-nil slice: empty bytes are not null
+	case c == 0xc7 && len(b) > 2 && b[2] == decimalExt:
+		return parseDecimal(b)
 	case c == 0xd6, c == 0xd7, c == 0xc7:
 		return parseTime(b)
 	}
@@ -226,6 +229,7 @@ const (
 	KindString
 	KindBytes
 	KindTime
+	KindDecimal // Int holds the coefficient, Scale the scale
 )
 
 // Value is one attribute value as WalkAttrs reports it, without boxing: Kind
@@ -239,6 +243,7 @@ type Value struct {
 	Float float64
 	Bytes []byte
 	Time  time.Time
+	Scale uint8
 }
 
 // Any returns v as a canonical attribute value (what DecodeAttrs would hold).
@@ -258,6 +263,8 @@ func (v *Value) Any() any {
 		return append([]byte{}, v.Bytes...)
 	case KindTime:
 		return v.Time
+	case KindDecimal:
+		return Decimal{coef: v.Int, scale: v.Scale}
 	}
 	return nil
 }
@@ -343,6 +350,13 @@ func scanValue(b []byte, v *Value) ([]byte, error) {
 		p, rest, err := lengthPrefixed(b, 1<<(c-0xc4))
 		v.Kind, v.Bytes = KindBytes, p
 		return rest, err
+	case c == 0xc7 && len(b) > 2 && b[2] == decimalExt:
+		d, rest, err := parseDecimal(b)
+		if err != nil {
+			return nil, err
+		}
+		v.Kind, v.Int, v.Scale = KindDecimal, d.coef, d.scale
+		return rest, nil
 	case c == 0xd6, c == 0xd7, c == 0xc7:
 		t, rest, err := parseTime(b)
 		if err != nil {

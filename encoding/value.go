@@ -19,8 +19,8 @@ const (
 )
 
 // Attrs is a record of named attribute values. A value is nil (null), bool, int64,
-// uint64 (only above math.MaxInt64), float64, string, []byte or time.Time (UTC, at
-// microsecond precision, between MinTime and MaxTime). Encoders also accept the
+// uint64 (only above math.MaxInt64), float64, string, []byte, time.Time (UTC, at
+// microsecond precision, between MinTime and MaxTime) or Decimal. Encoders also accept the
 // other Go integer and float widths and store them as int64 / float64, and any
 // time.Time in that range, stored as its instant truncated to the microsecond, so
 // a decoded record holds only the canonical types.
@@ -52,7 +52,7 @@ func (a Attrs) Names() []string {
 // wrapping ErrUnsupportedType.
 func Canonical(v any) (any, error) {
 	switch x := v.(type) {
-	case nil, bool, int64, float64, string:
+	case nil, bool, int64, float64, string, Decimal:
 		return v, nil
 	case []byte:
 		return bytes.Clone(x), nil
@@ -169,6 +169,10 @@ func encodeScalar(enc *msgpack.Encoder, v any) error {
 		// msgpack's timestamp extension (type -1) in its smallest form: 4 bytes
 		// (whole seconds in [0, 2^32)), 8 bytes (seconds in [0, 2^34)) or 12.
 		return enc.EncodeTime(x)
+	case Decimal:
+		var buf [12]byte
+		_, err := enc.Writer().Write(appendDecimal(buf[:0], x))
+		return err
 	case []byte:
 		if x == nil {
 			// msgpack writes a nil slice as nil; an empty bytes value is not a null.
@@ -243,6 +247,9 @@ func canonicalEqual(x, y any) (same, canonical bool) {
 	case []byte:
 		yv, ok := y.([]byte)
 		return ok && bytes.Equal(xv, yv), ok || isCanonical(y)
+	case Decimal:
+		yv, ok := y.(Decimal)
+		return ok && xv == yv, ok || isCanonical(y)
 	case time.Time:
 		yv, ok := y.(time.Time)
 		if !inTimeRange(xv) || (ok && !inTimeRange(yv)) {
@@ -261,7 +268,7 @@ func inTimeRange(t time.Time) bool {
 
 func isCanonical(v any) bool {
 	switch x := v.(type) {
-	case nil, bool, int64, float64, string, []byte:
+	case nil, bool, int64, float64, string, []byte, Decimal:
 		return true
 	case uint64:
 		return x > math.MaxInt64

@@ -55,6 +55,16 @@
 //	    of names, and tools print columns in this order. A name is written by
 //	    the commit that first stores a record using it, and ordinals are never
 //	    reused; a gap or a repeated name is corruption. See attrnames.go.
+//	0x05 types   | tid | ordinal (4 bytes BE)       -> column type (3 bytes)
+//	    The type each attribute established: written by the commit that first
+//	    stores a non-null value of the attribute (its declared type, for a
+//	    declared column), never changed. Loads read a file's cells by it, so a
+//	    column cannot drift to another type (store/schema.go).
+//	0x06 schemas | tid | asc(tx)                    -> msgpack {columns, strict}
+//	    The table's column declaration from transaction time tx on: tx 0 for
+//	    the one CreateTable wrote, the commit's time for each change (an added
+//	    column, a widened type). A read at transaction time T reports the entry
+//	    with the greatest tx <= T.
 //	0x10 current | tid | tuple | desc(valid_from)    -> record value
 //	    The current-state index: every record with tx_to = +∞. Versions of a key are
 //	    adjacent and newest first, so "the version of K in effect at V, as of now" is

@@ -20,6 +20,8 @@ const (
 	Catalog     byte = 0x02
 	SKCounter   byte = 0x03
 	AttrNames   byte = 0x04
+	AttrTypes   byte = 0x05
+	Schemas     byte = 0x06
 	Current     byte = 0x10
 	History     byte = 0x11
 	SKIndex     byte = 0x12
@@ -87,6 +89,8 @@ var keyspaces = []keyspace{
 	{Catalog, "catalog", false, splitNone},
 	{SKCounter, "sk-counter", true, splitNone},
 	{AttrNames, "attr-names", true, splitNone},
+	{AttrTypes, "attr-types", true, splitNone},
+	{Schemas, "schemas", true, splitNone},
 	{Current, "current", true, splitFirstComponent},
 	{History, "history", true, splitFirstComponent},
 	{SKIndex, "sk-index", true, splitSK},
@@ -497,6 +501,36 @@ func DecodeAttrNameKey(b []byte) (uint32, error) {
 	}
 	ord, _, _ := encoding.DecodeUint32(b)
 	return ord, nil
+}
+
+// AttrTypeKey returns 0x05 | tid | ordinal: the type an attribute of the table
+// established when a write first stored a non-null value of it.
+func AttrTypeKey(tid uint32, ordinal uint32) []byte {
+	return encoding.AppendUint32(AppendTablePrefix(nil, AttrTypes, tid), ordinal)
+}
+
+// DecodeAttrTypeKey parses the part of an attribute-type key after 0x05 | tid.
+func DecodeAttrTypeKey(b []byte) (uint32, error) {
+	if len(b) != OrdinalLen {
+		return 0, fmt.Errorf("%w: attribute-type key of %d bytes after the table id", engine.ErrCorrupt, len(b))
+	}
+	ord, _, _ := encoding.DecodeUint32(b)
+	return ord, nil
+}
+
+// SchemaKey returns 0x06 | tid | asc(tx): the table's column declaration in
+// effect from transaction time tx (0 for the one it was created with).
+func SchemaKey(tid uint32, tx int64) []byte {
+	return encoding.AppendTimeAsc(AppendTablePrefix(nil, Schemas, tid), tx)
+}
+
+// DecodeSchemaKey parses the part of a schema key after 0x06 | tid.
+func DecodeSchemaKey(b []byte) (int64, error) {
+	if len(b) != TimeLen {
+		return 0, fmt.Errorf("%w: schema key of %d bytes after the table id", engine.ErrCorrupt, len(b))
+	}
+	tx, _, err := encoding.DecodeTimeAsc(b)
+	return tx, err
 }
 
 // ErasedSKCodec is the codec of the erased surrogate keys (0x40):

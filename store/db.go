@@ -48,9 +48,10 @@ type DB struct {
 	tables   map[string]*Table
 	byID     map[uint32]*Table
 	nextSK   map[uint32]uint64
-	attrOrd  map[uint32]map[string]uint32 // the ordinal of each attribute name
-	attrList map[uint32][]string          // the attribute names by ordinal
-	recovery *engine.Recovery             // what the engine's open dropped
+	attrOrd  map[uint32]map[string]uint32     // the ordinal of each attribute name
+	attrList map[uint32][]string              // the attribute names by ordinal
+	attrType map[uint32]map[string]ColumnType // each attribute's established type (attrtypes.go)
+	recovery *engine.Recovery                 // what the engine's open dropped
 	// eraseSecret keys the hashes of erased keys (erase.go); nil until the
 	// store has one.
 	eraseSecret []byte
@@ -74,7 +75,7 @@ func newDB(e engine.Engine, opts Options, dir string) *DB {
 	return &DB{
 		engine: e, opts: opts, dir: dir,
 		tables: map[string]*Table{}, byID: map[uint32]*Table{}, nextSK: map[uint32]uint64{},
-		attrOrd: map[uint32]map[string]uint32{}, attrList: map[uint32][]string{},
+		attrOrd: map[uint32]map[string]uint32{}, attrList: map[uint32][]string{}, attrType: map[uint32]map[string]ColumnType{},
 	}
 }
 
@@ -266,6 +267,9 @@ func (db *DB) loadCatalog(v engine.View) error {
 		if err := db.loadAttrNames(v, t.ID); err != nil {
 			return err
 		}
+		if db.attrType[t.ID], err = readAttrTypes(v, t.ID, db.attrList[t.ID]); err != nil {
+			return err
+		}
 	}
 	return it.Error()
 }
@@ -423,6 +427,11 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 		{Key: layout.CatalogKey(def.Name), Value: value},
 		{Key: layout.MetaNextTable, Value: mustMarshal(id + 1)},
 	}
+	decl, err := schemaWrite(&def, id)
+	if err != nil {
+		return nil, fmt.Errorf("bitempo: encode the declaration of %q: %w", def.Name, err)
+	}
+	writes = append(writes, decl...)
 	if err := db.commit(writes, !db.opts.NoSync); err != nil {
 		return nil, fmt.Errorf("bitempo: create table %q: %w", def.Name, err)
 	}
@@ -430,6 +439,7 @@ func (db *DB) CreateTable(def TableDef) (*Table, error) {
 	t := newTable(def, id)
 	db.tables[t.Name], db.byID[id], db.nextSK[id] = t, t, 1
 	db.attrOrd[id] = map[string]uint32{}
+	db.attrType[id] = map[string]ColumnType{}
 	return t, nil
 }
 

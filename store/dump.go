@@ -168,6 +168,20 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 		e.addKey("ordinal", FieldPlain, ord)
 		e.addValue("name", FieldPlain, string(e.RawKV.Value))
 		return err
+	case layout.AttrTypes:
+		ord, err := layout.DecodeAttrTypeKey(b)
+		e.addKey("ordinal", FieldPlain, ord)
+		typ, terr := decodeColumnType(e.RawKV.Value)
+		e.addValue("type", FieldPlain, typ.String())
+		return errors.Join(err, terr)
+	case layout.Schemas:
+		tx, err := layout.DecodeSchemaKey(b)
+		e.addKey("tx", FieldTxTime, tx)
+		var d Declaration
+		derr := encoding.UnmarshalBounded(e.RawKV.Value, &d)
+		e.addValue("columns", FieldPlain, FormatColumns(d.Columns))
+		e.addValue("strict", FieldPlain, d.Strict)
+		return errors.Join(err, derr)
 	case layout.Batches:
 		e.addKey("batch", FieldPlain, string(b))
 		tx, err := decodeBatchValue(e.RawKV.Value)

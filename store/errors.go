@@ -35,6 +35,11 @@ var (
 	ErrTableExists = errors.New("bitempo: table already exists")
 	// ErrInvalidTable: a table definition that cannot be created.
 	ErrInvalidTable = errors.New("bitempo: invalid table definition")
+	// ErrSchema: a value that does not fit its column's declared type, a null
+	// in a column that is not nullable, or an undeclared attribute of a strict
+	// table (the error is a *SchemaError naming table, column, type and value);
+	// nothing of the transaction is written.
+	ErrSchema = errors.New("bitempo: value does not fit the table's schema")
 	// ErrKeyShape: a key whose component count or types do not match the table's schema.
 	ErrKeyShape = errors.New("bitempo: key does not match the table's key schema")
 	// ErrInvalidPeriod: an interval with from >= to.

@@ -102,10 +102,11 @@ func (db *DB) reloadLocked(v engine.View) error {
 		nextSK      map[uint32]uint64
 		attrOrd     map[uint32]map[string]uint32
 		attrList    map[uint32][]string
+		attrType    map[uint32]map[string]ColumnType
 		eraseSecret []byte
-	}{db.lastTx, db.nextTbl, db.tables, db.byID, db.nextSK, db.attrOrd, db.attrList, db.eraseSecret}
+	}{db.lastTx, db.nextTbl, db.tables, db.byID, db.nextSK, db.attrOrd, db.attrList, db.attrType, db.eraseSecret}
 	db.tables, db.byID, db.nextSK = map[string]*Table{}, map[uint32]*Table{}, map[uint32]uint64{}
-	db.attrOrd, db.attrList = map[uint32]map[string]uint32{}, map[uint32][]string{}
+	db.attrOrd, db.attrList, db.attrType = map[uint32]map[string]uint32{}, map[uint32][]string{}, map[uint32]map[string]ColumnType{}
 	err := getMeta(v, layout.MetaLastTx, &db.lastTx)
 	if err == nil {
 		err = getMeta(v, layout.MetaNextTable, &db.nextTbl)
@@ -118,11 +119,11 @@ func (db *DB) reloadLocked(v engine.View) error {
 	}
 	if err != nil {
 		db.lastTx, db.nextTbl, db.tables, db.byID = saved.lastTx, saved.nextTbl, saved.tables, saved.byID
-		db.nextSK, db.attrOrd, db.attrList, db.eraseSecret = saved.nextSK, saved.attrOrd, saved.attrList, saved.eraseSecret
+		db.nextSK, db.attrOrd, db.attrList, db.attrType, db.eraseSecret = saved.nextSK, saved.attrOrd, saved.attrList, saved.attrType, saved.eraseSecret
 		return err
 	}
 	for id, t := range db.byID {
-		if o, ok := old[id]; ok && o.Name == t.Name {
+		if o, ok := old[id]; ok && o.Name == t.Name && sameDeclaration(o, t) {
 			db.byID[id], db.tables[t.Name] = o, o
 		}
 	}

@@ -160,6 +160,12 @@ type TableDef struct {
 	// that, and reads at a transaction time before what it dropped then fail
 	// with ErrBeforeHorizon (vacuum.go). Valid-time history is never dropped.
 	RetainTx int64 `msgpack:"retain_tx,omitempty"`
+	// Columns declares attributes with a type and nullability; every write
+	// path holds the versions it asserts to them (schema.go). Attributes not
+	// declared stay allowed unless Strict is set. Empty: nothing is declared.
+	Columns []Column `msgpack:"columns,omitempty"`
+	// Strict refuses attributes that Columns does not declare.
+	Strict bool `msgpack:"strict,omitempty"`
 }
 
 // Table is a table of the catalog: its definition plus the id that prefixes its keys.
@@ -169,6 +175,8 @@ type Table struct {
 
 	tracked map[string]bool // nil when every attribute is tracked (minus TrackExcept)
 	except  map[string]bool
+	// colIndex maps each declared column's name to its index in Columns.
+	colIndex map[string]int
 	// rawAttrs: reads through this table leave attributes encoded (WithRawAttrs).
 	rawAttrs bool
 	// proj: reads through this table decode only these attributes (Project).
@@ -224,11 +232,14 @@ func (d *TableDef) validate() error {
 	if d.Granularity < 0 || d.Lateness < 0 || d.RetainTx < 0 {
 		return bad("granularity, lateness and retention must not be negative")
 	}
+	if err := d.validateColumns(); err != nil {
+		return bad("%v", err)
+	}
 	return nil
 }
 
 func newTable(def TableDef, id uint32) *Table {
-	t := &Table{TableDef: def, ID: id, views: &viewCache{}}
+	t := &Table{TableDef: def, ID: id, views: &viewCache{}, colIndex: columnIndex(def.Columns)}
 	if len(def.Track) > 0 {
 		t.tracked = map[string]bool{}
 		for _, n := range def.Track {
@@ -403,6 +414,7 @@ func cloneDef(d TableDef) TableDef {
 	d.Track = slices.Clone(d.Track)
 	d.TrackExcept = slices.Clone(d.TrackExcept)
 	d.GroupBy = slices.Clone(d.GroupBy)
+	d.Columns = slices.Clone(d.Columns)
 	if d.Compare != nil {
 		c := make(map[string]CompareOptions, len(d.Compare))
 		for k, v := range d.Compare {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/bitempo/bitempo/internal/sealed"
 
@@ -35,7 +36,12 @@ type Writer struct {
 	// entry, and with the same attributes, no second copy of them.
 	retired  map[skRef]retiredRecord
 	newAttrs map[uint32][]string
-	bulk     *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
+	// newTypes holds the attribute types this transaction establishes
+	// (attrtypes.go); redeclared the tables whose declaration it changes
+	// (declare.go), published at commit.
+	newTypes   map[uint32]map[string]ColumnType
+	redeclared map[uint32]*Table
+	bulk       *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
 	// newSecret is the erase secret this commit creates (erase.go); purge the
 	// key ranges its erasures emptied (purge.go).
 	newSecret []byte
@@ -61,7 +67,7 @@ func (db *DB) BeginWrite(sealed.Key) (*Writer, error) {
 	db.mu.RLock()
 	nextSK := maps.Clone(db.nextSK)
 	db.mu.RUnlock()
-	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, newAttrs: map[uint32][]string{}}, nil
+	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, newAttrs: map[uint32][]string{}, newTypes: map[uint32]map[string]ColumnType{}}, nil
 }
 
 // Snapshot returns the view the transaction reads committed state from: it holds
@@ -118,9 +124,24 @@ func (w *Writer) Retire(t *Table, v Version) error {
 
 // Assert makes v a current record as of this commit. v.Attrs must be encodable;
 // callers validate them before any write so that errors leave nothing behind.
+//
+// A version of a table that declares columns must fit the declaration in
+// effect for this transaction (Table.Conform, with every column that is not
+// nullable present); its values are converted where that is exact, and a
+// misfit is a *SchemaError. Callers conform their input first, so that change
+// detection compares converted values.
 func (w *Writer) Assert(t *Table, v Version) error {
 	v.TxFrom, v.TxTo = w.Tx(), Infinity
+	if nt, ok := w.redeclared[t.ID]; ok {
+		t = nt
+	}
+	attrs, err := t.conformVersion(v.Attrs)
+	if err != nil {
+		return err
+	}
+	v.Attrs = attrs
 	w.noteAttrs(t, v.Attrs)
+	noteTypes(t, v.Attrs, w.db.attrType[t.ID], w.newTypes)
 	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
@@ -223,6 +244,15 @@ func (w *Writer) Commit() error {
 			writes = append(writes, engine.Write{Key: layout.AttrNameKey(tid, base+uint32(i)), Value: []byte(name)})
 		}
 	}
+	for tid, types := range w.newTypes {
+		for name, typ := range types {
+			ord, ok := w.db.attrOrd[tid][name]
+			if !ok {
+				ord = uint32(len(w.db.attrList[tid]) + slices.Index(w.newAttrs[tid], name))
+			}
+			writes = append(writes, engine.Write{Key: layout.AttrTypeKey(tid, ord), Value: appendColumnType(nil, typ)})
+		}
+	}
 	w.db.mu.RUnlock()
 	if w.newSecret != nil {
 		writes = append(writes, engine.Write{Key: layout.MetaEraseSecret, Value: mustMarshal(w.newSecret)})
@@ -249,6 +279,15 @@ func (w *Writer) Commit() error {
 			w.db.attrOrd[tid][name] = uint32(len(w.db.attrList[tid]))
 			w.db.attrList[tid] = append(w.db.attrList[tid], name)
 		}
+	}
+	for tid, types := range w.newTypes {
+		if w.db.attrType[tid] == nil {
+			w.db.attrType[tid] = map[string]ColumnType{}
+		}
+		maps.Copy(w.db.attrType[tid], types)
+	}
+	for id, t := range w.redeclared {
+		w.db.tables[t.Name], w.db.byID[id] = t, t
 	}
 	w.db.mu.Unlock()
 	return nil

@@ -168,7 +168,7 @@ func (tx *Tx) table(name string, k store.Kind) (*store.Table, error) {
 	if tx.done {
 		return nil, ErrFinished
 	}
-	t, err := tx.db.Table(name)
+	t, err := tx.w.Table(name)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +205,9 @@ func (tx *Tx) state(t *store.Table, key store.Key) (*keyState, error) {
 	return ks, nil
 }
 
-// checkAttrs canonicalises attrs (so in-memory values equal what a read decodes)
-// and rejects what cannot be stored, before anything is changed.
+// checkAttrs canonicalises attrs (so in-memory values equal what a read decodes),
+// converts them to the table's declared column types (store.Table.Conform), and
+// rejects what cannot be stored, before anything is changed.
 func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 	out := make(store.Attrs, len(attrs))
 	for name, v := range attrs {
@@ -220,6 +221,10 @@ func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 			return nil, &AttrError{t.Name, name, err}
 		}
 		out[name] = c
+	}
+	out, err := t.Conform(out)
+	if err != nil {
+		return nil, err // a *store.SchemaError, naming table and column
 	}
 	enc, err := encoding.AppendAttrs(nil, out)
 	if err != nil {

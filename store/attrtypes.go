@@ -1,0 +1,102 @@
+package store
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
+)
+
+// This file owns the established type of each attribute (keyspace 0x05):
+//
+//	0x05 | tid | ordinal (4 bytes BE) -> kind, precision, scale (3 bytes)
+//
+// An attribute establishes a type with the first non-null value a commit
+// stores of it: its declared type when the table declares the column, else
+// the type of that value (ValueType). The entry is written by that commit,
+// beside the attribute's name when the name is new too, and never changes: it
+// is what a later file's cells are read as (schema.go).
+
+// readAttrTypes reads the established types of table tid from view v, naming
+// them by the table's attribute names list.
+func readAttrTypes(v engine.View, tid uint32, names []string) (map[string]ColumnType, error) {
+	prefix := layout.AppendTablePrefix(nil, layout.AttrTypes, tid)
+	it, err := v.NewIter(prefix, encoding.PrefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	types := map[string]ColumnType{}
+	for ok := it.First(); ok; ok = it.Next() {
+		ord, err := layout.DecodeAttrTypeKey(it.Key()[len(prefix):])
+		if err != nil {
+			return nil, err
+		}
+		typ, err := decodeColumnType(it.Value())
+		if err != nil || int(ord) >= len(names) {
+			return nil, fmt.Errorf("%w: attribute type %x at ordinal %d of table id %d (%d names): %v", ErrCorrupt, it.Value(), ord, tid, len(names), err)
+		}
+		types[names[ord]] = typ
+	}
+	return types, it.Error()
+}
+
+// appendColumnType appends the 3-byte stored form of t.
+func appendColumnType(dst []byte, t ColumnType) []byte {
+	return append(dst, byte(t.Kind), t.Precision, t.Scale)
+}
+
+func decodeColumnType(b []byte) (ColumnType, error) {
+	if len(b) != 3 {
+		return ColumnType{}, fmt.Errorf("%d bytes, want 3", len(b))
+	}
+	t := ColumnType{Kind: TypeKind(b[0]), Precision: b[1], Scale: b[2]}
+	return t, t.validate()
+}
+
+// AttrType returns the type attribute name of table t established (its
+// declared type, or that of the first non-null value stored). ok is false for
+// an attribute that has never held a non-null value.
+func (db *DB) AttrType(t *Table, name string) (ColumnType, bool) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	typ, ok := db.attrType[t.ID][name]
+	return typ, ok
+}
+
+// AttrTypes returns every established attribute type of table t, by name.
+func (db *DB) AttrTypes(t *Table) map[string]ColumnType {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return maps.Clone(db.attrType[t.ID])
+}
+
+// noteTypes records the types attrs establish for table t's attributes that
+// have none yet (the Writer's db.mu-free view: only commits change attrType,
+// under the writer lock).
+func noteTypes(t *Table, attrs Attrs, known map[string]ColumnType, added map[uint32]map[string]ColumnType) {
+	for name, v := range attrs {
+		if v == nil {
+			continue
+		}
+		if _, ok := known[name]; ok {
+			continue
+		}
+		if _, ok := added[t.ID][name]; ok {
+			continue
+		}
+		typ, ok := ValueType(v)
+		if col, declared := t.Column(name); declared {
+			typ, ok = col.Type, true
+		}
+		if !ok {
+			continue
+		}
+		if added[t.ID] == nil {
+			added[t.ID] = map[string]ColumnType{}
+		}
+		added[t.ID][name] = typ
+	}
+}
