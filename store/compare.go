@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bitempo/bitempo/encoding"
 )
 
 // trackedEqual reports whether a and b agree on every tracked attribute of t,
@@ -69,7 +71,7 @@ func stringsEqual(x, y string, opt CompareOptions) bool {
 	return x == y
 }
 
-// numbersEqual compares two numbers by exact value: integers as they are, a
+// numbersEqual compares two numbers by exact value: integers and decimals as they are, a
 // float as the decimal its shortest representation reads (as PostgreSQL and
 // Spark convert a float to NUMERIC). With opt.Round both are rounded to
 // opt.Scale decimals, half away from zero (SQL ROUND), first.
@@ -83,6 +85,10 @@ func numbersEqual(x, y any, opt CompareOptions) bool {
 		case float64:
 			if yv, ok := y.(float64); ok {
 				return xv == yv || (math.IsNaN(xv) && math.IsNaN(yv))
+			}
+		case encoding.Decimal:
+			if yv, ok := y.(encoding.Decimal); ok {
+				return xv.Cmp(yv) == 0
 			}
 		}
 	}
@@ -110,6 +116,8 @@ func exact(v any) (*big.Rat, bool) {
 		return new(big.Rat).SetInt64(n), true
 	case uint64:
 		return new(big.Rat).SetUint64(n), true
+	case encoding.Decimal:
+		return new(big.Rat).SetFrac(big.NewInt(n.Coef()), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n.Scale())), nil)), true
 	case float64:
 		if math.IsNaN(n) || math.IsInf(n, 0) {
 			return nil, true
