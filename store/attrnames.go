@@ -62,22 +62,11 @@ func (db *DB) loadAttrNames(v engine.View, tid uint32) error {
 	return nil
 }
 
-// noteAttrs gives the names of attrs that table t has not seen an ordinal of
-// this transaction's: after the table's known names, in sorted order.
-func (w *Writer) noteAttrs(t *Table, attrs Attrs) {
-	ords := w.db.attrOrd[t.ID] // stable: only commits change it, under the writer lock
-	for _, name := range attrs.Names() {
-		if _, ok := ords[name]; !ok && !slices.Contains(w.newAttrs[t.ID], name) {
-			w.newAttrs[t.ID] = append(w.newAttrs[t.ID], name)
-		}
-	}
-}
-
 // encodeRecord encodes record v of table t with its attributes by ordinal; every
-// name must have one (noteAttrs). A retired record leaves its tx_from to its
+// name must have one (newAttrs.note). A retired record leaves its tx_from to its
 // history key.
 func (w *Writer) encodeRecord(t *Table, v *Version) ([]byte, error) {
-	return encodeRecordOrdinals(v, w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.newAttrs[t.ID])
+	return encodeRecordOrdinals(v, w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.attrs.names[t.ID])
 }
 
 // encodeRecordOrdinals encodes record v with its attributes by ordinal: ords

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/engine"
@@ -99,4 +100,76 @@ func noteTypes(t *Table, attrs Attrs, known map[string]ColumnType, added map[uin
 		}
 		added[t.ID][name] = typ
 	}
+}
+
+// newAttrs is what one commit adds to the attribute tables of the store: new
+// names by table (numbered after the committed ones, in this order) and the
+// types attributes establish. The Writer and the Importer both keep one.
+type newAttrs struct {
+	names map[uint32][]string
+	types map[uint32]map[string]ColumnType
+}
+
+func makeNewAttrs() newAttrs {
+	return newAttrs{names: map[uint32][]string{}, types: map[uint32]map[string]ColumnType{}}
+}
+
+// note records the names attrs of table t uses that have no ordinal yet, and
+// the types they establish. Called under the writer lock, which is what keeps
+// db.attrOrd and db.attrType stable without db.mu.
+func (n newAttrs) note(db *DB, t *Table, attrs Attrs) {
+	n.addNames(db, t, attrs.Names())
+	noteTypes(t, attrs, db.attrType[t.ID], n.types)
+}
+
+// addNames numbers the names table t has no ordinal of yet, in the order given,
+// after the table's known names.
+func (n newAttrs) addNames(db *DB, t *Table, names []string) {
+	ords := db.attrOrd[t.ID]
+	for _, name := range names {
+		if _, ok := ords[name]; !ok && !slices.Contains(n.names[t.ID], name) {
+			n.names[t.ID] = append(n.names[t.ID], name)
+		}
+	}
+}
+
+// writes returns the engine writes that persist n. The caller holds db.mu for
+// reading.
+func (n newAttrs) writes(db *DB) []engine.Write {
+	var out []engine.Write
+	for tid, names := range n.names {
+		base := uint32(len(db.attrList[tid]))
+		for i, name := range names {
+			out = append(out, engine.Write{Key: layout.AttrNameKey(tid, base+uint32(i)), Value: []byte(name)})
+		}
+	}
+	for tid, types := range n.types {
+		for name, typ := range types {
+			ord, ok := db.attrOrd[tid][name]
+			if !ok {
+				ord = uint32(len(db.attrList[tid]) + slices.Index(n.names[tid], name))
+			}
+			out = append(out, engine.Write{Key: layout.AttrTypeKey(tid, ord), Value: appendColumnType(nil, typ)})
+		}
+	}
+	return out
+}
+
+// publish makes n part of the DB's in-memory tables after its commit, and
+// empties n. The caller holds db.mu for writing.
+func (n newAttrs) publish(db *DB) {
+	for tid, names := range n.names {
+		for _, name := range names {
+			db.attrOrd[tid][name] = uint32(len(db.attrList[tid]))
+			db.attrList[tid] = append(db.attrList[tid], name)
+		}
+	}
+	for tid, types := range n.types {
+		if db.attrType[tid] == nil {
+			db.attrType[tid] = map[string]ColumnType{}
+		}
+		maps.Copy(db.attrType[tid], types)
+	}
+	clear(n.names)
+	clear(n.types)
 }

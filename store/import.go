@@ -51,7 +51,10 @@ type Importer struct {
 	checked  map[uint32]bool
 	nextSK   map[uint32]uint64
 	ordinals map[txOrdinal]uint32
-	newAttrs map[uint32][]string
+	attrs    newAttrs // names and types first used by the import (attrtypes.go)
+	// decls holds each table's declarations, oldest first, and the tables
+	// that hold their records to them (Declarations, checkDeclared).
+	decls map[uint32][]declared
 	key      *importKey        // the records of the key being imported
 	lastKey  map[uint32][]byte // per table, the tuple of the last key finished
 	done     bool
@@ -88,7 +91,7 @@ func (db *DB) BeginImport() (*Importer, error) {
 		return nil, ErrClosed
 	}
 	return &Importer{db: db, lastTx: lastTx, checked: map[uint32]bool{}, nextSK: map[uint32]uint64{},
-		ordinals: map[txOrdinal]uint32{}, newAttrs: map[uint32][]string{}, lastKey: map[uint32][]byte{}}, nil
+		ordinals: map[txOrdinal]uint32{}, attrs: makeNewAttrs(), decls: map[uint32][]declared{}, lastKey: map[uint32][]byte{}}, nil
 }
 
 func importErr(t *Table, format string, args ...any) error {
@@ -158,6 +161,9 @@ func (im *Importer) Record(t *Table, key Key, validFrom, validTo, txFrom, txTo i
 	if err := t.CheckGroupAttrs(attrs); err != nil {
 		return err
 	}
+	if err := im.checkDeclared(t, txFrom, attrs); err != nil {
+		return err
+	}
 	if im.key == nil || im.key.t.ID != t.ID || !bytes.Equal(im.key.tuple, tuple) {
 		if err := im.finishKey(); err != nil {
 			return err
@@ -170,7 +176,7 @@ func (im *Importer) Record(t *Table, key Key, validFrom, validTo, txFrom, txTo i
 	v := t.NewVersion(key, tuple, validFrom, validTo, sk, attrs)
 	v.TxFrom, v.TxTo, v.Inferred = txFrom, txTo, inferred
 	im.key.records = append(im.key.records, v)
-	im.noteAttrs(t, attrs)
+	im.attrs.note(im.db, t, attrs)
 	im.lastTx = max(im.lastTx, txFrom)
 	if txTo != Infinity {
 		im.lastTx = max(im.lastTx, txTo)
@@ -204,7 +210,7 @@ func (im *Importer) finishKey() error {
 	values := make([][]byte, len(k.records))
 	for i := range k.records {
 		var err error
-		if values[i], err = encodeRecordOrdinals(&k.records[i], ords, base, im.newAttrs[tid]); err != nil {
+		if values[i], err = encodeRecordOrdinals(&k.records[i], ords, base, im.attrs.names[tid]); err != nil {
 			return importErr(t, "key %s: %v", k.records[i].Key, err)
 		}
 	}
@@ -280,15 +286,6 @@ func importShared(records []Version, values [][]byte, i int) ([]byte, error) {
 	return encoding.AppendRecordSharedAt(nil, r.recordValue(), r.ValidFrom)
 }
 
-func (im *Importer) noteAttrs(t *Table, attrs Attrs) {
-	ords := im.db.attrOrd[t.ID] // stable: only commits change it, under the writer lock
-	for _, name := range attrs.Names() {
-		if _, ok := ords[name]; !ok && !slices.Contains(im.newAttrs[t.ID], name) {
-			im.newAttrs[t.ID] = append(im.newAttrs[t.ID], name)
-		}
-	}
-}
-
 // Event imports one event of changes table t's log.
 func (im *Importer) Event(t *Table, key Key, e LogEvent) error {
 	if err := checkChanges(t); err != nil {
@@ -303,7 +300,7 @@ func (im *Importer) Event(t *Table, key Key, e LogEvent) error {
 		return importErr(t, "key %s: %v", key, err)
 	}
 	im.pending = append(im.pending, engine.Write{Key: layout.EventKeys.Key(nil, t.ID, tuple, e.At, e.Seq), Value: value})
-	im.noteAttrs(t, e.Attrs)
+	im.attrs.note(im.db, t, e.Attrs)
 	return im.maybeFlush()
 }
 
@@ -382,12 +379,7 @@ func (im *Importer) flush() error {
 			writes = append(writes, engine.Write{Key: layout.SKCounterKey(tid), Value: encoding.AppendUint64(nil, next)})
 		}
 	}
-	for tid, names := range im.newAttrs {
-		base := uint32(len(im.db.attrList[tid]))
-		for i, name := range names {
-			writes = append(writes, engine.Write{Key: layout.AttrNameKey(tid, base+uint32(i)), Value: []byte(name)})
-		}
-	}
+	writes = append(writes, im.attrs.writes(im.db)...)
 	im.db.mu.RUnlock()
 	if err := im.db.commit(writes, !im.db.opts.NoSync); err != nil {
 		return fmt.Errorf("bitempo: import: %w", err)
@@ -398,14 +390,8 @@ func (im *Importer) flush() error {
 	for tid, next := range im.nextSK {
 		im.db.nextSK[tid] = next
 	}
-	for tid, names := range im.newAttrs {
-		for _, name := range names {
-			im.db.attrOrd[tid][name] = uint32(len(im.db.attrList[tid]))
-			im.db.attrList[tid] = append(im.db.attrList[tid], name)
-		}
-	}
+	im.attrs.publish(im.db)
 	im.db.mu.Unlock()
-	clear(im.newAttrs)
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/bitempo/bitempo/internal/sealed"
 
@@ -35,11 +34,10 @@ type Writer struct {
 	// valid_from: re-asserting one of them (an SCD2 close) needs no sk-index
 	// entry, and with the same attributes, no second copy of them.
 	retired  map[skRef]retiredRecord
-	newAttrs map[uint32][]string
-	// newTypes holds the attribute types this transaction establishes
-	// (attrtypes.go); redeclared the tables whose declaration it changes
-	// (declare.go), published at commit.
-	newTypes   map[uint32]map[string]ColumnType
+	// attrs holds the attribute names this transaction numbers and the
+	// types it establishes (attrtypes.go); redeclared the tables whose
+	// declaration it changes (declare.go). Both are published at commit.
+	attrs      newAttrs
 	redeclared map[uint32]*Table
 	bulk       *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
 	// newSecret is the erase secret this commit creates (erase.go); purge the
@@ -67,7 +65,7 @@ func (db *DB) BeginWrite(sealed.Key) (*Writer, error) {
 	db.mu.RLock()
 	nextSK := maps.Clone(db.nextSK)
 	db.mu.RUnlock()
-	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, newAttrs: map[uint32][]string{}, newTypes: map[uint32]map[string]ColumnType{}}, nil
+	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, attrs: makeNewAttrs()}, nil
 }
 
 // Snapshot returns the view the transaction reads committed state from: it holds
@@ -140,8 +138,7 @@ func (w *Writer) Assert(t *Table, v Version) error {
 		return err
 	}
 	v.Attrs = attrs
-	w.noteAttrs(t, v.Attrs)
-	noteTypes(t, v.Attrs, w.db.attrType[t.ID], w.newTypes)
+	w.attrs.note(w.db, t, v.Attrs)
 	value, err := w.encodeRecord(t, &v)
 	if err != nil {
 		return err
@@ -238,21 +235,7 @@ func (w *Writer) Commit() error {
 		}
 	}
 	w.db.mu.RLock()
-	for tid, names := range w.newAttrs {
-		base := uint32(len(w.db.attrList[tid]))
-		for i, name := range names {
-			writes = append(writes, engine.Write{Key: layout.AttrNameKey(tid, base+uint32(i)), Value: []byte(name)})
-		}
-	}
-	for tid, types := range w.newTypes {
-		for name, typ := range types {
-			ord, ok := w.db.attrOrd[tid][name]
-			if !ok {
-				ord = uint32(len(w.db.attrList[tid]) + slices.Index(w.newAttrs[tid], name))
-			}
-			writes = append(writes, engine.Write{Key: layout.AttrTypeKey(tid, ord), Value: appendColumnType(nil, typ)})
-		}
-	}
+	writes = append(writes, w.attrs.writes(w.db)...)
 	w.db.mu.RUnlock()
 	if w.newSecret != nil {
 		writes = append(writes, engine.Write{Key: layout.MetaEraseSecret, Value: mustMarshal(w.newSecret)})
@@ -274,18 +257,7 @@ func (w *Writer) Commit() error {
 	}
 	w.db.lastTx = tx
 	w.db.nextSK = w.nextSK
-	for tid, names := range w.newAttrs {
-		for _, name := range names {
-			w.db.attrOrd[tid][name] = uint32(len(w.db.attrList[tid]))
-			w.db.attrList[tid] = append(w.db.attrList[tid], name)
-		}
-	}
-	for tid, types := range w.newTypes {
-		if w.db.attrType[tid] == nil {
-			w.db.attrType[tid] = map[string]ColumnType{}
-		}
-		maps.Copy(w.db.attrType[tid], types)
-	}
+	w.attrs.publish(w.db)
 	for id, t := range w.redeclared {
 		w.db.tables[t.Name], w.db.byID[id] = t, t
 	}
