@@ -54,10 +54,10 @@ type Importer struct {
 	attrs    newAttrs // names and types first used by the import (attrtypes.go)
 	// decls holds each table's declarations, oldest first, and the tables
 	// that hold their records to them (Declarations, checkDeclared).
-	decls map[uint32][]declared
-	key      *importKey        // the records of the key being imported
-	lastKey  map[uint32][]byte // per table, the tuple of the last key finished
-	done     bool
+	decls   map[uint32][]declared
+	key     *importKey        // the records of the key being imported
+	lastKey map[uint32][]byte // per table, the tuple of the last key finished
+	done    bool
 }
 
 // importKey buffers the records of one key: its sk-index entries and its

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-		"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/engine"
 	"github.com/bitempo/bitempo/layout"
 )
 

@@ -33,7 +33,7 @@ type Writer struct {
 	// retired holds the records this transaction retired, by sk, key and
 	// valid_from: re-asserting one of them (an SCD2 close) needs no sk-index
 	// entry, and with the same attributes, no second copy of them.
-	retired  map[skRef]retiredRecord
+	retired map[skRef]retiredRecord
 	// attrs holds the attribute names this transaction numbers and the
 	// types it establishes (attrtypes.go); redeclared the tables whose
 	// declaration it changes (declare.go). Both are published at commit.
