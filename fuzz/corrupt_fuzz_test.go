@@ -48,7 +48,7 @@ var corruptBase = sync.OnceValues(func() ([]store.RawKV, error) {
 		{Name: "p", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, Track: []string{"a"},
 			Compare: map[string]store.CompareOptions{"a": {Trim: true}}},
 		{Name: "n", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}},
-		{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, Kind: store.Changes},
+		{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, Kind: store.Changes, MixedTypes: true},
 	} {
 		if _, err := db.CreateTable(def); err != nil {
 			return nil, err

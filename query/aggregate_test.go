@@ -19,7 +19,7 @@ import (
 // tables; "-inf" and "+inf" are allowed. Transaction times come from a clock
 // stuck at 0, so the commits get tx 1, 2, 3, ... (each write prints its tx).
 //
-//	create table=T key=col:type[,col:type] [group=a[,b]] [axis=int]
+//	create table=T key=col:type[,col:type] [group=a[,b]] [axis=int]  [mixed]: MixedTypes
 //	upsert table=T key=K at=A          attributes on the next line: name=value ...
 //	put table=T key=K from=F to=T      (same)
 //	delete table=T key=K from=F to=T
@@ -106,6 +106,7 @@ func TestAggregateChangesTable(t *testing.T) {
 	if _, err := db.CreateTable(store.TableDef{
 		Name: "accounts", Kind: store.Changes, Axis: store.AxisInt,
 		Key: []store.KeyColumn{{Name: "id", Type: store.String}}, GroupBy: []string{"branch"},
+		MixedTypes: true, // group values of several types
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func aggRandomStore(t testing.TB, rng *rand.Rand, entities, users, commits int) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.CreateTable(store.TableDef{Name: "contracts", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}}); err != nil {
+	if _, err := db.CreateTable(store.TableDef{Name: "contracts", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}, MixedTypes: true}); err != nil {
 		t.Fatal(err)
 	}
 	keys := make([]store.Key, entities)

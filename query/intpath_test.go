@@ -137,7 +137,7 @@ func groupedStore(t *testing.T) *store.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := db.CreateTable(store.TableDef{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}}); err != nil {
+	if _, err := db.CreateTable(store.TableDef{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}, GroupBy: []string{"user"}, MixedTypes: true}); err != nil {
 		t.Fatal(err)
 	}
 	return db

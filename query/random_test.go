@@ -211,7 +211,7 @@ func newRandomWorld(t *rapid.T) *randomWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateTable(store.TableDef{Name: "r", Key: []store.KeyColumn{{Name: "g", Type: store.String}, {Name: "n", Type: store.Int64}}}); err != nil {
+	if _, err := db.CreateTable(store.TableDef{Name: "r", Key: []store.KeyColumn{{Name: "g", Type: store.String}, {Name: "n", Type: store.Int64}}, MixedTypes: true}); err != nil {
 		db.Close()
 		t.Fatal(err)
 	}

@@ -173,3 +173,64 @@ func (n newAttrs) publish(db *DB) {
 	clear(n.names)
 	clear(n.types)
 }
+
+// Conform is what a write transaction holds new attribute values to before it
+// uses them: the table's declaration (Table.Conform), and for each attribute
+// the table does not declare, the type it established (the first non-null
+// value the table stored of it, or an earlier write of this transaction), with
+// the same exact conversions (ConvertValue: an int64 where a float64 was
+// established becomes a float64). A value of another type is a *SchemaError:
+// one write cannot re-type an attribute. Versions already stored are never
+// checked again, so rewriting pieces of old versions (a split, a close) never
+// fails on a value stored before its attribute's type was established. A
+// table with MixedTypes holds only its declared columns to a type.
+func (w *Writer) Conform(t *Table, attrs Attrs) (Attrs, error) {
+	if nt, ok := w.redeclared[t.ID]; ok {
+		t = nt
+	}
+	attrs, err := t.Conform(attrs)
+	if err != nil {
+		return nil, err
+	}
+	held := w.db.attrType[t.ID] // stable under the writer lock
+	copied := false
+	for name, v := range attrs {
+		if v == nil {
+			continue
+		}
+		if _, declared := t.colIndex[name]; declared || t.MixedTypes {
+			continue
+		}
+		typ, ok := held[name]
+		if !ok {
+			typ, ok = w.attrs.types[t.ID][name]
+		}
+		if !ok {
+			typ, ok = w.entryTypes[t.ID][name]
+		}
+		if !ok {
+			if typ, ok = ValueType(v); ok {
+				if w.entryTypes == nil {
+					w.entryTypes = map[uint32]map[string]ColumnType{}
+				}
+				if w.entryTypes[t.ID] == nil {
+					w.entryTypes[t.ID] = map[string]ColumnType{}
+				}
+				w.entryTypes[t.ID][name] = typ
+			}
+			continue
+		}
+		c, reason, ok := ConvertValue(typ, v)
+		if !ok {
+			return nil, &SchemaError{Table: t.Name, Column: name, Type: typ.String(), Value: v,
+				Reason: reason + " (the type the attribute established)"}
+		}
+		if !sameValue(c, v) {
+			if !copied {
+				attrs, copied = attrs.Clone(), true
+			}
+			attrs[name] = c
+		}
+	}
+	return attrs, nil
+}

@@ -19,6 +19,8 @@ var contractsDef = store.TableDef{
 	Name:    "contracts",
 	Key:     []store.KeyColumn{{Name: "contract_id", Type: store.String}},
 	GroupBy: []string{"user_id"},
+	// The tests store group values of every type under one name.
+	MixedTypes: true,
 }
 
 func openGrouped(t *testing.T) *store.DB {

@@ -18,10 +18,10 @@ import (
 // checkpoints).
 var importDefs = []store.TableDef{
 	{Name: "prices", Key: []store.KeyColumn{{Name: "sku", Type: store.String}, {Name: "store", Type: store.Int64}},
-		Axis: store.AxisTime, GroupBy: []string{"cat"}},
-	{Name: "blobs", Key: []store.KeyColumn{{Name: "id", Type: store.Bytes}, {Name: "n", Type: store.Uint64}}, Axis: store.AxisDate},
+		Axis: store.AxisTime, GroupBy: []string{"cat"}, MixedTypes: true},
+	{Name: "blobs", Key: []store.KeyColumn{{Name: "id", Type: store.Bytes}, {Name: "n", Type: store.Uint64}}, Axis: store.AxisDate, MixedTypes: true},
 	{Name: "feed", Key: []store.KeyColumn{{Name: "acct", Type: store.String}}, Kind: store.Changes, Axis: store.AxisInt,
-		Lateness: 10, TrackExcept: []string{"note"}},
+		Lateness: 10, TrackExcept: []string{"note"}, MixedTypes: true},
 }
 
 // importValues are attribute values of every type, nulls included.

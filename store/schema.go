@@ -26,11 +26,13 @@ import (
 //   - A strict table (TableDef.Strict) takes no attribute it does not declare.
 //   - Every attribute, declared or not, establishes a type with the first
 //     non-null value a commit stores (the declared type, for a declared
-//     column). The store keeps it (DB.AttrType); the tool reads the cells of a
-//     file by it, so a dirty file cannot turn a float column into a string
-//     column. The library itself does not hold undeclared attributes to their
-//     established type: a table without declarations is schemaless to a Go
-//     program, which states its types in code.
+//     column); the store keeps it (DB.AttrType). A write transaction holds
+//     each new value of an undeclared attribute to it (Writer.Conform), with
+//     the same exact conversions, so one write cannot re-type a column; the
+//     tool reads the cells of a file by it, so a dirty file cannot turn a
+//     float column into a string column. A table created with MixedTypes
+//     opts out for its undeclared attributes (a schemaless table whose
+//     attributes may hold any type from write to write).
 //   - A declaration changes only by a transaction (txn's AddColumn and
 //     WidenColumn), which records the new declaration at its transaction time;
 //     Snapshot.Declaration reports the one in effect at any transaction time.

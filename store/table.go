@@ -166,6 +166,11 @@ type TableDef struct {
 	Columns []Column `msgpack:"columns,omitempty"`
 	// Strict refuses attributes that Columns does not declare.
 	Strict bool `msgpack:"strict,omitempty"`
+	// MixedTypes lets the attributes the table does not declare hold values of
+	// different types from write to write. By default the first non-null
+	// value stored of an attribute fixes its type, and a later value of
+	// another type is refused (schema.go).
+	MixedTypes bool `msgpack:"mixed_types,omitempty"`
 }
 
 // Table is a table of the catalog: its definition plus the id that prefixes its keys.

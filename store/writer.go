@@ -39,6 +39,9 @@ type Writer struct {
 	// declaration it changes (declare.go). Both are published at commit.
 	attrs      newAttrs
 	redeclared map[uint32]*Table
+	// entryTypes holds the types attributes take from this transaction's
+	// first values of them, before any is asserted (Conform).
+	entryTypes map[uint32]map[string]ColumnType
 	bulk       *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
 	// newSecret is the erase secret this commit creates (erase.go); purge the
 	// key ranges its erasures emptied (purge.go).

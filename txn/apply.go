@@ -179,7 +179,7 @@ func (tx *Tx) Apply(table, batchID string, events []Event) (ApplyResult, error) 
 	if applied, ok, err := cs.batchTx(tx.w.Snapshot(), t, batchID); err != nil || ok {
 		return ApplyResult{Replayed: ok, Tx: applied}, err
 	}
-	keys, err := groupEvents(t, events)
+	keys, err := tx.groupEvents(t, events)
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -216,12 +216,12 @@ type keyEvents struct {
 }
 
 // groupEvents validates a batch and groups it by key, in key order.
-func groupEvents(t *store.Table, events []Event) ([]*keyEvents, error) {
+func (tx *Tx) groupEvents(t *store.Table, events []Event) ([]*keyEvents, error) {
 	byKey := map[string]*keyEvents{}
 	var buf []byte
 	for i := range events {
 		e := &events[i]
-		ev, err := validateEvent(t, e, &buf)
+		ev, err := tx.validateEvent(t, e, &buf)
 		if err != nil {
 			return nil, &EventError{Table: t.Name, Index: i, Err: err}
 		}
@@ -259,7 +259,7 @@ func compareFresh(a, b store.CDCEvent) int {
 
 // validateEvent checks one event and returns it in derivation form; *tuple is
 // set to the encoded key.
-func validateEvent(t *store.Table, e *Event, tuple *[]byte) (store.CDCEvent, error) {
+func (tx *Tx) validateEvent(t *store.Table, e *Event, tuple *[]byte) (store.CDCEvent, error) {
 	for i, c := range e.Key {
 		if c == nil {
 			return store.CDCEvent{}, fmt.Errorf("%w: key component %d is null", ErrInvalidEvent, i)
@@ -282,7 +282,7 @@ func validateEvent(t *store.Table, e *Event, tuple *[]byte) (store.CDCEvent, err
 	switch e.Op {
 	case OpDelete:
 	case OpUpsert:
-		if ev.Attrs, err = checkAttrs(t, e.Attrs); err != nil {
+		if ev.Attrs, err = tx.checkAttrs(t, e.Attrs); err != nil {
 			return store.CDCEvent{}, fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 		}
 		if ev.Enc, err = encoding.AppendAttrs(nil, ev.Attrs); err != nil {

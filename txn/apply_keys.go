@@ -93,7 +93,7 @@ func (b *KeyBatch) Key(events []Event, pos []int) error {
 	var invalid *EventError
 	for i := range events {
 		e := &events[i]
-		ev, err := validateEvent(t, e, &b.buf)
+		ev, err := tx.validateEvent(t, e, &b.buf)
 		if err != nil {
 			if invalid == nil || pos[i] < invalid.Index {
 				invalid = &EventError{Table: t.Name, Index: pos[i], Err: err}

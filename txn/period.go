@@ -16,7 +16,7 @@ func (tx *Tx) Put(table string, key store.Key, attrs store.Attrs, from, to int64
 	if err := store.CheckPeriod(from, to); err != nil {
 		return err
 	}
-	attrs, err = checkAttrs(t, attrs)
+	attrs, err = tx.checkAttrs(t, attrs)
 	if err != nil {
 		return err
 	}

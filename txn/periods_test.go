@@ -10,7 +10,7 @@ import (
 // told with these commands (valid times are plain integers, "-inf"/"+inf" allowed;
 // transaction times come from a clock stuck at 0, so commits get tx 1, 2, 3, ...):
 //
-//	create table=T key=col:type[,col:type] [track=a,b] [except=a,b] [compare=a:round2|trim|fold]
+//	create table=T key=col:type[,col:type] [track=a,b] [except=a,b] [compare=a:round2|trim|fold] [mixed]
 //	put table=T key=K from=F to=T         attributes on the following lines, name=value
 //	delete table=T key=K from=F to=T
 //	upsert table=T key=K at=A             attributes on the following lines

@@ -251,3 +251,69 @@ func TestAddAndWidenColumnsOverTransactionTime(t *testing.T) {
 	check(db)
 	testutil.Verify(t, db)
 }
+
+func TestUndeclaredAttributesKeepTheirEstablishedType(t *testing.T) {
+	dir := t.TempDir()
+	db := openSchemaStore(t, dir)
+	for _, def := range []store.TableDef{
+		{Name: "fixed", Key: []store.KeyColumn{{Name: "id", Type: store.String}}},
+		{Name: "mixed", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, MixedTypes: true},
+	} {
+		if _, err := db.CreateTable(def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, table := range []string{"fixed", "mixed"} {
+		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+			return tx.Put(table, store.Key{"k"}, store.Attrs{"price": 415.26, "note": nil}, 0, 10)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openSchemaStore(t, dir)
+	defer db.Close()
+	fixed := mustTable(t, db, "fixed")
+	if typ, ok := db.AttrType(fixed, "price"); !ok || typ.Kind != store.TypeFloat64 {
+		t.Fatalf("price established %v %v after reopen", typ, ok)
+	}
+	if _, ok := db.AttrType(fixed, "note"); ok {
+		t.Fatal("a null established a type")
+	}
+	last := db.LastTx()
+	_, err := txn.Update(db, func(tx *txn.Tx) error {
+		return tx.Put("fixed", store.Key{"k"}, store.Attrs{"price": "415.26"}, 10, 20)
+	})
+	var se *store.SchemaError
+	if !errors.As(err, &se) || se.Column != "price" || se.Type != "float64" || db.LastTx() != last {
+		t.Fatalf("a string where a float64 was established: %v", err)
+	}
+	// An integer is a float64 where one was established; the note takes the
+	// type of its first non-null value, in this very transaction.
+	if _, err := txn.Update(db, func(tx *txn.Tx) error {
+		if err := tx.Put("fixed", store.Key{"k"}, store.Attrs{"price": 415, "note": "a"}, 10, 20); err != nil {
+			return err
+		}
+		if err := tx.Put("fixed", store.Key{"j"}, store.Attrs{"note": 5}, 10, 20); !errors.Is(err, store.ErrSchema) {
+			t.Errorf("a second type for note in one transaction: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := query.Get(db, "fixed", store.Key{"k"}, query.AsOf{Valid: 15}, query.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := v.Attrs["price"].(float64); !ok || p != 415 {
+		t.Fatalf("price %#v, want float64 415", v.Attrs["price"])
+	}
+	if _, err := txn.Update(db, func(tx *txn.Tx) error {
+		return tx.Put("mixed", store.Key{"k"}, store.Attrs{"price": "n/a"}, 10, 20)
+	}); err != nil {
+		t.Fatalf("a table with MixedTypes refused a new type: %v", err)
+	}
+	testutil.Verify(t, db)
+}

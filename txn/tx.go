@@ -206,9 +206,10 @@ func (tx *Tx) state(t *store.Table, key store.Key) (*keyState, error) {
 }
 
 // checkAttrs canonicalises attrs (so in-memory values equal what a read decodes),
-// converts them to the table's declared column types (store.Table.Conform), and
+// converts them to the table's declared column types and its attributes'
+// established types (store.Writer.Conform), and
 // rejects what cannot be stored, before anything is changed.
-func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
+func (tx *Tx) checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 	out := make(store.Attrs, len(attrs))
 	for name, v := range attrs {
 		for _, col := range t.Key {
@@ -222,7 +223,7 @@ func checkAttrs(t *store.Table, attrs store.Attrs) (store.Attrs, error) {
 		}
 		out[name] = c
 	}
-	out, err := t.Conform(out)
+	out, err := tx.w.Conform(t, out)
 	if err != nil {
 		return nil, err // a *store.SchemaError, naming table and column
 	}

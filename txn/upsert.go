@@ -47,7 +47,7 @@ func (tx *Tx) Upsert(table string, key store.Key, attrs store.Attrs, at int64) (
 	if err != nil {
 		return 0, err
 	}
-	attrs, err = checkAttrs(t, attrs)
+	attrs, err = tx.checkAttrs(t, attrs)
 	if err != nil {
 		return 0, err
 	}

@@ -329,7 +329,10 @@ func check[T any](db *store.DB) error {
 // *FieldError naming the key, the attribute and the field, and that values
 // that fit after conversion (widths, nulls) are read.
 func TestFieldErrors(t *testing.T) {
-	db, customers := open(t)
+	db, customers := openTable[Customer](t, "customers", func(def *store.TableDef) {
+		def.Axis = store.AxisDate
+		def.MixedTypes = true // stored values of other types than the fields'
+	})
 	update(t, db, func(tx *txn.Tx) error {
 		if _, err := tx.Upsert("customers", store.Key{"a"}, store.Attrs{"orders": "many"}, 0); err != nil {
 			return err

@@ -49,7 +49,7 @@ func aggArg(d *datadriven.TestData, key string) string {
 }
 
 func aggCreate(db *store.DB, d *datadriven.TestData) error {
-	def := store.TableDef{Name: aggArg(d, "table")}
+	def := store.TableDef{Name: aggArg(d, "table"), MixedTypes: d.HasArg("mixed")}
 	for _, col := range strings.Split(aggArg(d, "key"), ",") {
 		name, typ, _ := strings.Cut(col, ":")
 		kt, err := store.ParseKeyType(typ)

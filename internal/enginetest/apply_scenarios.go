@@ -88,6 +88,8 @@ func (h *applyScenario) createTable(db *store.DB, d *datadriven.TestData) (strin
 		switch a.Key {
 		case "name":
 			def.Name, err = singleArg(d, a)
+		case "mixed":
+			def.MixedTypes = true
 		case "kind":
 			def.Kind, _ = store.ParseKind(v)
 		case "key":

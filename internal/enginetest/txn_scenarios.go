@@ -106,6 +106,7 @@ func createTable(db *store.DB, d *datadriven.TestData) error {
 		}
 		def.Key = append(def.Key, store.KeyColumn{Name: name, Type: kt})
 	}
+	def.MixedTypes = d.HasArg("mixed")
 	if v := arg(d, "track"); v != "" {
 		def.Track = strings.Split(v, ",")
 	}

@@ -143,6 +143,8 @@ func (s TableSpec) StoreDef() store.TableDef {
 	return store.TableDef{
 		Name: s.Name, Key: []store.KeyColumn{{Name: KeyColumn, Type: store.String}},
 		Track: s.Track, TrackExcept: s.TrackExcept, Compare: s.Compare, RetainTx: s.RetainTx,
+		// The generator draws each value's type at random, as the model allows.
+		MixedTypes: true,
 	}
 }
 
