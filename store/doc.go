@@ -29,6 +29,10 @@
 //  6. A changes table's versions equal a from-scratch derivation of its event
 //     log (derive.go; package txn's Apply derives incrementally with the same
 //     functions).
+//  7. Every record fits the column declaration in effect at its tx_from
+//     (schema.go): declared columns hold values of their types, columns that
+//     are not nullable are present, a strict table holds nothing undeclared;
+//     the catalog holds the newest declaration.
 //
 // # Concurrency
 //

@@ -66,15 +66,22 @@ func (im *Importer) Declarations(t *Table, decls []Declaration) error {
 }
 
 // checkDeclared holds an imported record of table t asserted at txFrom to the
-// declaration in effect then: values of its columns' types exactly (an import
-// reproduces stored values; it converts nothing), and every column that is not
-// nullable present.
+// declaration in effect then (fitsDeclaration): an import reproduces stored
+// values and converts nothing.
 func (im *Importer) checkDeclared(t *Table, txFrom int64, attrs Attrs) error {
 	list, ok := im.decls[t.ID]
 	if !ok {
 		list = []declared{{Declaration: declarationOf(&t.TableDef), t: t}}
 		im.decls[t.ID] = list
 	}
+	return fitsDeclaration(t, list, txFrom, attrs)
+}
+
+// fitsDeclaration checks that attrs, a record of table t asserted at txFrom,
+// fit the declaration of list (oldest first) in effect then exactly: values of
+// their columns' types as they are (a record is stored converted), every
+// column that is not nullable present, nothing undeclared in a strict table.
+func fitsDeclaration(t *Table, list []declared, txFrom int64, attrs Attrs) error {
 	// i is the number of declarations with Since <= txFrom.
 	i, found := slices.BinarySearchFunc(list, txFrom, func(d declared, tx int64) int { return cmp.Compare(d.Since, tx) })
 	if found {
@@ -92,8 +99,22 @@ func (im *Importer) checkDeclared(t *Table, txFrom int64, attrs Attrs) error {
 		if !sameValue(conv[name], v) {
 			col, _ := d.Column(name)
 			return &SchemaError{Table: t.Name, Column: name, Type: col.Type.String(), Value: v,
-				Reason: fmt.Sprintf("is not a value of the column's type at tx %d (an import converts nothing)", txFrom)}
+				Reason: fmt.Sprintf("is not stored as a value of the column's type at tx %d", txFrom)}
 		}
 	}
 	return nil
+}
+
+// declaredTables returns t's declarations, oldest first, each with a table
+// that holds records to it.
+func declaredTables(s *Snapshot, t *Table) ([]declared, error) {
+	decls, err := s.Declarations(t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]declared, len(decls))
+	for i, d := range decls {
+		out[i] = declared{d, newTable(TableDef{Name: t.Name, Key: t.Key, Columns: d.Columns, Strict: d.Strict}, t.ID)}
+	}
+	return out, nil
 }

@@ -79,7 +79,7 @@ func (r *Report) add(p Problem) {
 	r.Problems = append(r.Problems, p)
 }
 
-// Verify checks invariants 1-6 of the package doc over the whole store, on one
+// Verify checks invariants 1-7 of the package doc over the whole store, on one
 // snapshot. The error is for failures to read; everything wrong with the content is
 // a Problem in the report. It checks invariant 6 (changes tables against a
 // from-scratch derivation of their event logs, changes_verify.go) too.
@@ -368,7 +368,14 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	// Pass 1: invariants 1, 2, 4 and 5 within each key; the surrogate keys.
+	decls, err := declaredTables(s, t)
+	if err != nil {
+		rep.add(Problem{Invariant: 7, Table: t.Name, Detail: err.Error()})
+	}
+	if n := len(decls); (n > 0 || t.Declared() || t.Strict) && (n == 0 || !sameDeclaration(decls[n-1].t, t)) {
+		rep.add(Problem{Invariant: 7, Table: t.Name, Detail: "the catalog's declaration is not the newest recorded one"})
+	}
+	// Pass 1: invariants 1, 2, 4, 5 and 7 within each key; the surrogate keys.
 	var uses []skUse
 	var records, logChanges int // to size the later checks' entries exactly
 	err = forEachKey(s, t, rep, func(g *keyGroup) {
@@ -380,6 +387,11 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 		rep.Keys++
 		rep.Records += len(g.recs)
 		verifyKey(s, t, g.recs, rep)
+		for _, v := range g.recs {
+			if err := fitsDeclaration(t, decls, v.TxFrom, v.Attrs); len(decls) > 0 && err != nil {
+				rep.add(Problem{Invariant: 7, Table: t.Name, Key: v.Key, Records: []Version{v}, Detail: err.Error()})
+			}
+		}
 		for i, v := range g.recs {
 			uses = append(uses, skUse{sk: v.SK, at: verRef{g.ord, uint32(i)}, txFrom: v.TxFrom, txTo: v.TxTo})
 			if v.TxFrom > horizon {

@@ -83,6 +83,17 @@ func TestDeclaredColumnsConvertExactValues(t *testing.T) {
 	if db.LastTx() != last {
 		t.Fatalf("re-sending equal values committed a transaction")
 	}
+	// SCD2 closes (records that share their successor's attributes) verify
+	// against the declaration too.
+	for i := range 5 {
+		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+			_, err := tx.Upsert("products", store.Key{"a"}, store.Attrs{"price": int64(10 + i)}, int64(10*(i+1)))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Verify(t, db)
+	}
 	if typ, ok := db.AttrType(mustTable(t, db, "products"), "price"); !ok || typ.String() != "decimal(10,2)" {
 		t.Fatalf("established type of price = %v %v", typ, ok)
 	}

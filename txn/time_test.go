@@ -22,7 +22,7 @@ func TestUpsertTimeChangeDetection(t *testing.T) {
 	defer db.Close()
 	_, err = db.CreateTable(store.TableDef{
 		Name: "people", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, Axis: store.AxisInt,
-		Compare: map[string]store.CompareOptions{"born": {Trim: true, FoldCase: true, Round: true, Scale: 0}},
+		Compare:    map[string]store.CompareOptions{"born": {Trim: true, FoldCase: true, Round: true, Scale: 0}},
 		MixedTypes: true, // born changes type on purpose
 	})
 	if err != nil {
