@@ -43,6 +43,14 @@
 // (docs/design/time-attribute-encoding.md). Decoders accept any of the three
 // forms but only whole microseconds within the range; anything else is corrupt.
 //
+// # Decimal values
+//
+// A Decimal (decimal.go) is an exact number: an int64 coefficient of at most
+// 18 digits and a scale of 0 to 18, stored as msgpack ext8 of type 1 with the
+// scale byte and the coefficient in its fewest bytes of two's complement. It
+// keeps its scale (232.10 prints as 232.10); decoders accept only that one
+// form (docs/design/decimal-values.md).
+//
 // Every decoder returns an error wrapping ErrCorrupt on malformed input and never
 // panics; every encoder returns an error wrapping ErrUnsupportedType for a value it
 // cannot represent.

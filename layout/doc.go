@@ -45,7 +45,8 @@
 //	    directory recognisable as bitempo's and transaction time monotonic across
 //	    restarts.
 //	0x02 catalog | name                              -> msgpack {id, TableDef}
-//	    One entry per table, written once by CreateTable.
+//	    One entry per table, written by CreateTable and rewritten by each
+//	    change of its column declaration (0x06 keeps every one of them).
 //	0x03 sk      | tid                               -> uint64 (8 bytes BE)
 //	    The next surrogate key of the table, written in the batch that uses it, so a
 //	    surrogate key is never handed out twice, even after a crash.
