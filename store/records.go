@@ -21,30 +21,16 @@ func (s *Snapshot) Records(t *Table) iter.Seq2[Version, error] {
 			yield(Version{}, ErrClosed)
 			return
 		}
-		tk, err := s.newTableKeys(t, Span{})
-		if err != nil {
-			_ = tk.close()
-			yield(Version{}, err)
-			return
-		}
 		var recs []Version
 		collect := func(v Version) bool { recs = append(recs, v); return true }
-		for {
-			ok, err := tk.next()
-			if err == nil && ok {
-				recs = recs[:0]
-				err = s.keyRecords(t, tk.tuple, layout.CurrentKeys, collect)
-				if err == nil {
-					err = s.keyRecords(t, tk.tuple, layout.HistoryKeys, collect)
-				}
+		stopped := false
+		err := s.eachTableKey(t, Span{}, func(tuple []byte) (bool, error) {
+			recs = recs[:0]
+			if err := s.keyRecords(t, tuple, layout.CurrentKeys, collect); err != nil {
+				return false, err
 			}
-			if err != nil {
-				_ = tk.close()
-				yield(Version{}, err)
-				return
-			}
-			if !ok {
-				break
+			if err := s.keyRecords(t, tuple, layout.HistoryKeys, collect); err != nil {
+				return false, err
 			}
 			slices.SortFunc(recs, func(a, b Version) int {
 				if c := cmp.Compare(a.ValidFrom, b.ValidFrom); c != 0 {
@@ -54,12 +40,13 @@ func (s *Snapshot) Records(t *Table) iter.Seq2[Version, error] {
 			})
 			for _, v := range recs {
 				if !yield(v, nil) {
-					_ = tk.close()
-					return
+					stopped = true
+					return false, nil
 				}
 			}
-		}
-		if err := tk.close(); err != nil {
+			return true, nil
+		})
+		if err != nil && !stopped {
 			yield(Version{}, err)
 		}
 	}

@@ -186,6 +186,25 @@ type tableKeys struct {
 	tuple   []byte
 }
 
+// eachTableKey calls fn with the tuple of each key of t in span that has
+// records (tableKeys), in key order, until fn returns false or an error.
+func (s *Snapshot) eachTableKey(t *Table, span Span, fn func(tuple []byte) (more bool, err error)) (err error) {
+	keys, err := s.newTableKeys(t, span)
+	defer func() { err = firstError(err, keys.close()) }()
+	if err != nil {
+		return err
+	}
+	for {
+		ok, err := keys.next()
+		if !ok || err != nil {
+			return err
+		}
+		if more, err := fn(keys.tuple); !more || err != nil {
+			return err
+		}
+	}
+}
+
 func (s *Snapshot) newTableKeys(t *Table, span Span) (*tableKeys, error) {
 	tk := &tableKeys{}
 	for _, keys := range []layout.RecordCodec{layout.CurrentKeys, layout.HistoryKeys} {
@@ -346,25 +365,14 @@ func stepToValid(it engine.Iter, keyPfx []byte, pfxLen int, valid int64) (step s
 	return stepSeek, 0, nil
 }
 
-func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[Version]) (err error) {
-	keys, err := s.newTableKeys(t, span)
-	defer func() { err = firstError(err, keys.close()) }()
-	if err != nil {
-		return err
-	}
-	for {
-		more, err := keys.next()
-		if !more || err != nil {
-			return err
-		}
-		v, found, err := s.pastCandidate(t, keys.tuple, valid, tx, true)
+func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[Version]) error {
+	return s.eachTableKey(t, span, func(tuple []byte) (bool, error) {
+		v, found, err := s.pastCandidate(t, tuple, valid, tx, true)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if found && valid < v.ValidTo && !y.emit(v) {
-			return nil
-		}
-	}
+		return !found || valid >= v.ValidTo || y.emit(v), nil
+	})
 }
 
 // HistoryPos is a position in a history scan: the version of the key encoded as
@@ -512,31 +520,23 @@ func (h *keyHistory) decode() (Version, error) {
 	return h.s.decodeVersion(h.t, h.keyPfx[h.pfxLen:], from, 0, h.it.Value())
 }
 
-func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
-	keys, err := s.newTableKeys(t, span)
-	defer func() { err = firstError(err, keys.close()) }()
-	if err != nil {
-		return err
-	}
-	for {
-		more, err := keys.next()
-		if !more || err != nil {
-			return err
-		}
-		versions, err := s.KeyVersions(t, keys.tuple, tx)
+func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *HistoryPos, y *yielder[Version]) error {
+	return s.eachTableKey(t, span, func(tuple []byte) (bool, error) {
+		versions, err := s.KeyVersions(t, tuple, tx)
 		if err != nil {
-			return err
+			return false, err
 		}
-		resume := after != nil && bytes.Equal(keys.tuple, after.Tuple)
+		resume := after != nil && bytes.Equal(tuple, after.Tuple)
 		for _, v := range versions {
 			if v.ValidTo <= from || v.ValidFrom >= to || (resume && v.ValidFrom <= after.ValidFrom) {
 				continue
 			}
 			if !y.emit(v) {
-				return nil
+				return false, nil
 			}
 		}
-	}
+		return true, nil
+	})
 }
 
 // RecordBySK returns the newest record of surrogate key sk asserted at or before
