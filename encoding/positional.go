@@ -133,8 +133,14 @@ func AppendRecordPositional(dst []byte, r *RecordValue, ordinal func(name string
 // AppendRecordPositionalAt is AppendRecordPositional storing valid_to as its
 // distance from validFrom, which decoders must be given again.
 func AppendRecordPositionalAt(dst []byte, r *RecordValue, validFrom int64, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	return appendRecordWithHead(dst, r, 0, validFrom, ordinal)
+}
+
+// appendRecordWithHead appends r's head (with the extra head bits) and its
+// attributes by ordinal, leaving dst as it was on error.
+func appendRecordWithHead(dst []byte, r *RecordValue, extra byte, validFrom int64, ordinal func(name string) (uint32, bool)) ([]byte, error) {
 	n := len(dst)
-	dst, err := appendPositionalHead(dst, r, 0, validFrom)
+	dst, err := appendPositionalHead(dst, r, extra, validFrom)
 	if err != nil {
 		return dst[:n], err
 	}
@@ -157,16 +163,7 @@ func AppendRecordRetiredAt(dst []byte, r *RecordValue, validFrom int64, ordinal 
 	if r.TxTo == math.MaxInt64 {
 		return dst, fmt.Errorf("bitempo: a current record (tx_to +inf) stored as retired")
 	}
-	n := len(dst)
-	dst, err := appendPositionalHead(dst, r, headKeyedTx, validFrom)
-	if err != nil {
-		return dst[:n], err
-	}
-	out, err := AppendAttrsPositional(dst, r.Attrs, ordinal)
-	if err != nil {
-		return dst[:n], err
-	}
-	return out, nil
+	return appendRecordWithHead(dst, r, headKeyedTx, validFrom, ordinal)
 }
 
 // AppendRecordShared appends retired record r (tx_to set, tx_from in its key)
@@ -312,18 +309,25 @@ func DecodeRecordPositional(b []byte, keyTxFrom int64, name func(ord uint32) (st
 	return DecodeRecordAt(b, 0, keyTxFrom, name)
 }
 
+// recordHead decodes the head of a stored record and returns what follows it;
+// shared reports a record that shares its attributes (and so must end there).
+func recordHead(b []byte, validFrom, keyTxFrom int64) (r RecordValue, rest []byte, shared bool, err error) {
+	r, rest, err = positionalHead(b, validFrom, keyTxFrom)
+	if err != nil || !SharesAttrs(b) {
+		return r, rest, false, err
+	}
+	if len(rest) != 0 {
+		return r, nil, true, fmt.Errorf("%w: %d bytes after a record that shares its attributes", ErrCorrupt, len(rest))
+	}
+	return r, nil, true, nil
+}
+
 // DecodeRecordAt is DecodeRecordPositional for a value whose valid_to is a
 // distance from validFrom (the *At encoders).
 func DecodeRecordAt(b []byte, validFrom, keyTxFrom int64, name func(ord uint32) (string, bool)) (RecordValue, error) {
-	r, rest, err := positionalHead(b, validFrom, keyTxFrom)
-	if err != nil {
+	r, rest, shared, err := recordHead(b, validFrom, keyTxFrom)
+	if err != nil || shared {
 		return r, err
-	}
-	if SharesAttrs(b) {
-		if len(rest) != 0 {
-			return r, fmt.Errorf("%w: %d bytes after a record that shares its attributes", ErrCorrupt, len(rest))
-		}
-		return r, nil
 	}
 	if r.Attrs, rest, err = parseAttrsPositional(rest, name); err != nil {
 		return r, err

@@ -78,15 +78,9 @@ func DecodeRecordProjected(b []byte, keyTxFrom int64, name func(ord uint32) (str
 // DecodeRecordProjectedAt is DecodeRecordProjected for a value whose valid_to
 // is a distance from validFrom (the *At encoders).
 func DecodeRecordProjectedAt(b []byte, validFrom, keyTxFrom int64, name func(ord uint32) (string, bool), p *Projection) (RecordValue, error) {
-	r, rest, err := positionalHead(b, validFrom, keyTxFrom)
-	if err != nil {
+	r, rest, shared, err := recordHead(b, validFrom, keyTxFrom)
+	if err != nil || shared {
 		return r, err
-	}
-	if SharesAttrs(b) {
-		if len(rest) != 0 {
-			return r, fmt.Errorf("%w: %d bytes after a record that shares its attributes", ErrCorrupt, len(rest))
-		}
-		return r, nil
 	}
 	r.Attrs = Attrs{}
 	err = walkProjected(rest, name, p, func(nm string, v []byte) ([]byte, error) {
