@@ -162,11 +162,17 @@ func (s *Snapshot) decodeVersion(t *Table, tuple []byte, validFrom, keyTxFrom in
 	if err != nil {
 		return Version{}, err
 	}
+	return recordVersion(key, tuple, validFrom, &rv), nil
+}
+
+// recordVersion builds the version of a decoded record of key (encoded as
+// tuple, which it copies) that starts at validFrom.
+func recordVersion(key Key, tuple []byte, validFrom int64, rv *encoding.RecordValue) Version {
 	return Version{
 		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
 		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, Attrs: rv.Attrs,
 		Inferred: rv.Flags&encoding.FlagInferred != 0,
-	}, nil
+	}
 }
 
 // decodeVersionRaw builds a version from a stored record, its attributes left
@@ -180,9 +186,7 @@ func (s *Snapshot) decodeVersionRaw(t *Table, tuple []byte, validFrom, keyTxFrom
 	if err != nil {
 		return Version{}, err
 	}
-	return Version{
-		Key: key, tuple: bytes.Clone(tuple), ValidFrom: validFrom, ValidTo: rv.ValidTo,
-		TxFrom: rv.TxFrom, TxTo: rv.TxTo, SK: rv.SK, raw: RawAttrs{b: bytes.Clone(attrs), name: s.attrNames(t).name, proj: t.proj},
-		Inferred: rv.Flags&encoding.FlagInferred != 0,
-	}, nil
+	v := recordVersion(key, tuple, validFrom, &rv)
+	v.raw = RawAttrs{b: bytes.Clone(attrs), name: s.attrNames(t).name, proj: t.proj}
+	return v, nil
 }
