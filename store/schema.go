@@ -297,7 +297,7 @@ func (e *SchemaError) Error() string {
 		fmt.Fprintf(&b, " (%s)", e.Type)
 	}
 	if e.Value != nil {
-		fmt.Fprintf(&b, ": value %s (%s)", quoteValue(e.Value), valueTypeName(e.Value))
+		fmt.Fprintf(&b, ": value %s (%s)", quoteValue(e.Value), ValueTypeName(e.Value))
 	}
 	fmt.Fprintf(&b, ": %s", e.Reason)
 	return b.String()
@@ -318,8 +318,9 @@ func quoteValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// valueTypeName names the type of a canonical attribute value.
-func valueTypeName(v any) string {
+// ValueTypeName names the type of a canonical attribute value as messages do:
+// null, bool, int64, uint64, float64, string, bytes, time or decimal.
+func ValueTypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
