@@ -183,7 +183,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	// midway (SIGKILL cannot be caught, but a commit is atomic on disk). The
 	// handler goes in before the store is opened, so that an interrupt while
 	// it opens is reported too.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(a.baseContext(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	db, err := a.open(false)
 	if err != nil {
