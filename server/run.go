@@ -29,7 +29,6 @@ import (
 // stand-ins' names are turned back into the client's in what it prints.
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	_ = rc.EnableFullDuplex() // stdin may still arrive while output goes out
 	body := &deadlineReader{r: r.Body, rc: rc, timeout: h.opts.ReadTimeout}
 	hdr, err := wire.ReadHeader(body)
 	if err != nil {
@@ -48,12 +47,13 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", wire.ContentType)
-	w.WriteHeader(http.StatusOK)
 	out := &frames{bw: bufio.NewWriterSize(w, 64<<10), rc: rc, timeout: h.opts.WriteTimeout}
 	stdout := newReplacer(&stream{out, wire.KindStdout}, dir, job.names)
 	stderr := newReplacer(&stream{out, wire.KindStderr}, dir, job.names)
 	var stdin io.Reader = strings.NewReader("")
 	if hdr.Stdin {
+		// Stdin may still arrive while output goes out (a question asked).
+		_ = rc.EnableFullDuplex()
 		stdin = body
 	}
 	status := cli.RunShared(job.args, cli.Shared{
@@ -118,6 +118,8 @@ func (h *handler) prepare(dir string, hdr *wire.Header, body io.Reader) (*job, e
 		p := filepath.Join(sub, base)
 		j.args[f.Index] = f.Prefix + p
 		j.names[p] = f.Path
+		// A command may name the file's directory (a temporary file beside it).
+		j.names[sub] = filepath.Dir(f.Path)
 		if !f.Output {
 			inputs[f.Index] = p
 			continue

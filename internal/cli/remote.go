@@ -154,7 +154,7 @@ func remoteError(url string, resp *http.Response) error {
 
 // target describes an output path as it stands on this machine.
 func target(f FileArg) wire.Target {
-	t := wire.Target{}
+	t := wire.Target{Arg: f.Index}
 	if _, err := os.Stat(filepath.Dir(f.Path)); err != nil {
 		t.ParentMissing = true
 	}
