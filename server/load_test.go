@@ -235,4 +235,3 @@ func trim(s string) string {
 	}
 	return s
 }
-
