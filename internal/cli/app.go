@@ -105,7 +105,8 @@ Start with the demo, which builds ./bitempo-demo.db and explains what it shows:
 
   bitempo demo
 
-Every command takes --db DIR (default ./bitempo.db). Flags may come before or
+Every command takes --db DIR (default ./bitempo.db), or --db http://HOST:PORT
+to run on a store that bitempo serve shares. Flags may come before or
 after the arguments. Valid times are read and printed according to the table's
 axis: RFC 3339 (time), YYYY-MM-DD (date) or integers (int); transaction times are
 always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).
@@ -121,7 +122,7 @@ cluster; see docs/replication.md.`,
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build")
+	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory, http://HOST:PORT (or https://) of a bitempo serve, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary lines on stderr")
 	root.PersistentFlags().BoolVar(&a.readOnly, "read-only", false, "open the store read-only: nothing in its directory is created or changed (it may be a read-only directory), other read-only opens may run beside it, and commands that write fail")
 	root.PersistentFlags().DurationVar(&a.wait, "wait", 0, "how long to wait for a store another process holds (e.g. 5s), instead of failing at once")
