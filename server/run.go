@@ -337,7 +337,6 @@ type replacer struct {
 	prefix  []byte
 	from    [][]byte // longest first
 	to      [][]byte
-	maxLen  int
 	pending []byte
 }
 
@@ -351,7 +350,6 @@ func newReplacer(w io.Writer, dir string, names map[string]string) *replacer {
 	for _, k := range keys {
 		r.from = append(r.from, []byte(k))
 		r.to = append(r.to, []byte(names[k]))
-		r.maxLen = max(r.maxLen, len(k))
 	}
 	return r
 }
@@ -395,6 +393,9 @@ func (r *replacer) replace(s []byte, final bool) (out, rest []byte) {
 			return append(out, s[:len(s)-keep]...), s[len(s)-keep:]
 		}
 		out, s = append(out, s[:i]...), s[i:]
+		if !final && r.couldGrow(s) {
+			return out, s // a longer stand-in may still follow
+		}
 		matched := false
 		for k, from := range r.from {
 			if bytes.HasPrefix(s, from) {
@@ -405,16 +406,14 @@ func (r *replacer) replace(s []byte, final bool) (out, rest []byte) {
 		if matched {
 			continue
 		}
-		if !final && len(s) < r.maxLen && r.couldStart(s) {
-			return out, s
-		}
 		out, s = append(out, s[:len(r.prefix)]...), s[len(r.prefix):]
 	}
 }
 
-func (r *replacer) couldStart(s []byte) bool {
+// couldGrow reports whether s is the start of a stand-in longer than s.
+func (r *replacer) couldGrow(s []byte) bool {
 	for _, from := range r.from {
-		if bytes.HasPrefix(from, s) {
+		if len(from) > len(s) && bytes.HasPrefix(from, s) {
 			return true
 		}
 	}

@@ -33,6 +33,9 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// point is a position in the page, in CSS pixels.
+type point struct{ X, Y float64 }
+
 func day(s string) int64 {
 	d, err := time.Parse(time.DateOnly, s)
 	if err != nil {
@@ -76,7 +79,7 @@ func TestKeyPageClick(t *testing.T) {
 	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
-	if err := chromedp.Run(ctx, chromedp.Navigate(srv.URL+"/table/customers/key/c1"), chromedp.WaitVisible("svg.bitemporal", chromedp.ByQuery)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/table/customers/key/c1"), chromedp.WaitVisible(chromedp.CSS("svg.bitemporal"))); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -87,7 +90,6 @@ func TestKeyPageClick(t *testing.T) {
 		{"inside the Bergen record", "city=Bergen", false, "city=Bergen", "2"},
 		{"Oslo as first recorded, after the move's valid time", "city=Oslo", true, "city=Oslo", "1"},
 	} {
-		var pt struct{ X, Y float64 }
 		// The point in the page's coordinates: the record's rectangle, through
 		// the SVG's transformation to the screen.
 		js := fmt.Sprintf(`(function () {
@@ -101,20 +103,27 @@ func TestKeyPageClick(t *testing.T) {
 			const s = p.matrixTransform(svg.getScreenCTM());
 			return {X: s.x, Y: s.y};
 		})()`, c.record, c.rightEnd)
-		var text, sk string
-		err := chromedp.Run(ctx,
-			chromedp.Evaluate(`document.getElementById("answer").dataset.state = "empty"`, nil),
-			chromedp.Evaluate(js, &pt),
-			chromedp.MouseClickXY(pt.X, pt.Y),
-			chromedp.WaitVisible(`#answer[data-state="found"]`, chromedp.ByQuery),
-			chromedp.Text("#answer", &text, chromedp.ByQuery),
-			chromedp.AttributeValue("#answer", "data-sk", &sk, nil, chromedp.ByQuery),
-		)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`document.getElementById("answer").dataset.state = "empty"`)); err != nil {
+			t.Fatal(err)
+		}
+		pt, err := chromedp.Run(ctx, chromedp.Evaluate[point](js))
 		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
-		if !strings.Contains(text, c.want) || sk != c.sk {
-			t.Errorf("%s: the page answers %q (sk %s), want %s sk %s", c.what, text, sk, c.want, c.sk)
+		err = chromedp.Do(ctx, chromedp.MouseClickXY(pt.X, pt.Y), chromedp.WaitVisible(chromedp.CSS(`#answer[data-state="found"]`)))
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#answer")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#answer"), "data-sk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text, c.want) || sk.Value != c.sk {
+			t.Errorf("%s: the page answers %q (sk %s), want %s sk %s", c.what, text, sk.Value, c.want, c.sk)
 		}
 		t.Logf("%s: %s", c.what, text)
 	}
