@@ -38,7 +38,7 @@ func keyPath(k store.Key) string {
 var pages = template.Must(template.New("layout").Parse(`{{define "top"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
 <style>
-body { font-family: sans-serif; margin: 2em; color: #222; }
+body { font-family: sans-serif; margin: 2em; color: #1b1b1b; }
 a { color: #1f4e8c; } table { border-collapse: collapse; } td, th { padding: 2px 10px; text-align: left; }
 #answer { margin-top: 1em; padding: 0.6em; background: #f2f5f9; min-height: 1.4em; white-space: pre-wrap; font-family: monospace; }
 svg.bitemporal { border: 1px solid #ddd; cursor: crosshair; }
