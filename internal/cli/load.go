@@ -7,11 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/bitempo/bitempo/store"
@@ -183,7 +181,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	// midway (SIGKILL cannot be caught, but a commit is atomic on disk). The
 	// handler goes in before the store is opened, so that an interrupt while
 	// it opens is reported too.
-	ctx, stop := signal.NotifyContext(a.baseContext(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := a.interruptContext()
 	defer stop()
 	db, err := a.open(false)
 	if err != nil {
@@ -333,7 +331,7 @@ func (a *app) readInterruptible(ctx context.Context, table, path, name, format s
 	go func() {
 		select {
 		case <-ctx.Done():
-			if phase.CompareAndSwap(reading, exiting) {
+			if a.shared == nil && phase.CompareAndSwap(reading, exiting) {
 				name := path
 				if name == "-" {
 					name = "stdin"

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -50,6 +53,9 @@ func RunShared(args []string, s Shared) int {
 	if a.stdin == nil {
 		a.stdin = strings.NewReader("")
 	}
+	if a.ctx == nil {
+		a.ctx = context.Background()
+	}
 	for _, arg := range args {
 		if arg == "--" {
 			break
@@ -75,10 +81,14 @@ func (a *app) openShared(readOnly bool) (*store.DB, error) {
 	return a.shared.Share(), nil
 }
 
-// baseContext is the context commands start from: the request's on a server.
-func (a *app) baseContext() context.Context {
-	if a.ctx != nil {
-		return a.ctx
+// interruptContext is the context a load stops on and rolls back: SIGINT or
+// SIGTERM on its own; on a server, the end of its request (a client gone, or
+// the server's shutdown timeout), never the server's signal, on which the
+// server lets it finish. A load on a server never ends the process: a load on
+// its own exits at once when a signal arrives while it reads stdin.
+func (a *app) interruptContext() (context.Context, context.CancelFunc) {
+	if a.shared != nil {
+		return context.WithCancel(a.ctx)
 	}
-	return context.Background()
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
