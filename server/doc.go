@@ -16,7 +16,9 @@
 //	GET  /v1/tables/NAME/audit          ?key=K...: every record with both periods (NDJSON)
 //	GET  /v1/tables/NAME/keys           ?after=K...&limit=N: a page of keys
 //	GET  /v1/stats                      tables, last transaction, engine
-//	GET  /                              pages: tables, /table/NAME keys, /table/NAME/key/K... diagram
+//	GET  /                              pages: the tables; /table/NAME its keys, a page at a time;
+//	                                    /table/NAME/key/K... a key's diagram, where a click reads the
+//	                                    key at that point; /table/NAME/svg/K... the diagram alone
 //
 // Keys and times are written as the tool takes them (key=, one per key
 // column; valid on the table's axis; tx RFC 3339 or latest). A refused request

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bitempo/bitempo/internal/cli"
 	"github.com/bitempo/bitempo/internal/wire"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
@@ -385,5 +386,49 @@ func TestClientDisconnectMidStream(t *testing.T) {
 	}
 	if db.LastTx() != before {
 		t.Fatal("a disconnected load committed")
+	}
+}
+
+// TestCancelledLoadWritesNothing runs a load whose request has ended (its
+// client gone): it rolls back, says so, and the server's process lives on.
+func TestCancelledLoadWritesNothing(t *testing.T) {
+	_, db := customers(t, Options{})
+	before := db.LastTx()
+	path := filepath.Join(t.TempDir(), "rows.csv")
+	var rows strings.Builder
+	rows.WriteString("id,city,at\n")
+	for i := range 5000 {
+		rows.WriteString("n" + itoa(int64(i)) + ",Lima,2024-05-01\n")
+	}
+	writeFile(t, filepath.Dir(path), "rows.csv", rows.String())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var o, e bytes.Buffer
+	code := cli.RunShared([]string{"load", "customers", path, "--at", "at"}, cli.Shared{DB: db, Name: "s.db", Context: ctx, Stdout: &o, Stderr: &e})
+	if code != 130 || !strings.Contains(e.String(), "interrupted") {
+		t.Fatalf("a load of an ended request: exit %d %q", code, e.String())
+	}
+	if db.LastTx() != before {
+		t.Fatal("the load committed")
+	}
+	// Stdin too: the copy of stdin ends with the request, not the process.
+	code = cli.RunShared([]string{"load", "customers", "-", "--at", "at"}, cli.Shared{DB: db, Name: "s.db", Context: ctx, Stdin: strings.NewReader(rows.String()), Stdout: &o, Stderr: &e})
+	if code == 0 || db.LastTx() != before {
+		t.Fatalf("a load of stdin of an ended request: exit %d, committed %v", code, db.LastTx() != before)
+	}
+}
+
+// TestDropAsksThroughTheServer sends drop's answer on stdin, as a client on
+// a terminal does.
+func TestDropAsksThroughTheServer(t *testing.T) {
+	srv, db := customers(t, Options{})
+	drop := &wire.Header{Args: []string{"drop", "customers"}, StdinTTY: true, Stdin: true}
+	status, b := post(t, srv.URL, "", runBody(t, drop, "customers\n"))
+	stdout, stderr, code := answer(t, b)
+	if status != 200 || code != 0 || !strings.Contains(stderr, "Type its name to confirm") || !strings.Contains(stdout, "dropped table customers") {
+		t.Fatalf("drop: %d exit %d %q %q", status, code, stdout, stderr)
+	}
+	if _, err := db.Table("customers"); !errors.Is(err, store.ErrUnknownTable) {
+		t.Fatalf("after drop: %v", err)
 	}
 }
