@@ -187,6 +187,27 @@ func (h *handler) history(w http.ResponseWriter, r *http.Request) {
 	h.stream(w, r, t, query.History(h.db, t.Name, key, from, to, query.HistoryOptions{Tx: tx}))
 }
 
+// GET /v1/tables/{table}/scan?valid=V&tx=T: the version of every key in
+// effect at V as known at T, in key order, as NDJSON.
+func (h *handler) scan(w http.ResponseWriter, r *http.Request) {
+	t, err := h.db.Table(r.PathValue("table"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	valid, err := param(r, "valid", "now", func(s string) (int64, error) { return cli.ParseValid(t, s) })
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	tx, err := param(r, "tx", "latest", cli.ParseTx)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	h.stream(w, r, t, query.Snapshot(h.db, t.Name, query.AsOf{Valid: valid, Tx: tx}, query.KeyRange{}, query.SnapshotOptions{}))
+}
+
 // GET /v1/tables/{table}/audit?key=K...: every record of the key, with both
 // periods, as NDJSON.
 func (h *handler) audit(w http.ResponseWriter, r *http.Request) {

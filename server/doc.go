@@ -14,6 +14,7 @@
 //	GET  /v1/tables/NAME/get            ?key=K...&valid=V&tx=T: the version in effect (JSON)
 //	GET  /v1/tables/NAME/history        ?key=K...&from=V&to=V&tx=T: versions (NDJSON)
 //	GET  /v1/tables/NAME/audit          ?key=K...: every record with both periods (NDJSON)
+//	GET  /v1/tables/NAME/scan           ?valid=V&tx=T: every key's version in effect (NDJSON)
 //	GET  /v1/tables/NAME/keys           ?after=K...&limit=N: a page of keys
 //	GET  /v1/stats                      tables, last transaction, engine
 //	GET  /                              pages: the tables; /table/NAME its keys, a page at a time;

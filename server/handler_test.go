@@ -118,6 +118,16 @@ func TestJSONAPI(t *testing.T) {
 	if resp.Header.Get("Content-Type") != "application/x-ndjson" || strings.Join(cities, ",") != "Oslo,Bergen" {
 		t.Fatalf("history: %s %v", resp.Header.Get("Content-Type"), cities)
 	}
+
+	resp, err = http.Get(u + "/scan?valid=2024-03-12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "Bergen") || !strings.Contains(lines[1], "Rome") {
+		t.Fatalf("scan: %s", b)
+	}
 }
 
 func TestJSONErrors(t *testing.T) {

@@ -77,6 +77,7 @@ func Handler(db *store.DB, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/tables/{table}/get", h.get)
 	mux.HandleFunc("GET /v1/tables/{table}/history", h.history)
 	mux.HandleFunc("GET /v1/tables/{table}/audit", h.audit)
+	mux.HandleFunc("GET /v1/tables/{table}/scan", h.scan)
 	mux.HandleFunc("GET /v1/tables/{table}/keys", h.keys)
 	mux.HandleFunc("GET /v1/stats", h.stats)
 	mux.HandleFunc("GET /{$}", h.indexPage)
