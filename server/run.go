@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -430,7 +429,5 @@ func partialSuffix(s, p []byte) int {
 	}
 	return 0
 }
-
-func contextWith(ctx context.Context, k, v any) context.Context { return context.WithValue(ctx, k, v) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

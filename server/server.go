@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -109,7 +110,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
-	h.mux.ServeHTTP(w, r.WithContext(contextWith(r.Context(), accessKey{}, access)))
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accessKey{}, access)))
 }
 
 // tokenCookie carries a token given once as ?token= to a browser's later
