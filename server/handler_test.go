@@ -442,3 +442,28 @@ func TestDropAsksThroughTheServer(t *testing.T) {
 		t.Fatalf("after drop: %v", err)
 	}
 }
+
+// TestPages serves the tables, a table's keys and a key's diagram.
+func TestPages(t *testing.T) {
+	srv, _ := customers(t, Options{})
+	for path, want := range map[string][]string{
+		"/":                        {`href="/table/customers"`, "periods"},
+		"/table/customers":         {`href="/table/customers/key/c1"`, `href="/table/customers/key/c2"`, "city"},
+		"/table/customers/key/c1":  {`<svg xmlns="http://www.w3.org/2000/svg" class="bitemporal"`, `class="record current"`, "city=Bergen", `id="answer"`, `"/v1/tables/customers/get"`},
+		"/table/customers/svg/c1":  {`<svg`, "city=Oslo"},
+		"/table/customers/key/c9":  {`"ErrUnknownKey"`},
+		"/table/customers/key/a/b": {`"ErrBadRequest"`},
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, w := range want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("GET %s (%d) does not hold %q:\n%.600s", path, resp.StatusCode, w, b)
+			}
+		}
+	}
+}
