@@ -75,8 +75,12 @@ func RunShared(args []string, s Shared) int {
 // openShared hands a command its share of the server's store; a command that
 // writes is refused when the request may only read.
 func (a *app) openShared(readOnly bool) (*store.DB, error) {
-	if !readOnly && (a.readOnly || a.sharedReadOnly) {
-		return nil, &failure{fmt.Errorf("%w: this request may only read (a read-only token, or --read-only)", store.ErrReadOnly)}
+	switch {
+	case readOnly:
+	case a.readOnly:
+		return nil, &failure{store.ErrReadOnly} // as --read-only says it on a local store
+	case a.sharedReadOnly:
+		return nil, &failure{fmt.Errorf("%w: the server lets this client only read (a read token)", store.ErrReadOnly)}
 	}
 	return a.shared.Share(), nil
 }
