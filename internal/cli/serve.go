@@ -73,6 +73,7 @@ closes the store. demo, recover and serve itself run on local stores only.`,
 			if err != nil {
 				return err
 			}
+			removeLoadLeftovers(db)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cfg.Name, cfg.Log = a.db, a.stderr
