@@ -287,6 +287,11 @@ func (db *DB) Close() error {
 	if db.shares > 0 {
 		db.shares--
 		db.mu.Unlock()
+		if db.PurgePending() {
+			// As an owner's Close would: the erased bytes go now, unless a
+			// snapshot of another user still reads them.
+			return db.Purge(context.Background())
+		}
 		return nil
 	}
 	db.mu.Unlock()
