@@ -34,13 +34,16 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	dir, err := os.MkdirTemp(h.opts.TempDir, "bitempo-run-")
-	if err != nil {
-		writeErr(w, err)
-		return
+	files, _ := cli.FileArgs(hdr.Args, hdr.StdinTTY)
+	dir := "" // the request's directory, when its command names files
+	if len(files) > 0 || len(hdr.Uploads) > 0 {
+		if dir, err = os.MkdirTemp(h.opts.TempDir, "bitempo-run-"); err != nil {
+			writeErr(w, err)
+			return
+		}
+		defer os.RemoveAll(dir)
 	}
-	defer os.RemoveAll(dir)
-	job, err := h.prepare(dir, hdr, body)
+	job, err := h.prepare(dir, files, hdr, body)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -87,12 +90,11 @@ type standIn struct {
 	path string
 }
 
-// prepare replaces every file argument of the command line by a stand-in in
-// dir, writes the uploads there and prepares the outputs' stand-ins to fail
-// as the client's paths would.
-func (h *handler) prepare(dir string, hdr *wire.Header, body io.Reader) (*job, error) {
+// prepare replaces every file argument of the command line, files, by a
+// stand-in in dir, writes the uploads there and prepares the outputs'
+// stand-ins to fail as the client's paths would.
+func (h *handler) prepare(dir string, files []cli.FileArg, hdr *wire.Header, body io.Reader) (*job, error) {
 	j := &job{args: slices.Clone(hdr.Args), names: map[string]string{}}
-	files, _ := cli.FileArgs(hdr.Args, hdr.StdinTTY)
 	inputs := map[int]string{}
 	targets := map[int]wire.Target{}
 	for _, t := range hdr.Outputs {
