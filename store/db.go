@@ -58,6 +58,10 @@ type DB struct {
 
 	// purge holds the erasures whose bytes may still be on disk (purge.go).
 	purge purgeState
+
+	// shares counts the users Share handed the store to that have not closed
+	// it yet; guarded by mu.
+	shares int
 }
 
 // withDefaults fills in the defaults of the zero fields.
@@ -283,6 +287,18 @@ type catalogRecord struct {
 // Close closes the store. Snapshots must be closed first: while any is open,
 // Close returns an error wrapping ErrSnapshotsOpen and leaves the store open.
 func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.shares > 0 {
+		db.shares--
+		db.mu.Unlock()
+		if db.PurgePending() {
+			// As an owner's Close would: the erased bytes go now, unless a
+			// snapshot of another user still reads them.
+			return db.Purge(context.Background())
+		}
+		return nil
+	}
+	db.mu.Unlock()
 	if err := db.writer.lock("Close"); err != nil {
 		return err
 	}
@@ -315,6 +331,18 @@ func (db *DB) Close() error {
 		return errors.Join(err, db.engine.Close())
 	}
 	return db.finishPurge(false)
+}
+
+// Share hands the open store to one more user, such as one request of a
+// server: that user's Close only ends its share, and the store stays open for
+// the others; the Close of the store's owner, once every share has ended,
+// closes it. (Rejected: a second DB over the same engine, whose catalog and
+// transaction-time caches would drift from the first's.)
+func (db *DB) Share() *DB {
+	db.mu.Lock()
+	db.shares++
+	db.mu.Unlock()
+	return db
 }
 
 // Compact rewrites the whole store into its read-optimised shape and returns when

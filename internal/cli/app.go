@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,15 @@ type app struct {
 	stdoutTTY, stderrTTY, stdinTTY bool
 	// engines open --db URLs (engines.go); nil in the plain build.
 	engines map[string]Opener
+	// serve runs the serve command (serve.go); nil in a build without a server.
+	serve ServeFunc
+	// shared is the store a server runs this command on (shared.go), under
+	// sharedName, refusing writes when sharedReadOnly; ctx is the request's
+	// context. All zero when the tool runs on its own.
+	shared         *store.DB
+	sharedName     string
+	sharedReadOnly bool
+	ctx            context.Context
 }
 
 // Main runs the tool on the command line args (without the program name) with the
@@ -48,6 +58,9 @@ func newApp() *app {
 // run executes one command line and returns the exit status. It never lets a
 // panic escape as a Go stack trace: an internal error is one line on stderr.
 func (a *app) run(args []string) (status int) {
+	if url := remoteDB(args); url != "" && a.shared == nil {
+		return a.runRemote(url, args)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(a.stderr, "bitempo: internal error: %v\n", r)
@@ -92,7 +105,8 @@ Start with the demo, which builds ./bitempo-demo.db and explains what it shows:
 
   bitempo demo
 
-Every command takes --db DIR (default ./bitempo.db). Flags may come before or
+Every command takes --db DIR (default ./bitempo.db), or --db http://HOST:PORT
+to run on a store that bitempo serve shares. Flags may come before or
 after the arguments. Valid times are read and printed according to the table's
 axis: RFC 3339 (time), YYYY-MM-DD (date) or integers (int); transaction times are
 always RFC 3339. Output is a table on a terminal and CSV otherwise (--format).
@@ -108,10 +122,13 @@ cluster; see docs/replication.md.`,
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build")
+	root.PersistentFlags().StringVar(&a.db, "db", "./bitempo.db", "store directory, http://HOST:PORT (or https://) of a bitempo serve, or etcd://HOST:PORT[,HOST:PORT...]/PREFIX in the etcd build")
 	root.PersistentFlags().BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary lines on stderr")
 	root.PersistentFlags().BoolVar(&a.readOnly, "read-only", false, "open the store read-only: nothing in its directory is created or changed (it may be a read-only directory), other read-only opens may run beside it, and commands that write fail")
 	root.PersistentFlags().DurationVar(&a.wait, "wait", 0, "how long to wait for a store another process holds (e.g. 5s), instead of failing at once")
+	if a.shared != nil {
+		a.db = a.sharedName // defining --db set its default
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(
 		a.demoCmd(),
@@ -139,6 +156,7 @@ cluster; see docs/replication.md.`,
 		a.importCmd(),
 		a.eraseCmd(),
 		a.vacuumCmd(),
+		a.serveCmd(),
 	)
 	return root
 }

@@ -27,6 +27,8 @@ type Options struct {
 	// Engines maps a --db URL scheme (such as "etcd") to the function that
 	// opens its stores.
 	Engines map[string]Opener
+	// Serve runs the serve command's server; nil in a build without one.
+	Serve ServeFunc
 }
 
 // ErrEngineNotBuilt is returned for a --db URL whose engine this build of the
@@ -37,6 +39,7 @@ var ErrEngineNotBuilt = errors.New("bitempo: this build of the tool has no such 
 func MainWith(args []string, opts Options) int {
 	a := newApp()
 	a.engines = opts.Engines
+	a.serve = opts.Serve
 	return a.run(args)
 }
 
@@ -59,6 +62,9 @@ func (a *app) openStore(opts store.Options) (*store.DB, error) {
 // whose write-ahead log is damaged by dropping the damage and what follows
 // (the Pebble engine's RecoverWAL).
 func (a *app) openStoreRecovering(opts store.Options, recoverWAL bool) (*store.DB, error) {
+	if a.shared != nil {
+		return a.openShared(opts.ReadOnly || recoverWAL)
+	}
 	opts.Logger = discardLogger()
 	opts.ReadOnly = opts.ReadOnly || a.readOnly
 	scheme := dbScheme(a.db)

@@ -11,6 +11,7 @@ func (a *app) historyCmd() *cobra.Command {
 	var (
 		out              outputFlags
 		from, to, txFlag string
+		svg              string
 		timeline         bool
 		prefix, attrs    []string
 	)
@@ -35,12 +36,20 @@ the key, showing its versions as they stood after that transaction as bars on a
 valid-time axis (one row per version, '+' marks the rows that transaction
 asserted). It fits an 80-column terminal; use --from/--to to zoom in on a key with
 a long history. With --attrs, the timeline labels versions with those
-attributes only.`,
+attributes only.
+
+--svg FILE draws the bitemporal diagram of one key into FILE instead: valid time
+across, transaction time up, one rectangle per record (its valid period by the
+transaction-time period the store asserted it), labelled with the attributes
+that changed from the version before; a correction shows as rectangles cut off
+in transaction time under the ones that replaced them, and open ends reach the
+edge with an arrow. The output depends only on the key's records.`,
 		Example: `  bitempo history customers c1
   bitempo history customers c1 c2 --from 2024-01-01 --to 2025-01-01 --with-tx
   bitempo history prices --prefix sku-1
   bitempo history customers c1 --timeline
-  bitempo history customers c1 --attrs city,tier`,
+  bitempo history customers c1 --attrs city,tier
+  bitempo history customers c1 --svg c1.svg`,
 		Args: argsRange(1, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			db, t, err := a.openTable(args[0])
@@ -59,6 +68,12 @@ attributes only.`,
 			tx, err := parseTx(txFlag)
 			if err != nil {
 				return usagef("--tx: %v", err)
+			}
+			if svg != "" {
+				if sel.keys == nil || len(sel.keys) != 1 {
+					return usagef("--svg draws one key: give all its KEY values")
+				}
+				return writeSVG(svg, db, t, sel.keys[0])
 			}
 			if timeline {
 				keys, err := selectedKeys(db, t, sel)
@@ -101,6 +116,7 @@ attributes only.`,
 	cmd.Flags().StringVar(&from, "from", "", "start of the valid-time window (default: the beginning of time)")
 	cmd.Flags().StringVar(&to, "to", "", "end of the valid-time window, exclusive (default: the end of time)")
 	cmd.Flags().StringVar(&txFlag, "tx", "latest", "transaction time: RFC 3339, now or latest")
+	cmd.Flags().StringVar(&svg, "svg", "", "draw the bitemporal diagram of one key into this SVG file")
 	cmd.Flags().BoolVar(&timeline, "timeline", false, "draw the history as a timeline, one block per transaction")
 	cmd.Flags().StringSliceVar(&attrs, "attrs", nil, "attributes to print and decode, in order (default: all)")
 	return cmd

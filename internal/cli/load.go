@@ -7,11 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/bitempo/bitempo/store"
@@ -167,6 +165,17 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 	return cmd
 }
 
+// removeLoadLeftovers removes what loads killed midway left: their run files
+// and stdin spools. The store's lock, held now, says no load is using them.
+func removeLoadLeftovers(db *store.DB) {
+	if left, _ := filepath.Glob(filepath.Join(db.Dir(), "bitempo-spill-*")); len(left) > 0 {
+		for _, d := range left {
+			_ = os.RemoveAll(d)
+		}
+	}
+	removeLeftoverSpools(db)
+}
+
 func (a *app) load(table, path string, lf *loadFlags) error {
 	format, err := inputFormat(lf.format, path)
 	if err != nil {
@@ -183,7 +192,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	// midway (SIGKILL cannot be caught, but a commit is atomic on disk). The
 	// handler goes in before the store is opened, so that an interrupt while
 	// it opens is reported too.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := a.interruptContext()
 	defer stop()
 	db, err := a.open(false)
 	if err != nil {
@@ -194,14 +203,9 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err != nil {
 		return err
 	}
-	// A load killed while spilling leaves its run files; the store's lock,
-	// held now, says no other load is using them.
-	if left, _ := filepath.Glob(filepath.Join(db.Dir(), "bitempo-spill-*")); len(left) > 0 {
-		for _, d := range left {
-			_ = os.RemoveAll(d)
-		}
+	if a.shared == nil {
+		removeLoadLeftovers(db) // a server did at its start: its loads run side by side
 	}
-	removeLeftoverSpools(db)
 	mode, err := chooseMode(t, lf)
 	if err != nil {
 		return err
@@ -333,7 +337,7 @@ func (a *app) readInterruptible(ctx context.Context, table, path, name, format s
 	go func() {
 		select {
 		case <-ctx.Done():
-			if phase.CompareAndSwap(reading, exiting) {
+			if a.shared == nil && phase.CompareAndSwap(reading, exiting) {
 				name := path
 				if name == "-" {
 					name = "stdin"

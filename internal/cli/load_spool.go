@@ -74,7 +74,7 @@ func (a *app) spoolStdin(ctx context.Context, db *store.DB, table string) (strin
 	go func() {
 		select {
 		case <-ctx.Done():
-			if phase.CompareAndSwap(copying, exiting) {
+			if a.shared == nil && phase.CompareAndSwap(copying, exiting) {
 				_ = os.Remove(name)
 				fmt.Fprintf(a.stderr, "bitempo: load %s: interrupted while reading stdin; nothing loaded, the store is as it was before\n", table)
 				os.Exit(exitSignal)

@@ -17,5 +17,5 @@ func main() {
 	if status, ran := delegate(args); ran {
 		os.Exit(status)
 	}
-	os.Exit(cli.Main(args))
+	os.Exit(cli.MainWith(args, cli.Options{Serve: serve}))
 }
