@@ -145,7 +145,7 @@ type linHistory struct {
 // a history.
 type linSchedule struct {
 	cluster *etcdtest.Cluster // nil: no faults
-	stop    int               // the member to stop and restart; -1: the leader
+	leader  bool              // stop and restart the leader, rather than a follower
 	moveTo  int               // the member to move the leadership to; -1: none
 	kill    int               // the client to kill during a put; -1: none
 }
@@ -166,10 +166,7 @@ func TestLinearizable(t *testing.T) {
 	c := startCluster(t)
 	var total, unknown, killedInPut int
 	for h := range n {
-		sched := linSchedule{cluster: c, stop: -1, moveTo: (h + 1) % 3, kill: h % linClients}
-		if h%2 == 1 {
-			sched.stop = h % 3
-		}
+		sched := linSchedule{cluster: c, leader: h%2 == 0, moveTo: (h + 1) % 3, kill: h % linClients}
 		hist := recordHistory(t, c, fmt.Sprint(h), uint64(h), sched, 0)
 		for _, u := range hist.unexpected {
 			t.Errorf("history %d: %s", h, u)
@@ -196,7 +193,7 @@ func TestLinearizable(t *testing.T) {
 // to 150 ms earlier instead of the newest (etcd.BreakViews), a history of the
 // same clients, without faults, is not linearizable, and the check says so.
 func TestLinearizableCatchesStaleViews(t *testing.T) {
-	hist := recordHistory(t, testCluster, "stale", 7, linSchedule{stop: -1, moveTo: -1, kill: -1}, linStaleFor)
+	hist := recordHistory(t, testCluster, "stale", 7, linSchedule{moveTo: -1, kill: -1}, linStaleFor)
 	for _, u := range hist.unexpected {
 		t.Errorf("%s", u)
 	}
@@ -376,12 +373,13 @@ func runFaults(sched linSchedule, rng *rand.Rand, start time.Time) ([]string, er
 	var did []string
 	at := func(i int) { time.Sleep(time.Until(start.Add(time.Duration(i) * linFaultGap))) }
 	at(1)
-	victim, role := sched.stop, "a follower"
-	if victim < 0 || victim == c.Leader() {
-		victim, role = c.Leader(), "the leader"
+	lead := c.Leader()
+	if lead < 0 {
+		return did, errors.New("no leader")
 	}
-	if victim < 0 {
-		return did, errors.New("no leader to stop")
+	victim, role := lead, "the leader"
+	if !sched.leader {
+		victim, role = (lead+1+rng.IntN(2))%3, "a follower"
 	}
 	c.Stop(victim)
 	did = append(did, fmt.Sprintf("m%d (%s) stopped", victim, role))
