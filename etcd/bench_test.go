@@ -96,13 +96,24 @@ func TestPointReadRoundTrips(t *testing.T) {
 			t.Fatalf("point read %d: %d requests, want at most 2", i, n)
 		}
 	}
-	if _, err := txn.Update(other, func(tx *txn.Tx) error {
+	c, err := txn.Update(other, func(tx *txn.Tx) error {
 		_, err := tx.Upsert("t", store.Key{"k3"}, store.Attrs{"round": int64(7)}, 0)
 		return err
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	read("k3", 7) // a new generation: the caches reload
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.LastTx() != c.Tx {
+		t.Fatalf("a snapshot after another process's commit at tx %d: LastTx %d (a stale cached meta key)", c.Tx, s.LastTx())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if n := read("k3", 7); n > 2 {
 		t.Fatalf("point read after the reload: %d requests, want at most 2", n)
 	}
