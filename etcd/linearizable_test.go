@@ -56,7 +56,7 @@ const (
 	linCheckTime = 2 * time.Minute            // porcupine's bound per history
 	linDefault   = 3                          // histories in a default run (CI)
 	linStaleFor  = 150 * time.Millisecond     // the broken views' reuse
-	linPrefixFmt = "/lin/%s/%d"               // a history's store
+	linPrefixFmt = "/lin/%s/%d/%d"            // a history's store
 	linReadyLine = "ready"                    // a client's first line
 	linKillAfter = 1500 * time.Millisecond    // when a client may be killed
 	linFaultGap  = 400 * time.Millisecond     // between the faults of a history
@@ -224,7 +224,7 @@ func checkHistory(t *testing.T, hist linHistory, name string, show bool) porcupi
 // their views broken) and the schedule's faults, and returns the history.
 func recordHistory(t *testing.T, c *etcdtest.Cluster, name string, seed uint64, sched linSchedule, stale time.Duration) linHistory {
 	t.Helper()
-	prefix := fmt.Sprintf(linPrefixFmt, t.Name(), seed)
+	prefix := fmt.Sprintf(linPrefixFmt, t.Name(), seed, stores.Add(1))
 	setup := openOn(t, c.Endpoints(), prefix, 10*time.Second)
 	if _, err := setup.CreateTable(store.TableDef{Name: linTable, Key: []store.KeyColumn{{Name: "k", Type: store.String}}, Axis: store.AxisInt}); err != nil {
 		t.Fatal(err)
