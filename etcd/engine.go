@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.etcd.io/raft/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -155,7 +157,11 @@ func (e *Engine) rpcErr(op string, err error) error {
 	switch {
 	case code == codes.DeadlineExceeded, code == codes.Unavailable, errors.Is(err, context.DeadlineExceeded), errors.Is(err, rpctypes.ErrNoLeader),
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
-		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrLeaderChanged):
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrLeaderChanged),
+		errors.Is(err, rpctypes.ErrNotLeader), errors.Is(err, rpctypes.ErrTooManyRequests),
+		// A member drops a proposal while the leadership moves or no leader is
+		// known, and says so without a gRPC code of its own: nothing was written.
+		strings.Contains(err.Error(), raft.ErrProposalDropped.Error()):
 		return fmt.Errorf("%w: %s: no answer from the etcd cluster within %s (has it lost quorum?): %v",
 			store.ErrUnavailable, op, e.cfg.RequestTimeout, err)
 	case errors.Is(err, rpctypes.ErrCompacted):
