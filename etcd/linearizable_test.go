@@ -44,27 +44,33 @@ import (
 // its call, so its return time is infinite. A get that failed says nothing
 // and is left out.
 
+// The environment of the check: BITEMPO_ETCD_HISTORIES is the knob; the rest
+// pass a client process its part.
 const (
-	linClientEnv = "BITEMPO_ETCD_LIN"         // the cluster's endpoints, in a client
-	linTable     = "r"                        // the registers' table
-	linKeys      = "abcd"                     // one register per letter
 	linHistories = "BITEMPO_ETCD_HISTORIES"   // how many histories TestLinearizable checks
-	linStaleEnv  = "BITEMPO_ETCD_LIN_STALE"   // a client's etcd.BreakViews duration
-	linClients   = 3                          // client processes per history
-	linOpTimeout = 2 * time.Second            // the clients' Config.RequestTimeout
-	linRun       = 2500 * time.Millisecond    // how long the clients run, after all are ready
-	linCheckTime = 2 * time.Minute            // porcupine's bound per history
-	linDefault   = 3                          // histories in a default run (CI)
-	linStaleFor  = 150 * time.Millisecond     // the broken views' reuse
-	linPrefixFmt = "/lin/%s/%d/%d"            // a history's store
-	linReadyLine = "ready"                    // a client's first line
-	linKillAfter = 1500 * time.Millisecond    // when a client may be killed
-	linFaultGap  = 400 * time.Millisecond     // between the faults of a history
-	linMaxWait   = linRun + 30*time.Second    // for the clients to finish
-	linSeedEnv   = "BITEMPO_ETCD_LIN_SEED"    // a client's random seed
-	linIDEnv     = "BITEMPO_ETCD_LIN_CLIENT"  // a client's id
-	linPrefixEnv = "BITEMPO_ETCD_LIN_PREFIX"  // a history's store, in a client
-	linOutEnv    = "BITEMPO_ETCD_LIN_HISTORY" // where TestLinearizable writes failing histories
+	linOutEnv    = "BITEMPO_ETCD_LIN_HISTORY" // where a history that fails is drawn (default: the temporary directory)
+	linClientEnv = "BITEMPO_ETCD_LIN"         // the cluster's endpoints, in a client
+	linPrefixEnv = "BITEMPO_ETCD_LIN_PREFIX"  // the history's store
+	linIDEnv     = "BITEMPO_ETCD_LIN_CLIENT"  // the client's id
+	linSeedEnv   = "BITEMPO_ETCD_LIN_SEED"    // the client's random seed
+	linStaleEnv  = "BITEMPO_ETCD_LIN_STALE"   // the client's etcd.BreakViews duration
+)
+
+// The shape of a history.
+const (
+	linDefault   = 3                       // histories in a default run (CI)
+	linClients   = 3                       // client processes per history
+	linKeys      = "abcd"                  // one register per letter
+	linTable     = "r"                     // the registers' table
+	linPrefixFmt = "/lin/%s/%d/%d"         // a history's store
+	linReadyLine = "ready"                 // a client's first line
+	linRun       = 2500 * time.Millisecond // how long the clients run, once all are ready
+	linFaultGap  = 400 * time.Millisecond  // between the faults of a history
+	linKillAfter = 1500 * time.Millisecond // when a client may be killed
+	linOpTimeout = 2 * time.Second         // the clients' Config.RequestTimeout
+	linMaxWait   = linRun + 30*time.Second // for the clients to start, and to finish
+	linCheckTime = 2 * time.Minute         // porcupine's bound per history
+	linStaleFor  = 150 * time.Millisecond  // the broken views' reuse
 )
 
 // linEvent is one line of a client's record: the call or the return of an
@@ -133,12 +139,12 @@ var registers = porcupine.Model{
 
 // linHistory is one recorded history and what happened during it.
 type linHistory struct {
-	ops                         []porcupine.Operation
-	puts, unknownPuts, gets     int
-	failedGets                  int
-	faults                      []string
-	unexpected                  []string // errors no fault explains
-	killedClient, killedAtWrite bool
+	ops                     []porcupine.Operation
+	puts, unknownPuts, gets int
+	failedGets              int
+	faults                  []string
+	unexpected              []string // errors no fault explains
+	killedAtWrite           bool     // a client was killed inside a put
 }
 
 // linSchedule is what the parent does to the cluster and the clients during
@@ -355,7 +361,6 @@ func recordHistory(t *testing.T, c *etcdtest.Cluster, name string, seed uint64, 
 		t.Fatal(faultErr)
 	}
 	if killed >= 0 {
-		hist.killedClient = true
 		hist.faults = append(hist.faults, fmt.Sprintf("client %d killed during a put", killed))
 	}
 	hist.unexpected = bad
