@@ -172,9 +172,17 @@ func (it *iter) fetchN(from, to []byte, descend bool, limit int) bool {
 	// sorts and cuts it (only ascending key order stops at the limit). So a
 	// descending page reads first below to within to's engine prefix, where
 	// a store's backward step almost always lands (the version before, of
-	// the same key), and the whole range below only if that holds nothing.
+	// the same key), or, for a to that is all prefix (the end of one key's
+	// versions, encoding.PrefixEnd), within the keys that share all of to
+	// but its last byte; and the whole range below only if that holds
+	// nothing. Any start below to is correct: the keys of [start, to) are
+	// the greatest below to if there are any.
 	if to != nil {
-		if start := e.etcdKey(to[:layout.Split(to)]); start > lo && start < hi {
+		n := layout.Split(to)
+		if n == len(to) && n > 0 {
+			n--
+		}
+		if start := e.etcdKey(to[:n]); start > lo && start < hi {
 			if !it.fetchDesc(start, hi, limit, false) {
 				return false
 			}
