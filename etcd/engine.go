@@ -162,7 +162,7 @@ func (e *Engine) rpcErr(op string, err error) error {
 		// A member drops a proposal while the leadership moves or no leader is
 		// known, and says so without a gRPC code of its own: nothing was written.
 		strings.Contains(err.Error(), raft.ErrProposalDropped.Error()):
-		return fmt.Errorf("%w: %s: no answer from the etcd cluster within %s (has it lost quorum?): %v",
+		return fmt.Errorf("%w: %s: no answer from the etcd cluster within %s, or one saying it cannot act now (has it lost quorum, or is its leadership moving?): %v",
 			store.ErrUnavailable, op, e.cfg.RequestTimeout, err)
 	case errors.Is(err, rpctypes.ErrCompacted):
 		sentinel = store.ErrSnapshotTooOld
@@ -202,7 +202,9 @@ func (e *Engine) View() (engine.View, error) {
 	}
 	e.mu.Lock()
 	e.viewGen = gen
-	e.last.rev, e.last.gen, e.last.at = resp.Header.Revision, gen, time.Now()
+	if testHookStaleViews > 0 {
+		e.last.rev, e.last.gen, e.last.at = resp.Header.Revision, gen, time.Now()
+	}
 	e.mu.Unlock()
 	return &view{e: e, rev: resp.Header.Revision, gen: gen}, nil
 }
