@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.etcd.io/raft/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -57,6 +60,65 @@ type Engine struct {
 	// without LockWrites: the store's initialisation).
 	viewGen int64
 	closed  bool
+	// last is the newest view taken, for testHookStaleViews.
+	last struct {
+		rev, gen int64
+		at       time.Time
+	}
+
+	// points caches the answers of point reads (view.Get) at generation
+	// pointsGen: the store's meta keys, which every snapshot reads. Every
+	// commit of every process writes the generation key, so the data under
+	// the prefix is the same at every revision of one generation, and a view
+	// of that generation may answer from the cache. It holds the newest
+	// generation seen, and is emptied when a view of a newer one reads.
+	pointsMu  sync.Mutex
+	pointsGen int64
+	points    map[string]point
+}
+
+// point is a cached answer of view.Get.
+type point struct {
+	value []byte
+	found bool
+}
+
+// Bounds of the point cache: meta keys are few and small.
+const (
+	maxPoints     = 256
+	maxPointBytes = 4096
+)
+
+// testHookStaleViews, when positive, breaks View for the test that the
+// linearizability check catches a stale read path: outside the write lock a
+// view reuses the revision of the last view taken less than that long ago,
+// instead of reading the newest one.
+var testHookStaleViews time.Duration
+
+// cachedPoint returns the cached answer for key at generation gen.
+func (e *Engine) cachedPoint(gen int64, key []byte) (point, bool) {
+	e.pointsMu.Lock()
+	defer e.pointsMu.Unlock()
+	if gen == 0 || gen != e.pointsGen {
+		return point{}, false
+	}
+	p, ok := e.points[string(key)]
+	return p, ok
+}
+
+// rememberPoint caches the answer for key read at generation gen.
+func (e *Engine) rememberPoint(gen int64, key []byte, p point) {
+	if gen == 0 || len(p.value) > maxPointBytes {
+		return
+	}
+	e.pointsMu.Lock()
+	defer e.pointsMu.Unlock()
+	if gen > e.pointsGen {
+		e.pointsGen, e.points = gen, make(map[string]point)
+	}
+	if gen == e.pointsGen && len(e.points) < maxPoints {
+		e.points[string(key)] = point{value: bytes.Clone(p.value), found: p.found}
+	}
 }
 
 func newEngine(cli *clientv3.Client, own bool, cfg Config) *Engine {
@@ -95,8 +157,12 @@ func (e *Engine) rpcErr(op string, err error) error {
 	switch {
 	case code == codes.DeadlineExceeded, code == codes.Unavailable, errors.Is(err, context.DeadlineExceeded), errors.Is(err, rpctypes.ErrNoLeader),
 		errors.Is(err, rpctypes.ErrTimeout), errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail),
-		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrLeaderChanged):
-		return fmt.Errorf("%w: %s: no answer from the etcd cluster within %s (has it lost quorum?): %v",
+		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrLeaderChanged),
+		errors.Is(err, rpctypes.ErrNotLeader), errors.Is(err, rpctypes.ErrTooManyRequests),
+		// A member drops a proposal while the leadership moves or no leader is
+		// known, and says so without a gRPC code of its own: nothing was written.
+		strings.Contains(err.Error(), raft.ErrProposalDropped.Error()):
+		return fmt.Errorf("%w: %s: no answer from the etcd cluster within %s, or one saying it cannot act now (has it lost quorum, or is its leadership moving?): %v",
 			store.ErrUnavailable, op, e.cfg.RequestTimeout, err)
 	case errors.Is(err, rpctypes.ErrCompacted):
 		sentinel = store.ErrSnapshotTooOld
@@ -116,6 +182,14 @@ func (e *Engine) ctx() (context.Context, context.CancelFunc) {
 // View implements engine.Engine: one linearizable read of the generation key
 // fixes the view's revision.
 func (e *Engine) View() (engine.View, error) {
+	if d := testHookStaleViews; d > 0 {
+		e.mu.Lock()
+		last, locked := e.last, e.mutex != nil
+		e.mu.Unlock()
+		if !locked && last.rev != 0 && time.Since(last.at) < d {
+			return &view{e: e, rev: last.rev, gen: last.gen}, nil
+		}
+	}
 	ctx, cancel := e.ctx()
 	defer cancel()
 	resp, err := e.cli.Get(ctx, e.genKey)
@@ -128,6 +202,9 @@ func (e *Engine) View() (engine.View, error) {
 	}
 	e.mu.Lock()
 	e.viewGen = gen
+	if testHookStaleViews > 0 {
+		e.last.rev, e.last.gen, e.last.at = resp.Header.Revision, gen, time.Now()
+	}
 	e.mu.Unlock()
 	return &view{e: e, rev: resp.Header.Revision, gen: gen}, nil
 }

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/engine"
 	"github.com/bitempo/bitempo/etcd"
+	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -79,20 +81,27 @@ func TestIterMatchesModel(t *testing.T) {
 			}
 			defer it.Close()
 			pos := -1 // model position in in; -1 or len: invalid
+			// confined is the end of the engine prefix the last SeekPrefixGE
+			// sought, nil after any other positioning call: the engine may
+			// stop at it (Pebble does), so a move that would land at or past
+			// it may also end the iteration; and no Prev follows.
+			var confined []byte
 			for step := range 400 {
 				var ok bool
 				var what string
+				prefixOp := false
 				switch op := rng.IntN(7); op {
 				case 0:
 					ok, what, pos = it.First(), "First", 0
 				case 1:
 					ok, what, pos = it.Last(), "Last", len(in)-1
 				case 2, 3:
-					if pos < 0 || pos >= len(in) {
+					if pos < 0 || pos >= len(in) || (op == 3 && confined != nil) {
 						continue
 					}
 					if op == 2 {
 						ok, what, pos = it.Next(), "Next", pos+1
+						prefixOp = confined != nil
 					} else {
 						ok, what, pos = it.Prev(), "Prev", pos-1
 					}
@@ -105,11 +114,22 @@ func TestIterMatchesModel(t *testing.T) {
 						ok, what, pos = it.SeekLT(k), fmt.Sprintf("SeekLT(%x)", k), i-1
 					}
 				case 6:
-					k := []byte{byte(rng.IntN(5))}
+					k := []byte{byte(rng.IntN(5)), byte(rng.IntN(256)), byte(rng.IntN(256))}[:1+rng.IntN(3)]
 					i := sort.Search(len(in), func(i int) bool { return bytes.Compare(in[i], k) >= 0 })
 					ok, what, pos = it.SeekPrefixGE(k), fmt.Sprintf("SeekPrefixGE(%x)", k), i
+					confined, prefixOp = encoding.PrefixEnd(k[:layout.Split(k)]), true
+				}
+				if !prefixOp {
+					confined = nil
 				}
 				want := pos >= 0 && pos < len(in)
+				if prefixOp && !ok && want && (confined == nil || bytes.Compare(in[pos], confined) < 0) {
+					t.Fatalf("step %d %s: ended inside the sought prefix, before %x", step, what, in[pos])
+				}
+				if prefixOp && !ok {
+					pos = -1 // stopped at the prefix's end
+					continue
+				}
 				if ok != want || it.Valid() != want {
 					t.Fatalf("step %d %s: ok %v valid %v, want %v", step, what, ok, it.Valid(), want)
 				}

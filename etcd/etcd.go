@@ -20,7 +20,17 @@
 //     store.ErrSnapshotTooOld, never with other data.
 //   - Iterators read a range at the view's revision a page at a time (Config
 //     PageSize keys per range request), forwards and backwards, and seek inside
-//     the page they hold without a request.
+//     the page they hold without a request. etcd counts every key from a range
+//     request's start to its end, whatever its limit, and reads a descending
+//     range whole before cutting it to the limit; so a SeekPrefixGE reads only
+//     its key's engine prefix (layout.Split), and a backward step reads within
+//     the engine prefix of the key it steps back from before it reads further.
+//   - Point reads (View.Get: the store's meta keys, which every snapshot reads)
+//     are cached per generation: the data under the prefix is the same at every
+//     revision of one generation, so a view of the generation the cache holds
+//     answers from it. A point read of the latest version is then two requests:
+//     the view's linearizable read of the generation key and the seek to the
+//     record.
 //   - A commit is one etcd transaction. Each process writes under a write lock
 //     held through an etcd lease (the TTL of its concurrency.Session: the lock is lost when the
 //     process stops renewing it), and the transaction compares both that the

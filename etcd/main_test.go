@@ -20,8 +20,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("BITEMPO_ETCD_WRITER") != "" {
-		os.Exit(m.Run()) // TestKilledWriterChild, on the parent's cluster
+	if os.Getenv("BITEMPO_ETCD_WRITER") != "" || os.Getenv(linClientEnv) != "" {
+		os.Exit(m.Run()) // TestKilledWriterChild or TestLinearizableClient, on the parent's cluster
 	}
 	dir, err := os.MkdirTemp("", "bitempo-etcd-")
 	if err != nil {

@@ -10,7 +10,9 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // view is a engine.View at one etcd revision. It implements
@@ -25,16 +27,22 @@ func (v *view) Generation() int64 { return v.gen }
 
 func (v *view) Close() error { return nil }
 
-// Get implements engine.View with one read at the view's revision.
+// Get implements engine.View with one read at the view's revision, or none
+// when the engine's point cache holds the key at the view's generation.
 func (v *view) Get(key []byte) ([]byte, bool, error) {
+	if p, ok := v.e.cachedPoint(v.gen, key); ok {
+		return bytes.Clone(p.value), p.found, nil
+	}
 	resp, err := v.read(v.e.etcdKey(key))
 	if err != nil {
 		return nil, false, v.e.rpcErr("read", err)
 	}
-	if len(resp.Kvs) == 0 {
-		return nil, false, nil
+	var p point
+	if len(resp.Kvs) > 0 {
+		p = point{value: resp.Kvs[0].Value, found: true}
 	}
-	return resp.Kvs[0].Value, true, nil
+	v.e.rememberPoint(v.gen, key, p)
+	return p.value, p.found, nil
 }
 
 // read runs one range request at the view's revision, serializable first: the
@@ -82,6 +90,10 @@ type iter struct {
 	// continues in the same direction reads twice as many as the last, up to
 	// Config.PageSize, so a point lookup never transfers a whole page.
 	limit int
+	// prefixEnd, when set, confines the page and the moves after it to the
+	// keys below it: SeekPrefixGE sets it to the end of its key's engine
+	// prefix (layout.Split), which every positioning call but Next clears.
+	prefixEnd []byte
 }
 
 // firstPage is how many keys a seek reads: a balance between point lookups,
@@ -93,6 +105,16 @@ func (it *iter) SetBounds(lower, upper []byte) {
 	it.lower, it.upper = bytes.Clone(lower), bytes.Clone(upper)
 	it.page, it.pos = nil, -1
 	it.loDone, it.hiDone = false, false
+	it.prefixEnd = nil
+}
+
+// widen drops a page read confined to one engine prefix: its run ends at the
+// prefix's end, not at the range's.
+func (it *iter) widen() {
+	if it.prefixEnd != nil {
+		it.prefixEnd, it.page, it.pos = nil, nil, -1
+		it.loDone, it.hiDone = false, false
+	}
 }
 
 func (it *iter) Valid() bool { return it.err == nil && it.pos >= 0 && it.pos < len(it.page) }
@@ -128,33 +150,73 @@ func (it *iter) fetchN(from, to []byte, descend bool, limit int) bool {
 	if to != nil && (it.upper == nil || bytes.Compare(to, it.upper) < 0) {
 		hi = e.etcdKey(to)
 	}
+	if it.prefixEnd != nil && hi > e.etcdKey(it.prefixEnd) {
+		hi = e.etcdKey(it.prefixEnd)
+	}
 	it.page, it.pos = nil, -1
 	if lo >= hi {
 		it.loDone, it.hiDone = true, true
 		return false
 	}
-	order := clientv3.SortAscend
-	if descend {
-		order = clientv3.SortDescend
+	if !descend {
+		resp, err := it.v.read(lo, clientv3.WithRange(hi), clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		if err != nil {
+			it.err = e.rpcErr("read", err)
+			return false
+		}
+		it.page = resp.Kvs
+		it.loDone, it.hiDone = from == nil, !resp.More
+		return len(it.page) > 0
 	}
-	resp, err := it.v.read(lo, clientv3.WithRange(hi), clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, order))
-	if err != nil {
-		it.err = e.rpcErr("read", err)
+	// etcd reads a descending range whole, whatever the limit, before it
+	// sorts and cuts it (only ascending key order stops at the limit). So a
+	// descending page reads first below to within to's engine prefix, where
+	// a store's backward step almost always lands (the version before, of
+	// the same key), or, for a to that is all prefix (the end of one key's
+	// versions, encoding.PrefixEnd), within the keys that share all of to
+	// but its last byte; and the whole range below only if that holds
+	// nothing. Any start below to is correct: the keys of [start, to) are
+	// the greatest below to if there are any.
+	if to != nil {
+		n := layout.Split(to)
+		if n == len(to) && n > 0 {
+			n--
+		}
+		if start := e.etcdKey(to[:n]); start > lo && start < hi {
+			if !it.fetchDesc(start, hi, limit, false) {
+				return false
+			}
+			if len(it.page) > 0 {
+				return true
+			}
+			hi = start
+		}
+	}
+	if !it.fetchDesc(lo, hi, limit, true) {
 		return false
 	}
-	it.page = resp.Kvs
-	if descend {
-		for i, j := 0, len(it.page)-1; i < j; i, j = i+1, j-1 {
-			it.page[i], it.page[j] = it.page[j], it.page[i]
-		}
-		it.loDone, it.hiDone = !resp.More, to == nil
-	} else {
-		it.loDone, it.hiDone = from == nil, !resp.More
-	}
+	it.hiDone = to == nil
 	return len(it.page) > 0
 }
 
+// fetchDesc reads the page of the last limit keys of [lo, hi), in ascending
+// order; whole says lo is the range's lower end. It returns false on an error.
+func (it *iter) fetchDesc(lo, hi string, limit int, whole bool) bool {
+	resp, err := it.v.read(lo, clientv3.WithRange(hi), clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	if err != nil {
+		it.err = it.v.e.rpcErr("read", err)
+		return false
+	}
+	it.page = resp.Kvs
+	for i, j := 0, len(it.page)-1; i < j; i, j = i+1, j-1 {
+		it.page[i], it.page[j] = it.page[j], it.page[i]
+	}
+	it.loDone, it.hiDone = whole && !resp.More, false
+	return true
+}
+
 func (it *iter) First() bool {
+	it.widen()
 	if !it.fetch(nil, nil, false) {
 		return false
 	}
@@ -163,6 +225,7 @@ func (it *iter) First() bool {
 }
 
 func (it *iter) Last() bool {
+	it.widen()
 	if !it.fetch(nil, nil, true) {
 		return false
 	}
@@ -215,12 +278,16 @@ func (it *iter) search(key []byte) int {
 	return sort.Search(len(it.page), func(i int) bool { return bytes.Compare(it.page[i].Key[n:], key) >= 0 })
 }
 
-// inRun reports whether every key of the range >= key up to the page's end,
-// and the first key above it if any, is known from the page.
+// SeekGE seeks within the page when the page's run holds key's place.
 func (it *iter) SeekGE(key []byte) bool {
 	if it.err != nil {
 		return false
 	}
+	it.widen()
+	return it.seekGE(key)
+}
+
+func (it *iter) seekGE(key []byte) bool {
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -243,14 +310,43 @@ func (it *iter) SeekGE(key []byte) bool {
 	return true
 }
 
-// SeekPrefixGE implements engine.Iter as SeekGE: etcd has no prefix filters,
-// and every caller checks the prefix of the key it lands on.
-func (it *iter) SeekPrefixGE(key []byte) bool { return it.SeekGE(key) }
+// SeekPrefixGE implements engine.Iter as a SeekGE confined to key's engine
+// prefix (layout.Split): etcd counts every key from a range request's start to
+// its end, so a seek bounded only by the keyspace costs as many steps as the
+// keyspace has keys after it. A page the iterator holds that already covers
+// key answers without a request.
+func (it *iter) SeekPrefixGE(key []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	end := encoding.PrefixEnd(key[:layout.Split(key)])
+	if it.prefixEnd != nil && !bytes.Equal(end, it.prefixEnd) {
+		it.widen()
+	}
+	if it.prefixEnd == nil && len(it.page) > 0 && it.covers(key) {
+		return it.seekGE(key)
+	}
+	if end != nil {
+		if it.prefixEnd == nil {
+			it.page, it.pos = nil, -1
+		}
+		it.prefixEnd = end
+	}
+	return it.seekGE(key)
+}
+
+// covers reports whether the page's run holds key's place in the range.
+func (it *iter) covers(key []byte) bool {
+	n := len(it.v.e.data)
+	first, last := it.page[0].Key[n:], it.page[len(it.page)-1].Key[n:]
+	return (bytes.Compare(key, first) >= 0 || it.loDone) && bytes.Compare(key, last) <= 0
+}
 
 func (it *iter) SeekLT(key []byte) bool {
 	if it.err != nil {
 		return false
 	}
+	it.widen()
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}

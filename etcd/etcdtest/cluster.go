@@ -4,6 +4,7 @@
 package etcdtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -199,4 +200,28 @@ func (c *Cluster) Leader() int {
 		}
 	}
 	return -1
+}
+
+// MoveLeader transfers the cluster's leadership to member to (Raft's leader
+// transfer, as etcdctl move-leader does) and returns once the transfer is done.
+func (c *Cluster) MoveLeader(to int) error {
+	lead := c.Leader()
+	if lead < 0 {
+		return errors.New("etcdtest: move leader: no leader")
+	}
+	if lead == to {
+		return nil
+	}
+	c.mu.Lock()
+	from, target := c.members[lead].etcd, c.members[to].etcd
+	c.mu.Unlock()
+	if from == nil || target == nil {
+		return fmt.Errorf("etcdtest: move leader from m%d to m%d: a member is stopped", lead, to)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := from.Server.MoveLeader(ctx, uint64(from.Server.MemberID()), uint64(target.Server.MemberID())); err != nil {
+		return fmt.Errorf("etcdtest: move leader from m%d to m%d: %w", lead, to, err)
+	}
+	return nil
 }

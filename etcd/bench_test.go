@@ -1,0 +1,152 @@
+package etcd_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/bitempo/bitempo/etcd"
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// countingClient returns a client of testCluster that counts the unary
+// requests it sends (every Range, Txn and lease grant is one round trip).
+func countingClient(tb testing.TB) (*clientv3.Client, *atomic.Int64) {
+	tb.Helper()
+	var n atomic.Int64
+	count := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		n.Add(1)
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: testCluster.Endpoints(), Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count)},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cli.Close() })
+	return cli, &n
+}
+
+// pointReadStore opens a store of keys "k0".."k<n-1>" through cli, each with
+// two versions.
+func pointReadStore(tb testing.TB, cli *clientv3.Client, n int) *store.DB {
+	tb.Helper()
+	db, err := etcd.Open(context.Background(), etcd.Config{
+		Client: cli, Prefix: "/test/" + tb.Name(),
+		MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes,
+	}, store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	if _, err := db.CreateTable(keyDef); err != nil {
+		tb.Fatal(err)
+	}
+	for round := range 2 {
+		for lo := 0; lo < n; lo += 200 {
+			if _, err := txn.Update(db, func(tx *txn.Tx) error {
+				for i := lo; i < min(lo+200, n); i++ {
+					if _, err := tx.Upsert("t", store.Key{fmt.Sprint("k", i)}, store.Attrs{"round": int64(round)}, 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return db
+}
+
+// TestPointReadRoundTrips: a point read of the latest version, once a first
+// read has seen the store's generation, is two requests: the view's
+// linearizable read of the generation key and the seek to the record. The
+// store's meta keys come from the engine's cache of that generation. A commit
+// by another process changes the generation, and the next read reloads.
+func TestPointReadRoundTrips(t *testing.T) {
+	cli, rpcs := countingClient(t)
+	db := pointReadStore(t, cli, 50)
+	other := openStore(t, "/test/"+t.Name(), store.Options{})
+	read := func(key string, want int64) int64 {
+		t.Helper()
+		before := rpcs.Load()
+		v, err := query.Get(db, "t", store.Key{key}, query.AsOf{Valid: 0}, query.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Attrs["round"] != want {
+			t.Fatalf("%s: round %v, want %d", key, v.Attrs["round"], want)
+		}
+		return rpcs.Load() - before
+	}
+	read("k1", 1) // fills the cache
+	for i := range 10 {
+		if n := read(fmt.Sprint("k", i), 1); n > 2 {
+			t.Fatalf("point read %d: %d requests, want at most 2", i, n)
+		}
+	}
+	c, err := txn.Update(other, func(tx *txn.Tx) error {
+		_, err := tx.Upsert("t", store.Key{"k3"}, store.Attrs{"round": int64(7)}, 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read("k3", 7) // a new generation: the caches reload
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.LastTx() != c.Tx {
+		t.Fatalf("a snapshot after another process's commit at tx %d: LastTx %d (a stale cached meta key)", c.Tx, s.LastTx())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := read("k3", 7); n > 2 {
+		t.Fatalf("point read after the reload: %d requests, want at most 2", n)
+	}
+}
+
+// BenchmarkPointRead is query.Get of the latest version of one of 1,000 keys
+// on the 3-member cluster, beside the floor: one linearizable etcd range read
+// of one key. It reports requests per read and the ratio to the floor.
+func BenchmarkPointRead(b *testing.B) {
+	cli, rpcs := countingClient(b)
+	const n = 1000
+	db := pointReadStore(b, cli, n)
+	rng := rand.New(rand.NewPCG(1, 2))
+	ctx := context.Background()
+	var floor float64
+	b.Run("etcd-get", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := cli.Get(ctx, fmt.Sprint("/test/", b.Name(), "/k", rng.IntN(n))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		floor = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	b.Run("bitempo-get", func(b *testing.B) {
+		before := rpcs.Load()
+		for b.Loop() {
+			if _, err := query.Get(db, "t", store.Key{fmt.Sprint("k", rng.IntN(n))}, query.AsOf{Valid: 0}, query.GetOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(rpcs.Load()-before)/float64(b.N), "requests/op")
+		if floor > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/floor, "x-floor")
+		}
+	})
+}
