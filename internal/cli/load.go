@@ -155,7 +155,7 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 	f.StringVar(&lf.opCol, "op-col", "", "changes tables: the column holding the operation (with --delete-value)")
 	f.StringVar(&lf.deleteValue, "delete-value", "delete", "the value of --delete-col / --op-col that means delete")
 	f.StringVar(&lf.batchID, "batch-id", "", "changes tables: the batch id (default: the file's content hash)")
-	f.StringSliceVar(&lf.types, "types", nil, "attribute types, col=int64|float64|bool|string|time,...")
+	f.StringSliceVar(&lf.types, "types", nil, "attribute types, COL=TYPE,... with TYPE one of "+typeNames)
 	f.StringSliceVar(&lf.ignore, "ignore", nil, "columns of the file to leave out (e.g. sk, tx_from, tx_to of a scan's output)")
 	f.BoolVar(&lf.skipBad, "skip-bad", false, "skip rows that do not fit, reporting each, instead of failing")
 	f.IntVar(&lf.batchSize, "batch-size", 0, "commit N rows per transaction instead of the whole file in one (0: one transaction)")
@@ -247,7 +247,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
 		return err
 	}
-	plan, err := makePlan(in, t, mode, lf, types)
+	plan, err := makePlan(in, t, db.AttrTypes(t), mode, lf, types)
 	if err != nil && len(in.bad) > 0 {
 		// Columns go missing when the rows that hold them could not be read
 		// (every line of a JSONL file bad): the bad row is the cause to report.

@@ -98,7 +98,7 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 	var typ attrType
 	switch {
 	case in.isJSON && !s.sawNumber:
-		return 0, false
+		return attrType{}, false
 	case in.isJSON && !s.notAllInts:
 		typ = typeInt64
 	case in.isJSON:
@@ -242,7 +242,7 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
 		return nil, false, err
 	}
-	plan, err := makePlan(in, t, mode, lf, types)
+	plan, err := makePlan(in, t, db.AttrTypes(t), mode, lf, types)
 	if err != nil && len(in.bad) > 0 {
 		return nil, false, fmt.Errorf("load %s: %w; nothing loaded", t.Name, in.bad[0])
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -396,6 +397,9 @@ type pqReadColumn struct {
 	conv func(parquet.Value) (any, error)
 	// keyable: integers, strings and byte arrays may be key columns.
 	keyable bool
+	// precision and scale of a DECIMAL column that a decimal attribute can
+	// hold (precision 0 otherwise): it loads as exact decimals.
+	precision, scale int
 }
 
 // readParquetInput reads a whole Parquet file into an input whose values are
@@ -566,6 +570,9 @@ func pqConverter(name string, t parquet.Type) (pqReadColumn, error) {
 	case isPqDecimal(lt, ct):
 		scale := decimalScale(lt, t)
 		c.typ, c.keyable = fmt.Sprintf("DECIMAL(scale %d)", scale), scale == 0
+		if d, ok := lt.(*format.DecimalType); ok && d.Precision >= 1 && int(d.Precision) <= encoding.MaxDecimalDigits && d.Scale <= d.Precision {
+			c.precision, c.scale = int(d.Precision), scale
+		}
 		c.conv = func(v parquet.Value) (any, error) { return decimalValue(v, scale) }
 		return c, nil
 	case isTimestamp(lt, ct):
