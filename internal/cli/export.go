@@ -232,7 +232,7 @@ func (ex *tableExport) rows(w rowWriter, versions iter.Seq2[store.Version, error
 		}
 		cells = append(cells, valueCell(v.SK))
 		for _, name := range ex.attrs {
-			cells = append(cells, valueCell(v.Attrs[name]))
+			cells = append(cells, attrCell(ex.t, name, v.Attrs[name]))
 		}
 		if err := w.row(cells); err != nil {
 			return err
