@@ -60,17 +60,20 @@ const (
 	pqBool             // BOOLEAN
 	pqTimestamp        // INT64 TIMESTAMP(MICROS, UTC); values are microseconds
 	pqDate             // INT32 DATE; values are microseconds at midnight UTC
+	pqDecimal          // INT64 DECIMAL(precision, scale); values are encoding.Decimal
 )
 
 // pqColumn is a column of a Parquet file to write.
 type pqColumn struct {
 	name string
 	kind pqKind
+	// precision and scale of a pqDecimal column.
+	precision, scale int
 }
 
-func (k pqKind) node() parquet.Node {
+func (c pqColumn) node() parquet.Node {
 	var n parquet.Node
-	switch k {
+	switch c.kind {
 	case pqBytes:
 		n = parquet.Leaf(parquet.ByteArrayType)
 	case pqInt64:
@@ -85,6 +88,8 @@ func (k pqKind) node() parquet.Node {
 		n = parquet.TimestampAdjusted(parquet.Microsecond, true)
 	case pqDate:
 		n = parquet.Date()
+	case pqDecimal:
+		n = parquet.Decimal(c.scale, c.precision, parquet.Int64Type)
 	default:
 		n = parquet.String()
 	}
@@ -107,7 +112,7 @@ func parquetSchema(cols []pqColumn) (*parquet.Schema, error) {
 		if _, dup := g[c.name]; dup {
 			return nil, fmt.Errorf("two columns are named %q", c.name)
 		}
-		g[c.name] = c.kind.node()
+		g[c.name] = c.node()
 	}
 	byName := map[string]parquet.Field{}
 	for _, f := range g.Fields() {
@@ -214,6 +219,13 @@ func pqValue(c pqColumn, v any) (parquet.Value, error) {
 		if b, ok := v.(bool); ok {
 			return parquet.BooleanValue(b), nil
 		}
+	case pqDecimal:
+		if d, ok := v.(encoding.Decimal); ok {
+			if r, exact := d.Rescale(c.scale); exact && r.Digits() <= c.precision {
+				return parquet.Int64Value(r.Coef()), nil
+			}
+			return parquet.Value{}, fmt.Errorf("column %s: %s does not fit DECIMAL(%d,%d)", c.name, d, c.precision, c.scale)
+		}
 	case pqDate:
 		if n, ok := v.(int64); ok {
 			if n%dayTicks != 0 {
@@ -226,7 +238,7 @@ func pqValue(c pqColumn, v any) (parquet.Value, error) {
 }
 
 func (k pqKind) String() string {
-	return [...]string{"STRING", "BYTE_ARRAY", "INT64", "UINT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "DATE"}[k]
+	return [...]string{"STRING", "BYTE_ARRAY", "INT64", "UINT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "DATE", "DECIMAL"}[k]
 }
 
 // pqAxisKind is the Parquet type of valid times on an axis.
