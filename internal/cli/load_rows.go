@@ -146,7 +146,12 @@ func makePlan(in *input, t *store.Table, established map[string]store.ColumnType
 		if col, declared := t.Column(name); declared {
 			p.attrTypes[i] = col.Type
 		} else if typ, ok := established[name]; ok {
-			if _, given := types[name]; !given {
+			given, isGiven := types[name]
+			if isGiven && !typesAgree(typ, given) && !widensTo(given, typ) {
+				return nil, usagef("--types %s=%s: attribute %s of table %s holds %s values (the type its first value established); give %s=%s or leave it out",
+					name, given, name, t.Name, typ, name, typ)
+			}
+			if !isGiven {
 				p.attrTypes[i] = typ
 			}
 		}
@@ -196,6 +201,12 @@ func makePlan(in *input, t *store.Table, established map[string]store.ColumnType
 func typesAgree(declared, given attrType) bool {
 	return declared == given || declared.Kind == store.TypeDecimal && given.Kind == store.TypeDecimal ||
 		declared.Kind == store.TypeDate && given.Kind == store.TypeTime
+}
+
+// widensTo reports whether values of type from are stored exactly as type to
+// (an int64 into a float64 or decimal attribute).
+func widensTo(from, to attrType) bool {
+	return from.Kind == store.TypeInt64 && (to.Kind == store.TypeFloat64 || to.Kind == store.TypeDecimal || to.Kind == store.TypeUint64)
 }
 
 // keepExact returns typeString, with a warning, when a number of column c that

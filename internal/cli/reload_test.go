@@ -43,7 +43,7 @@ func TestReloadWithDuplicateRowsChangesNothing(t *testing.T) {
 			dir := t.TempDir()
 			write(t, dir, "f.csv", csv)
 			write(t, dir, "f.jsonl", jsonl)
-			writeParquet(t, dir, "f.parquet", []pqColumn{{"id", pqString}, {"on", pqString}, {"price", pqInt64}},
+			writeParquet(t, dir, "f.parquet", []pqColumn{{name: "id", kind: pqString}, {name: "on", kind: pqString}, {name: "price", kind: pqInt64}},
 				[]any{"k1", "2024-01-01", int64(10)}, []any{"k1", "2024-02-01", int64(11)}, []any{"k1", "2024-02-01", int64(12)},
 				[]any{"k2", "2024-03-01", int64(5)}, []any{"k2", "2024-01-01", int64(4)})
 			ok(t, dir, "create", "p", "--key", "id", "--axis", "date", "--kind", tc.kind, "--db", "db")
