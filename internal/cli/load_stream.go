@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -715,6 +716,7 @@ const (
 	tagString
 	tagBytes
 	tagTime
+	tagDecimal // scale (1 byte), then the coefficient as a varint
 )
 
 // encodeRow encodes a checked row for a run: line, from, to, seq, del, the key
@@ -768,6 +770,8 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		return append(bin.AppendUvarint(append(dst, tagBytes), uint64(len(x))), x...), nil
 	case time.Time:
 		return bin.AppendVarint(append(dst, tagTime), x.UnixMicro()), nil
+	case encoding.Decimal:
+		return bin.AppendVarint(append(dst, tagDecimal, byte(x.Scale())), x.Coef()), nil
 	}
 	return nil, fmt.Errorf("a value of type %T cannot go into a sorted run", v)
 }
@@ -871,6 +875,14 @@ func (d *runDecoder) value() any {
 		return bytes.Clone(d.bytes())
 	case tagTime:
 		return time.UnixMicro(d.varint()).UTC()
+	case tagDecimal:
+		scale := int(d.byte())
+		v, err := encoding.NewDecimal(d.varint(), scale)
+		if err != nil {
+			d.bad = true
+			return nil
+		}
+		return v
 	}
 	d.bad = true
 	return nil
