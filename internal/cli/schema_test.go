@@ -115,6 +115,8 @@ func TestEstablishedTypes(t *testing.T) {
 	before, _ := dumpState(t, dir, "db")
 	write(t, dir, "dirty.csv", "id,on,user,price\nk1,2024-03-01,u1,12.5\nk2,2024-03-01,u1,n/a\n")
 	fails(t, dir, 1, `dirty.csv line 3, column 4 (price): "n/a" is not a float64`, "load", "c", "dirty.csv", "--at", "on", "--db", "db")
+	fails(t, dir, 1, `dirty.csv line 3, column 4 (price): "n/a" is not a float64`, append([]string{"load", "c", "dirty.csv", "--at", "on", "--db", "db"}, streamed...)...)
+	fails(t, dir, 1, `dirty.csv line 3, column 4 (price): "n/a" is not a float64`, "load", "c", "dirty.csv", "--at", "on", "--batch-size", "1", "--db", "db")
 	if after, _ := dumpState(t, dir, "db"); after != before {
 		t.Fatalf("a failed load changed the store")
 	}
