@@ -61,6 +61,12 @@ func TestDeclaredDecimalColumn(t *testing.T) {
 	r = ok(t, dir, "get", "prices", "c", "--attrs", "price", "--db", "db")
 	wantLines(t, r.stdout, "id,valid_from,valid_to,sk,price", "c,2024-02-01,,3,1.50")
 
+	// --types must agree with the declaration; a decimal type's comma stays
+	// inside it. Loading p.csv again changes nothing.
+	r = ok(t, dir, "load", "prices", "p.csv", "--at", "on", "--types", "price=decimal(10,2),category=string", "--db", "db")
+	if !strings.Contains(r.stderr, "no transaction") {
+		t.Fatalf("reload: %s", r.stderr)
+	}
 	// --types must agree with the declaration.
 	fails(t, dir, 2, "declares column price as decimal(10,2)", "load", "prices", "bad.csv", "--at", "on", "--types", "price=float64", "--db", "db")
 	// put reads --set values by the declaration too.
@@ -277,6 +283,10 @@ func TestDeclaredExportImport(t *testing.T) {
 	schema := strings.Join(parquetSchemaOf(t, filepath.Join(dir, "p.parquet")), " ")
 	if !strings.Contains(schema, "DECIMAL(10,2)") {
 		t.Fatalf("parquet schema: %s", schema)
+	}
+	r = ok(t, dir, "create", "p3", "--key", "id", "--axis", "int", "--columns-from", "p.parquet", "--db", "db")
+	if !strings.Contains(r.stdout, "--columns 'price:decimal(10,2),note:string'") {
+		t.Fatalf("--columns-from a Parquet file: %s", r.stdout)
 	}
 	ok(t, dir, "create", "p2", "--key", "id", "--axis", "int", "--db", "db")
 	ok(t, dir, "load", "p2", "p.parquet", "--from", "valid_from", "--to", "valid_to", "--ignore", "sk", "--db", "db")
