@@ -63,9 +63,15 @@ Changes tables take CDC events: --at COL [--seq COL] [--op-col COL --delete-valu
 [--batch-id ID]. The default batch id is the file's content hash, so loading the
 same file twice changes nothing the second time.
 
-The key columns are the table's; every other column is an attribute. Types come
-from --types col=int64|float64|bool|string|time, else are inferred per column
-(integers, decimals, booleans, otherwise strings); an empty cell is null. A time
+The key columns are the table's; every other column is an attribute. A column
+the table declares (create --columns) is read as its declared type, and an
+attribute the table already holds as the type its first value established (so a
+cell n/a in a float64 column is a bad row, not a new string column); only
+attributes the table never held take --types COL=TYPE (string, int64, uint64,
+float64, bool, bytes, time, date, decimal(P,S)) or are inferred per column
+(integers, decimals, booleans, otherwise strings); an empty cell is null. A
+decimal(P,S) cell is read exactly and rescaled: 232.1 is 232.10, 0.125 does not
+fit decimal(10,2). A time
 column takes RFC 3339 values or dates (midnight UTC) and stores time values (UTC,
 to the microsecond), which output prints in RFC 3339 and a backfill window can use.
 Values come back as they went in: a column holding a decimal that a float64 cannot
