@@ -300,3 +300,32 @@ func TestDeclaredExportImport(t *testing.T) {
 		t.Fatalf("reload: %s", r.stderr)
 	}
 }
+
+// TestDecimalRoundTripCSVAndJSONL: a declared table exported as CSV and as
+// JSON lines loads back, into a table declared from the export itself
+// (create --columns-from), with the same decimals digit for digit.
+func TestDecimalRoundTripCSVAndJSONL(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, dir, "create", "p", "--key", "id", "--axis", "int", "--columns", "price:decimal(12,3),n:int64", "--db", "db")
+	write(t, dir, "a.csv", "id,at,price,n\na,1,232.1,1\nb,1,-0.005,2\nc,1,123456789.125,\n")
+	ok(t, dir, "load", "p", "a.csv", "--at", "at", "--db", "db")
+	want := ok(t, dir, "scan", "p", "--format", "json", "--db", "db").stdout
+	if !strings.Contains(want, `"price":232.100`) || !strings.Contains(want, `"price":-0.005`) || !strings.Contains(want, `"price":123456789.125`) {
+		t.Fatalf("scan: %s", want)
+	}
+	for _, format := range []string{"csv", "json"} {
+		ext := map[string]string{"csv": "csv", "json": "jsonl"}[format]
+		r := ok(t, dir, "export", "p", "--format", format, "--db", "db")
+		write(t, dir, "out."+ext, r.stdout)
+		name := "q" + format
+		r = ok(t, dir, "create", name, "--key", "id", "--axis", "int", "--columns-from", "out."+ext, "--db", "db")
+		if !strings.Contains(r.stdout, "price:decimal(") || !strings.Contains(r.stdout, ",3)") {
+			t.Fatalf("%s: inferred %s", format, r.stdout)
+		}
+		ok(t, dir, "load", name, "out."+ext, "--from", "valid_from", "--to", "valid_to", "--ignore", "sk", "--db", "db")
+		got := ok(t, dir, "scan", name, "--format", "json", "--db", "db").stdout
+		if got != want {
+			t.Fatalf("%s round trip:\nwant %s\ngot  %s", format, want, got)
+		}
+	}
+}
