@@ -45,7 +45,9 @@ func TestTablesDescribeDrop(t *testing.T) {
 	r = ok(t, dir, "describe", "customers", "--db", "db")
 	wantLines(t, r.stdout,
 		"table customers: periods table, key (customer_id string), date axis",
-		"attributes: name, city, score")
+		"attributes: name, city, score",
+		"attribute types: name string, city string, score int64",
+		"columns (latest): none declared")
 	fails(t, dir, 1, `unknown table: "nope"`, "describe", "nope", "--db", "db")
 	// Without a terminal to ask, drop needs --yes.
 	fails(t, dir, 2, "give --yes to confirm", "drop", "customers", "--db", "db")

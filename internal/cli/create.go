@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,9 @@ func (a *app) createCmd() *cobra.Command {
 		kind, axis, granularity            string
 		retainTx                           string
 		ignoreNulls                        bool
+		columns, columnsFrom, fromFormat   string
+		ignore                             []string
+		strict, mixedTypes                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME --key COL[,COL...]",
@@ -32,11 +36,25 @@ do not depend on arrival order). Without --kind the table is a periods table and
 create says so. The axis says how valid times
 are written: time (RFC 3339), date (YYYY-MM-DD) or int. --group-by declares a
 temporal index on attributes (contracts grouped by user_id) for backfill, which
-aggregates a group's versions in effect at each requested time.`,
+aggregates a group's versions in effect at each requested time.
+
+--columns declares attribute columns with their types, name:type,... (string,
+int64, uint64, float64, bool, bytes, time, date, decimal(P,S); nullable unless
+followed by "not null"): loads then read each cell as its column's type, and a
+cell that does not fit is a bad row. --strict refuses attributes the
+declaration does not name. --columns-from FILE infers the declaration once
+from a sample of a CSV, JSONL or Parquet file (numbers with a fixed number of
+decimals become decimal(P,S), integers int64, YYYY-MM-DD dates date,
+timestamps time, the rest string), prints it as a --columns line to edit and
+reuse, and creates the table with it. Undeclared attributes keep the type
+their first value established; --mixed-types lets them change type from write
+to write instead.`,
 		Example: `  bitempo create customers --key customer_id --axis date
   bitempo create prices --key sku,store --key-types string,int64 --track price
   bitempo create accounts --key account_id --kind changes --granularity day
-  bitempo create contracts --key contract_id --axis date --group-by user_id`,
+  bitempo create contracts --key contract_id --axis date --group-by user_id
+  bitempo create prices --key id --columns 'price:decimal(10,2),category:string,updated:time'
+  bitempo create prices --key id --columns-from prices.csv --ignore changed_on`,
 		Args: argsRange(1, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			def, err := tableDef(args[0], keys, keyTypes, kind, axis, granularity, track, trackExcept)
@@ -55,6 +73,13 @@ aggregates a group's versions in effect at each requested time.`,
 					return usagef("create: --group-by %q: want distinct attribute names", strings.Join(groupBy, ","))
 				}
 				def.GroupBy = append(def.GroupBy, g)
+			}
+			if err := a.declareColumns(cmd.Context(), &def, columns, columnsFrom, fromFormat, ignore); err != nil {
+				return err
+			}
+			def.Strict, def.MixedTypes = strict, mixedTypes
+			if strict && len(def.Columns) == 0 {
+				return usagef("create: --strict needs --columns or --columns-from (a strict table takes only declared columns)")
 			}
 			db, err := a.openStore(store.Options{})
 			if err != nil {
@@ -85,7 +110,46 @@ aggregates a group's versions in effect at each requested time.`,
 	f.BoolVar(&ignoreNulls, "ignore-nulls", false, "changes tables: an attribute absent from an event keeps its previous value")
 	f.StringVar(&retainTx, "retain-tx", "", "transaction-time retention, e.g. 400d or 36h: bitempo vacuum drops records retired longer ago")
 	f.StringSliceVar(&groupBy, "group-by", nil, "attributes whose values group the versions, indexed for backfill (strings or integers)")
+	f.StringVar(&columns, "columns", "", "declared attribute columns, name:type[ not null],... with type one of "+typeNames)
+	f.StringVar(&columnsFrom, "columns-from", "", "infer --columns from a sample of this CSV, JSONL or Parquet file (printed, then used)")
+	f.StringVar(&fromFormat, "format", "", "format of the --columns-from file: csv, jsonl or parquet (default: by extension)")
+	f.StringSliceVar(&ignore, "ignore", nil, "with --columns-from: columns of the file not to declare (time and operation columns)")
+	f.BoolVar(&strict, "strict", false, "take no attribute the declaration does not name")
+	f.BoolVar(&mixedTypes, "mixed-types", false, "let undeclared attributes hold values of different types from write to write")
 	return cmd
+}
+
+// declareColumns sets def.Columns from --columns or, inferred and printed,
+// from a sample of the --columns-from file.
+func (a *app) declareColumns(ctx context.Context, def *store.TableDef, columns, from, format string, ignore []string) error {
+	switch {
+	case columns != "" && from != "":
+		return usagef("create: give --columns or --columns-from, not both")
+	case columns != "":
+		cols, err := store.ParseColumns(columns)
+		if err != nil {
+			return usagef("create: --columns: %s", clean(err))
+		}
+		def.Columns = cols
+	case from != "":
+		format, err := inputFormat(format, from)
+		if err != nil {
+			return err
+		}
+		skip := slices.Clone(ignore)
+		for _, k := range def.Key {
+			skip = append(skip, k.Name)
+		}
+		cols, err := inferColumns(ctx, from, format, skip)
+		if err != nil {
+			return err
+		}
+		def.Columns = cols
+		fmt.Fprintf(a.stdout, "columns inferred from %s (edit and pass as --columns to change them):\n  --columns '%s'\n", from, store.FormatColumns(cols))
+	case len(ignore) > 0:
+		return usagef("create: --ignore goes with --columns-from")
+	}
+	return nil
 }
 
 // tableDef builds a table definition from create's flags.
@@ -170,6 +234,15 @@ func describeTable(t *store.Table) string {
 	}
 	if t.RetainTx > 0 {
 		s += ", retaining retired records for " + formatRetention(t.RetainTx)
+	}
+	if len(t.Columns) > 0 {
+		s += ", columns " + store.FormatColumns(t.Columns)
+	}
+	if t.Strict {
+		s += ", strict"
+	}
+	if t.MixedTypes {
+		s += ", mixed types"
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
 )
@@ -232,7 +233,7 @@ func (ex *tableExport) rows(w rowWriter, versions iter.Seq2[store.Version, error
 		}
 		cells = append(cells, valueCell(v.SK))
 		for _, name := range ex.attrs {
-			cells = append(cells, valueCell(v.Attrs[name]))
+			cells = append(cells, attrCell(ex.t, name, v.Attrs[name]))
 		}
 		if err := w.row(cells); err != nil {
 			return err
@@ -243,7 +244,10 @@ func (ex *tableExport) rows(w rowWriter, versions iter.Seq2[store.Version, error
 
 // attrKinds are the value types an attribute was seen with.
 type attrKinds struct {
-	ints, negInts, bigUints, floats, bools, strings, bytes, times bool
+	ints, negInts, bigUints, floats, bools, strings, bytes, times, decimals bool
+	// digits and scale: the most integer digits and the largest scale of
+	// the decimal values.
+	intDigits, scale int
 }
 
 func (k *attrKinds) see(v any) {
@@ -263,6 +267,10 @@ func (k *attrKinds) see(v any) {
 		k.bytes = true
 	case time.Time: // time attributes, where the store holds them
 		k.times = true
+	case encoding.Decimal:
+		k.decimals = true
+		k.intDigits = max(k.intDigits, x.Digits()-x.Scale())
+		k.scale = max(k.scale, x.Scale())
 	case nil:
 	default:
 		k.strings, k.bytes = true, true // an unknown type: a string column
@@ -273,7 +281,7 @@ func (k *attrKinds) see(v any) {
 // types (written as text in a STRING column).
 func (k *attrKinds) kind() (pqKind, bool) {
 	n := 0
-	for _, b := range []bool{k.ints || k.bigUints, k.floats, k.bools, k.strings, k.bytes, k.times} {
+	for _, b := range []bool{k.ints || k.bigUints, k.floats, k.bools, k.strings, k.bytes, k.times, k.decimals} {
 		if b {
 			n++
 		}
@@ -295,8 +303,37 @@ func (k *attrKinds) kind() (pqKind, bool) {
 		return pqBytes, false
 	case k.times:
 		return pqTimestamp, false
+	case k.decimals:
+		return pqDecimal, false
 	}
 	return pqString, false
+}
+
+// column is the Parquet column of attribute name of table t: a declared
+// decimal column is a DECIMAL of its precision and scale and a date column a
+// DATE; an undeclared attribute takes the kind of its values (decimals: the
+// largest scale they have, with room for their integer digits).
+func (k *attrKinds) column(t *store.Table, name string) (pqColumn, bool) {
+	kind, several := k.kind()
+	c := pqColumn{name: name, kind: kind}
+	if several {
+		return c, true
+	}
+	decl, declared := t.Column(name)
+	switch {
+	case declared && decl.Type.Kind == store.TypeDecimal:
+		c.kind, c.precision, c.scale = pqDecimal, int(decl.Type.Precision), int(decl.Type.Scale)
+	case declared && decl.Type.Kind == store.TypeDate && kind == pqTimestamp:
+		c.kind = pqDate
+	case kind == pqDecimal:
+		c.precision, c.scale = min(k.intDigits+k.scale, encoding.MaxDecimalDigits), k.scale
+		c.precision = max(c.precision, 1)
+		if k.intDigits+k.scale > encoding.MaxDecimalDigits {
+			c.kind = pqString // no one DECIMAL type holds them all: text
+			return c, true
+		}
+	}
+	return c, false
 }
 
 func (ex *tableExport) parquet(a *app, w io.Writer, source func() iter.Seq2[store.Version, error]) error {
@@ -309,26 +346,26 @@ func (ex *tableExport) parquet(a *app, w io.Writer, source func() iter.Seq2[stor
 			return err
 		}
 		for _, name := range ex.attrs {
-			kinds[name].see(v.Attrs[name])
+			kinds[name].see(ex.t.ConformValue(name, v.Attrs[name]))
 		}
 	}
 	var cols []pqColumn
 	for _, k := range ex.t.Key {
-		cols = append(cols, pqColumn{k.Name, pqKeyKind(k.Type)})
+		cols = append(cols, pqColumn{name: k.Name, kind: pqKeyKind(k.Type)})
 	}
 	axis := pqAxisKind(ex.t.Axis)
-	cols = append(cols, pqColumn{"valid_from", axis}, pqColumn{"valid_to", axis})
+	cols = append(cols, pqColumn{name: "valid_from", kind: axis}, pqColumn{name: "valid_to", kind: axis})
 	if ex.history {
-		cols = append(cols, pqColumn{"tx_from", pqTimestamp}, pqColumn{"tx_to", pqTimestamp})
+		cols = append(cols, pqColumn{name: "tx_from", kind: pqTimestamp}, pqColumn{name: "tx_to", kind: pqTimestamp})
 	}
-	cols = append(cols, pqColumn{"sk", pqUint64})
+	cols = append(cols, pqColumn{name: "sk", kind: pqUint64})
 	var mixed []string
 	for _, name := range ex.attrs {
-		kind, several := kinds[name].kind()
+		col, several := kinds[name].column(ex.t, name)
 		if several {
 			mixed = append(mixed, name)
 		}
-		cols = append(cols, pqColumn{name, kind})
+		cols = append(cols, col)
 	}
 	if len(mixed) > 0 && !a.quiet {
 		fmt.Fprintf(a.stderr, "bitempo: attributes %s hold values of several types; written as STRING columns\n", strings.Join(mixed, ", "))
@@ -358,7 +395,7 @@ func (ex *tableExport) parquet(a *app, w io.Writer, source func() iter.Seq2[stor
 		}
 		vals = append(vals, v.SK)
 		for _, name := range ex.attrs {
-			x := v.Attrs[name]
+			x := ex.t.ConformValue(name, v.Attrs[name])
 			if x != nil && slices.Contains(mixed, name) {
 				x = valueCell(x).text
 			} else if tm, ok := x.(time.Time); ok {

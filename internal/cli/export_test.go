@@ -84,7 +84,7 @@ func TestExportColumnsAndFormats(t *testing.T) {
 
 func TestExportMixedTypes(t *testing.T) {
 	dir := t.TempDir()
-	ok(t, dir, "create", "things", "--key", "id", "--axis", "int", "--db", "db")
+	ok(t, dir, "create", "things", "--key", "id", "--axis", "int", "--mixed-types", "--db", "db")
 	write(t, dir, "a.jsonl", `{"id":"a","from":1,"to":5,"v":1}`+"\n")
 	write(t, dir, "b.jsonl", `{"id":"b","from":1,"to":5,"v":"one"}`+"\n")
 	ok(t, dir, "load", "things", "a.jsonl", "--from", "from", "--to", "to", "--db", "db")

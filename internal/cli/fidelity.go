@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -63,10 +64,15 @@ type manifestTable struct {
 	Lateness    int64                      `json:"lateness,omitempty"`
 	RetainTx    int64                      `json:"retain_tx,omitempty"`
 	GroupBy     []string                   `json:"group_by,omitempty"`
-	Attrs       []string                   `json:"attrs"`
-	NextSK      uint64                     `json:"next_sk"`
-	Files       map[string]string          `json:"files"`
-	Counts      map[string]int64           `json:"counts"`
+	MixedTypes  bool                       `json:"mixed_types,omitempty"`
+	// Declarations is the table's column declaration over transaction
+	// time, oldest first (Snapshot.Declarations); the last is its current
+	// one. Absent for a table that never declared a column.
+	Declarations []manifestDeclaration `json:"declarations,omitempty"`
+	Attrs        []string              `json:"attrs"`
+	NextSK       uint64                `json:"next_sk"`
+	Files        map[string]string     `json:"files"`
+	Counts       map[string]int64      `json:"counts"`
 }
 
 // manifestCompare is store.CompareOptions with the format's field names.
@@ -75,6 +81,15 @@ type manifestCompare struct {
 	Scale    int  `json:"scale,omitempty"`
 	Trim     bool `json:"trim,omitempty"`
 	FoldCase bool `json:"fold_case,omitempty"`
+}
+
+// manifestDeclaration is one declaration of a table: its columns as
+// store.ParseColumns reads them, whether it is strict, and the transaction
+// time it took effect (0: when the table was created).
+type manifestDeclaration struct {
+	Since   int64  `json:"since"`
+	Columns string `json:"columns"`
+	Strict  bool   `json:"strict,omitempty"`
 }
 
 type manifestKeyColumn struct {
@@ -177,6 +192,8 @@ func encodeValue(v any) (any, error) {
 		return map[string]string{"bytes": base64.StdEncoding.EncodeToString(x)}, nil
 	case time.Time:
 		return map[string]string{"time": x.UTC().Format(time.RFC3339Nano)}, nil
+	case encoding.Decimal:
+		return map[string]string{"decimal": x.String()}, nil
 	}
 	return nil, fmt.Errorf("a %T value, which export format version %d cannot carry", v, exportFormatVersion)
 }
@@ -204,6 +221,9 @@ func decodeValue(v any) (any, error) {
 			}
 			if tm, ok := x["time"].(string); ok {
 				return time.Parse(time.RFC3339Nano, tm)
+			}
+			if d, ok := x["decimal"].(string); ok {
+				return encoding.ParseDecimal(d)
 			}
 		}
 	}
@@ -289,6 +309,9 @@ func (a *app) exportAll(dir string) (err error) {
 	slices.SortFunc(tables, func(x, y *store.Table) int { return cmp.Compare(x.ID, y.ID) })
 	for i, t := range tables {
 		mt := manifestOf(t.TableDef)
+		if mt.Declarations, err = manifestDeclarations(s, t); err != nil {
+			return fmt.Errorf("export %s: %w", t.Name, err)
+		}
 		mt.Attrs = db.AttrNames(t)
 		if mt.Attrs == nil {
 			mt.Attrs = []string{}
@@ -463,7 +486,7 @@ func readManifest(dir string) (*manifest, error) {
 func manifestOf(d store.TableDef) manifestTable {
 	mt := manifestTable{Name: d.Name, Kind: d.Kind.String(), Axis: d.Axis.String(), Track: d.Track,
 		TrackExcept: d.TrackExcept, Granularity: d.Granularity, IgnoreNulls: d.IgnoreNulls,
-		Lateness: d.Lateness, RetainTx: d.RetainTx, GroupBy: d.GroupBy, NextSK: 1, Files: map[string]string{}, Counts: map[string]int64{}}
+		Lateness: d.Lateness, RetainTx: d.RetainTx, GroupBy: d.GroupBy, MixedTypes: d.MixedTypes, NextSK: 1, Files: map[string]string{}, Counts: map[string]int64{}}
 	for _, c := range d.Key {
 		mt.Key = append(mt.Key, manifestKeyColumn{c.Name, c.Type.String()})
 	}
@@ -476,17 +499,59 @@ func manifestOf(d store.TableDef) manifestTable {
 	return mt
 }
 
+// manifestDeclarations lists table t's declarations, or none when it never
+// declared a column.
+func manifestDeclarations(s *store.Snapshot, t *store.Table) ([]manifestDeclaration, error) {
+	decls, err := s.Declarations(t)
+	if err != nil {
+		return nil, err
+	}
+	var out []manifestDeclaration
+	declared := false
+	for _, d := range decls {
+		declared = declared || len(d.Columns) > 0 || d.Strict
+		out = append(out, manifestDeclaration{Since: d.Since, Columns: store.FormatColumns(d.Columns), Strict: d.Strict})
+	}
+	if !declared {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// declarations reads the declarations of a manifest table.
+func (mt *manifestTable) declarations() ([]store.Declaration, error) {
+	out := make([]store.Declaration, 0, len(mt.Declarations))
+	for _, d := range mt.Declarations {
+		var cols []store.Column
+		if strings.TrimSpace(d.Columns) != "" {
+			var err error
+			if cols, err = store.ParseColumns(d.Columns); err != nil {
+				return nil, fmt.Errorf("declaration at tx %d: %v", d.Since, err)
+			}
+		}
+		out = append(out, store.Declaration{Columns: cols, Strict: d.Strict, Since: d.Since})
+	}
+	return out, nil
+}
+
 // tableDef is the catalog definition of a manifest table.
 func (mt *manifestTable) tableDef() (store.TableDef, error) {
 	def := store.TableDef{Name: mt.Name, Track: mt.Track, TrackExcept: mt.TrackExcept,
-		Granularity: mt.Granularity, IgnoreNulls: mt.IgnoreNulls, Lateness: mt.Lateness, RetainTx: mt.RetainTx, GroupBy: mt.GroupBy}
+		Granularity: mt.Granularity, IgnoreNulls: mt.IgnoreNulls, Lateness: mt.Lateness, RetainTx: mt.RetainTx, GroupBy: mt.GroupBy,
+		MixedTypes: mt.MixedTypes}
+	decls, err := mt.declarations()
+	if err != nil {
+		return def, err
+	}
+	if n := len(decls); n > 0 {
+		def.Columns, def.Strict = decls[n-1].Columns, decls[n-1].Strict
+	}
 	if len(mt.Compare) > 0 {
 		def.Compare = map[string]store.CompareOptions{}
 		for name, c := range mt.Compare {
 			def.Compare[name] = store.CompareOptions(c)
 		}
 	}
-	var err error
 	if def.Kind, err = store.ParseKind(mt.Kind); err != nil {
 		return def, err
 	}
@@ -508,6 +573,15 @@ func importTable(dir string, im *store.Importer, t *store.Table, mt *manifestTab
 	file := func(kind string) string { return filepath.Join(dir, mt.Files[kind]) }
 	if mt.Files["records"] == "" {
 		return fmt.Errorf("%w: table %s has no records file", errExportFormat, mt.Name)
+	}
+	if len(mt.Declarations) > 0 {
+		decls, err := mt.declarations()
+		if err != nil {
+			return fmt.Errorf("%w: table %s: %v", errExportFormat, mt.Name, err)
+		}
+		if err := im.Declarations(t, decls); err != nil {
+			return err
+		}
 	}
 	err := readLines(file("records"), func(_ int, r *recordLine) error {
 		key, err := decodeKey(t, r.Key)

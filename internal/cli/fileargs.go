@@ -37,6 +37,7 @@ var fileSpecs = map[string]fileSpec{
 	"import":   {inPos: 0, outPos: -1},
 	"backup":   {inPos: -1, outPos: 0},
 	"history":  {inPos: -1, outPos: -1, outFlag: []string{"svg"}},
+	"create":   {inPos: -1, outPos: -1, inFlag: []string{"columns-from"}},
 }
 
 // FileArgs returns the arguments of the command line args (without the

@@ -63,9 +63,15 @@ Changes tables take CDC events: --at COL [--seq COL] [--op-col COL --delete-valu
 [--batch-id ID]. The default batch id is the file's content hash, so loading the
 same file twice changes nothing the second time.
 
-The key columns are the table's; every other column is an attribute. Types come
-from --types col=int64|float64|bool|string|time, else are inferred per column
-(integers, decimals, booleans, otherwise strings); an empty cell is null. A time
+The key columns are the table's; every other column is an attribute. A column
+the table declares (create --columns) is read as its declared type, and an
+attribute the table already holds as the type its first value established (so a
+cell n/a in a float64 column is a bad row, not a new string column); only
+attributes the table never held take --types COL=TYPE (string, int64, uint64,
+float64, bool, bytes, time, date, decimal(P,S)) or are inferred per column
+(integers, decimals, booleans, otherwise strings); an empty cell is null. A
+decimal(P,S) cell is read exactly and rescaled: 232.1 is 232.10, 0.125 does not
+fit decimal(10,2). A time
 column takes RFC 3339 values or dates (midnight UTC) and stores time values (UTC,
 to the microsecond), which output prints in RFC 3339 and a backfill window can use.
 Values come back as they went in: a column holding a decimal that a float64 cannot
@@ -155,7 +161,7 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 	f.StringVar(&lf.opCol, "op-col", "", "changes tables: the column holding the operation (with --delete-value)")
 	f.StringVar(&lf.deleteValue, "delete-value", "delete", "the value of --delete-col / --op-col that means delete")
 	f.StringVar(&lf.batchID, "batch-id", "", "changes tables: the batch id (default: the file's content hash)")
-	f.StringSliceVar(&lf.types, "types", nil, "attribute types, col=int64|float64|bool|string|time,...")
+	f.StringSliceVar(&lf.types, "types", nil, "attribute types, COL=TYPE,... with TYPE one of "+typeNames)
 	f.StringSliceVar(&lf.ignore, "ignore", nil, "columns of the file to leave out (e.g. sk, tx_from, tx_to of a scan's output)")
 	f.BoolVar(&lf.skipBad, "skip-bad", false, "skip rows that do not fit, reporting each, instead of failing")
 	f.IntVar(&lf.batchSize, "batch-size", 0, "commit N rows per transaction instead of the whole file in one (0: one transaction)")
@@ -247,7 +253,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
 		return err
 	}
-	plan, err := makePlan(in, t, mode, lf, types)
+	plan, err := makePlan(in, t, db.AttrTypes(t), mode, lf, types)
 	if err != nil && len(in.bad) > 0 {
 		// Columns go missing when the rows that hold them could not be read
 		// (every line of a JSONL file bad): the bad row is the cause to report.

@@ -47,8 +47,12 @@ type loadPlan struct {
 	warnings []string
 }
 
-// makePlan assigns the file's columns to roles and decides attribute types.
-func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map[string]attrType) (*loadPlan, error) {
+// makePlan assigns the file's columns to roles and decides attribute types:
+// a declared column's type, else the type the attribute established in the
+// table (established, from DB.AttrTypes), else a --types type, else the type
+// inferred from the file. Only attributes the table never held are inferred,
+// so a dirty cell ("n/a" in a float64 column) is a bad row, never a new type.
+func makePlan(in *input, t *store.Table, established map[string]store.ColumnType, mode loadMode, lf *loadFlags, types map[string]attrType) (*loadPlan, error) {
 	p := &loadPlan{mode: mode, t: t, fromCol: -1, toCol: -1, atCol: -1, seqCol: -1, opCol: -1,
 		attrTypes: map[int]attrType{}, deleteValue: lf.deleteValue}
 	role := map[int]bool{}
@@ -112,14 +116,44 @@ func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map
 		if !ok {
 			return nil, usagef("--types names %q, which is not an attribute column of %s", name, in.name)
 		}
+		if col, declared := t.Column(name); declared && !typesAgree(col.Type, typ) {
+			return nil, usagef("--types %s=%s: table %s declares column %s as %s; leave it out of --types or give %s=%s",
+				name, typ, t.Name, name, col.Type, name, col.Type)
+		}
 		p.attrTypes[i] = typ
 	}
-	// A Parquet TIMESTAMP or DATE attribute column holds times: it loads as time
-	// values without --types (which still overrides it).
+	// A Parquet TIMESTAMP or DATE attribute column holds times, a DECIMAL one
+	// exact decimals: they load as such without --types (which still
+	// overrides them).
 	for _, c := range in.parquet {
 		i, ok := attrIndex[c.name]
-		if _, given := types[c.name]; ok && !given && (c.typ == "TIMESTAMP" || c.typ == "DATE") {
+		if _, given := types[c.name]; !ok || given {
+			continue
+		}
+		switch {
+		case c.typ == "TIMESTAMP" || c.typ == "DATE":
 			p.attrTypes[i] = typeTime
+		case c.precision > 0:
+			p.attrTypes[i] = store.DecimalType(c.precision, c.scale)
+		}
+	}
+	if t.MixedTypes {
+		established = nil // the table lets its undeclared attributes change type
+	}
+	// The table's own types come last and win: a declared column is read as
+	// its type, an established attribute as the type it established.
+	for name, i := range attrIndex {
+		if col, declared := t.Column(name); declared {
+			p.attrTypes[i] = col.Type
+		} else if typ, ok := established[name]; ok {
+			given, isGiven := types[name]
+			if isGiven && !typesAgree(typ, given) && !widensTo(given, typ) {
+				return nil, usagef("--types %s=%s: attribute %s of table %s holds %s values (the type its first value established); give %s=%s or leave it out",
+					name, given, name, t.Name, typ, name, typ)
+			}
+			if !isGiven {
+				p.attrTypes[i] = typ
+			}
 		}
 	}
 	for _, i := range p.attrCols {
@@ -159,6 +193,20 @@ func makePlan(in *input, t *store.Table, mode loadMode, lf *loadFlags, types map
 		p.attrTypes[i] = typ
 	}
 	return p, nil
+}
+
+// typesAgree reports whether cells read as --types type given are values of a
+// column declared as declared: the same type, or decimal for a decimal column
+// (whose precision and scale the declaration decides).
+func typesAgree(declared, given attrType) bool {
+	return declared == given || declared.Kind == store.TypeDecimal && given.Kind == store.TypeDecimal ||
+		declared.Kind == store.TypeDate && given.Kind == store.TypeTime
+}
+
+// widensTo reports whether values of type from are stored exactly as type to
+// (an int64 into a float64 or decimal attribute).
+func widensTo(from, to attrType) bool {
+	return from.Kind == store.TypeInt64 && (to.Kind == store.TypeFloat64 || to.Kind == store.TypeDecimal || to.Kind == store.TypeUint64)
 }
 
 // keepExact returns typeString, with a warning, when a number of column c that

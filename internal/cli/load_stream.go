@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -98,7 +99,7 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 	var typ attrType
 	switch {
 	case in.isJSON && !s.sawNumber:
-		return 0, false
+		return attrType{}, false
 	case in.isJSON && !s.notAllInts:
 		typ = typeInt64
 	case in.isJSON:
@@ -242,7 +243,7 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
 		return nil, false, err
 	}
-	plan, err := makePlan(in, t, mode, lf, types)
+	plan, err := makePlan(in, t, db.AttrTypes(t), mode, lf, types)
 	if err != nil && len(in.bad) > 0 {
 		return nil, false, fmt.Errorf("load %s: %w; nothing loaded", t.Name, in.bad[0])
 	}
@@ -715,6 +716,7 @@ const (
 	tagString
 	tagBytes
 	tagTime
+	tagDecimal // scale (1 byte), then the coefficient as a varint
 )
 
 // encodeRow encodes a checked row for a run: line, from, to, seq, del, the key
@@ -768,6 +770,8 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 		return append(bin.AppendUvarint(append(dst, tagBytes), uint64(len(x))), x...), nil
 	case time.Time:
 		return bin.AppendVarint(append(dst, tagTime), x.UnixMicro()), nil
+	case encoding.Decimal:
+		return bin.AppendVarint(append(dst, tagDecimal, byte(x.Scale())), x.Coef()), nil
 	}
 	return nil, fmt.Errorf("a value of type %T cannot go into a sorted run", v)
 }
@@ -871,6 +875,14 @@ func (d *runDecoder) value() any {
 		return bytes.Clone(d.bytes())
 	case tagTime:
 		return time.UnixMicro(d.varint()).UTC()
+	case tagDecimal:
+		scale := int(d.byte())
+		v, err := encoding.NewDecimal(d.varint(), scale)
+		if err != nil {
+			d.bad = true
+			return nil
+		}
+		return v
 	}
 	d.bad = true
 	return nil

@@ -255,8 +255,8 @@ func writeParquetGroups(t *testing.T, dir, name string, cols []pqColumn, groupRo
 // same bytes. A file whose key column is a DOUBLE is refused the same way.
 func TestLoadParquetStreamed(t *testing.T) {
 	dir := t.TempDir()
-	cols := []pqColumn{{"id", pqString}, {"at", pqInt64}, {"seq", pqInt64}, {"op", pqString},
-		{"tier", pqString}, {"score", pqDouble}, {"vip", pqBool}, {"seen", pqTimestamp}}
+	cols := []pqColumn{{name: "id", kind: pqString}, {name: "at", kind: pqInt64}, {name: "seq", kind: pqInt64}, {name: "op", kind: pqString},
+		{name: "tier", kind: pqString}, {name: "score", kind: pqDouble}, {name: "vip", kind: pqBool}, {name: "seen", kind: pqTimestamp}}
 	r := rand.New(rand.NewPCG(6, 6))
 	var rows [][]any
 	for range 3000 {
@@ -288,7 +288,7 @@ func TestLoadParquetStreamed(t *testing.T) {
 	}
 	ok(t, dir, "verify", "--db", "cstr")
 
-	writeParquetGroups(t, dir, "badkey.parquet", []pqColumn{{"id", pqDouble}, {"at", pqInt64}}, 100,
+	writeParquetGroups(t, dir, "badkey.parquet", []pqColumn{{name: "id", kind: pqDouble}, {name: "at", kind: pqInt64}}, 100,
 		[][]any{{1.5, int64(1)}, {2.5, int64(2)}})
 	a := bt(t, dir, "", "load", "t", "badkey.parquet", "--at", "at", "--db", "cmem")
 	b := bt(t, dir, "", append([]string{"load", "t", "badkey.parquet", "--at", "at", "--db", "cstr"}, streamed...)...)

@@ -103,7 +103,8 @@ func mixedFile(t *testing.T, dir, name string, n, keys int, seed uint64, jsonl b
 // the first, and for version rows.
 func TestLoadStreamedSameVersions(t *testing.T) {
 	dir := t.TempDir()
-	create := []string{"create", "t", "--key", "id", "--axis", "int"}
+	// when is text in a.csv and a time in b.jsonl: mixed types, on purpose.
+	create := []string{"create", "t", "--key", "id", "--axis", "int", "--mixed-types"}
 	mixedFile(t, dir, "a.csv", 3000, 400, 1, false)
 	mixedFile(t, dir, "b.jsonl", 3000, 500, 2, true)
 	r := twinLoad(t, dir, create, "load", "t", "a.csv", "--at", "at", "--delete-col", "op", "--delete-value", "d")

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
 )
@@ -229,9 +230,27 @@ func valueCell(v any) cell {
 		return cell{strconv.Itoa(x), x}
 	case uint32:
 		return cell{strconv.FormatUint(uint64(x), 10), x}
+	case encoding.Decimal:
+		s := x.String() // with its scale: 232.10
+		return cell{s, json.Number(s)}
 	}
 	s := fmt.Sprint(v)
 	return cell{s, s}
+}
+
+// attrCell is the cell of attribute name's value v: as valueCell, but a value
+// of a declared column reads as the column's type of now (Table.ConformValue:
+// an int64 stored before the column was widened to a decimal prints as the
+// decimal), and a date column's values print as YYYY-MM-DD.
+func attrCell(t *store.Table, name string, v any) cell {
+	v = t.ConformValue(name, v)
+	if d, ok := v.(time.Time); ok {
+		if col, declared := t.Column(name); declared && col.Type.Kind == store.TypeDate {
+			s := d.UTC().Format(time.DateOnly)
+			return cell{s, s}
+		}
+	}
+	return valueCell(v)
 }
 
 // formatFloat prints a float without an exponent for everyday magnitudes.
@@ -305,7 +324,7 @@ func (c *versionColumns) cells(v *store.Version) []cell {
 	}
 	out = append(out, validCell(c.t.Axis, v.ValidFrom), validCell(c.t.Axis, v.ValidTo), valueCell(v.SK))
 	for _, name := range c.attrs {
-		out = append(out, valueCell(v.Attrs[name]))
+		out = append(out, attrCell(c.t, name, v.Attrs[name]))
 	}
 	if c.withTx {
 		out = append(out, txCell(v.TxFrom), txCell(v.TxTo))

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -59,17 +60,20 @@ const (
 	pqBool             // BOOLEAN
 	pqTimestamp        // INT64 TIMESTAMP(MICROS, UTC); values are microseconds
 	pqDate             // INT32 DATE; values are microseconds at midnight UTC
+	pqDecimal          // INT64 DECIMAL(precision, scale); values are encoding.Decimal
 )
 
 // pqColumn is a column of a Parquet file to write.
 type pqColumn struct {
 	name string
 	kind pqKind
+	// precision and scale of a pqDecimal column.
+	precision, scale int
 }
 
-func (k pqKind) node() parquet.Node {
+func (c pqColumn) node() parquet.Node {
 	var n parquet.Node
-	switch k {
+	switch c.kind {
 	case pqBytes:
 		n = parquet.Leaf(parquet.ByteArrayType)
 	case pqInt64:
@@ -84,6 +88,8 @@ func (k pqKind) node() parquet.Node {
 		n = parquet.TimestampAdjusted(parquet.Microsecond, true)
 	case pqDate:
 		n = parquet.Date()
+	case pqDecimal:
+		n = parquet.Decimal(c.scale, c.precision, parquet.Int64Type)
 	default:
 		n = parquet.String()
 	}
@@ -106,7 +112,7 @@ func parquetSchema(cols []pqColumn) (*parquet.Schema, error) {
 		if _, dup := g[c.name]; dup {
 			return nil, fmt.Errorf("two columns are named %q", c.name)
 		}
-		g[c.name] = c.kind.node()
+		g[c.name] = c.node()
 	}
 	byName := map[string]parquet.Field{}
 	for _, f := range g.Fields() {
@@ -213,6 +219,13 @@ func pqValue(c pqColumn, v any) (parquet.Value, error) {
 		if b, ok := v.(bool); ok {
 			return parquet.BooleanValue(b), nil
 		}
+	case pqDecimal:
+		if d, ok := v.(encoding.Decimal); ok {
+			if r, exact := d.Rescale(c.scale); exact && r.Digits() <= c.precision {
+				return parquet.Int64Value(r.Coef()), nil
+			}
+			return parquet.Value{}, fmt.Errorf("column %s: %s does not fit DECIMAL(%d,%d)", c.name, d, c.precision, c.scale)
+		}
 	case pqDate:
 		if n, ok := v.(int64); ok {
 			if n%dayTicks != 0 {
@@ -225,7 +238,7 @@ func pqValue(c pqColumn, v any) (parquet.Value, error) {
 }
 
 func (k pqKind) String() string {
-	return [...]string{"STRING", "BYTE_ARRAY", "INT64", "UINT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "DATE"}[k]
+	return [...]string{"STRING", "BYTE_ARRAY", "INT64", "UINT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "DATE", "DECIMAL"}[k]
 }
 
 // pqAxisKind is the Parquet type of valid times on an axis.
@@ -396,6 +409,9 @@ type pqReadColumn struct {
 	conv func(parquet.Value) (any, error)
 	// keyable: integers, strings and byte arrays may be key columns.
 	keyable bool
+	// precision and scale of a DECIMAL column that a decimal attribute can
+	// hold (precision 0 otherwise): it loads as exact decimals.
+	precision, scale int
 }
 
 // readParquetInput reads a whole Parquet file into an input whose values are
@@ -566,6 +582,9 @@ func pqConverter(name string, t parquet.Type) (pqReadColumn, error) {
 	case isPqDecimal(lt, ct):
 		scale := decimalScale(lt, t)
 		c.typ, c.keyable = fmt.Sprintf("DECIMAL(scale %d)", scale), scale == 0
+		if d, ok := lt.(*format.DecimalType); ok && d.Precision >= 1 && int(d.Precision) <= encoding.MaxDecimalDigits && d.Scale <= d.Precision {
+			c.precision, c.scale = int(d.Precision), scale
+		}
 		c.conv = func(v parquet.Value) (any, error) { return decimalValue(v, scale) }
 		return c, nil
 	case isTimestamp(lt, ct):

@@ -15,7 +15,7 @@ func TestLoadParquetCorruptPage(t *testing.T) {
 	for i := range 2000 {
 		rows = append(rows, []any{strings.Repeat("k", 5) + string(rune('a'+i%26)) + strings.Repeat("x", i%7), int64(i) * 1000, strings.Repeat("note ", 1+i%13)})
 	}
-	p := writeParquet(t, dir, "c.parquet", []pqColumn{{"id", pqString}, {"at", pqTimestamp}, {"note", pqString}}, rows...)
+	p := writeParquet(t, dir, "c.parquet", []pqColumn{{name: "id", kind: pqString}, {name: "at", kind: pqTimestamp}, {name: "note", kind: pqString}}, rows...)
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -65,8 +65,8 @@ func TestLoadParquetVersionsAndChanges(t *testing.T) {
 	ok(t, dir, "create", "customers", "--key", "region,id", "--key-types", "string,int64", "--axis", "date", "--db", "db")
 	// Versions: a date axis read from DATE columns, typed attributes, nulls.
 	writeParquet(t, dir, "v.parquet",
-		[]pqColumn{{"region", pqString}, {"id", pqInt64}, {"from", pqDate}, {"to", pqDate},
-			{"score", pqDouble}, {"n", pqInt64}, {"vip", pqBool}, {"zip", pqString}, {"seen", pqTimestamp}},
+		[]pqColumn{{name: "region", kind: pqString}, {name: "id", kind: pqInt64}, {name: "from", kind: pqDate}, {name: "to", kind: pqDate},
+			{name: "score", kind: pqDouble}, {name: "n", kind: pqInt64}, {name: "vip", kind: pqBool}, {name: "zip", kind: pqString}, {name: "seen", kind: pqTimestamp}},
 		[]any{"eu", int64(1), 19723 * day, 19800 * day, 1.0, int64(7), true, "0123", 19723*day + 1_500_000},
 		[]any{"eu", int64(1), 19800 * day, nil, 2.5, nil, false, nil, nil},
 		[]any{"us", int64(2), nil, nil, nil, int64(-3), nil, "9", nil},
@@ -104,7 +104,7 @@ func TestLoadParquetVersionsAndChanges(t *testing.T) {
 	// Changes of a periods table and CDC events of a changes table.
 	ok(t, dir, "create", "subs", "--key", "account", "--kind", "changes", "--axis", "int", "--db", "db")
 	writeParquet(t, dir, "feed.parquet",
-		[]pqColumn{{"account", pqString}, {"lsn", pqInt64}, {"op", pqString}, {"plan", pqString}},
+		[]pqColumn{{name: "account", kind: pqString}, {name: "lsn", kind: pqInt64}, {name: "op", kind: pqString}, {name: "plan", kind: pqString}},
 		[]any{"a1", int64(10), "u", "free"},
 		[]any{"a1", int64(20), "u", "pro"},
 		[]any{"a1", int64(30), "d", nil},
@@ -122,7 +122,7 @@ func TestLoadParquetVersionsAndChanges(t *testing.T) {
 	}
 	ok(t, dir, "create", "people", "--key", "id", "--key-types", "int64", "--axis", "time", "--db", "db")
 	writeParquet(t, dir, "changes.parquet",
-		[]pqColumn{{"id", pqInt64}, {"at", pqTimestamp}, {"city", pqString}},
+		[]pqColumn{{name: "id", kind: pqInt64}, {name: "at", kind: pqTimestamp}, {name: "city", kind: pqString}},
 		[]any{int64(1), 19723 * day, "Oslo"},
 		[]any{int64(1), 19800 * day, "Bergen"},
 	)
@@ -139,7 +139,7 @@ func TestLoadParquetBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "id", "--axis", "date", "--db", "db")
 	good := writeParquet(t, dir, "good.parquet",
-		[]pqColumn{{"id", pqString}, {"from", pqDate}, {"to", pqDate}, {"name", pqString}},
+		[]pqColumn{{name: "id", kind: pqString}, {name: "from", kind: pqDate}, {name: "to", kind: pqDate}, {name: "name", kind: pqString}},
 		[]any{"c1", 19723 * day, nil, "Ada"})
 	data, err := os.ReadFile(good)
 	if err != nil {
@@ -148,10 +148,10 @@ func TestLoadParquetBadFiles(t *testing.T) {
 	write(t, dir, "text.parquet", "id,from,to\nc1,2024-01-01,\n")
 	write(t, dir, "truncated.parquet", string(data[:len(data)/2]))
 	writeParquet(t, dir, "nokey.parquet",
-		[]pqColumn{{"customer", pqString}, {"from", pqDate}, {"to", pqDate}},
+		[]pqColumn{{name: "customer", kind: pqString}, {name: "from", kind: pqDate}, {name: "to", kind: pqDate}},
 		[]any{"c1", 19723 * day, nil})
 	writeParquet(t, dir, "floatkey.parquet",
-		[]pqColumn{{"id", pqDouble}, {"from", pqDate}, {"to", pqDate}},
+		[]pqColumn{{name: "id", kind: pqDouble}, {name: "from", kind: pqDate}, {name: "to", kind: pqDate}},
 		[]any{1.5, 19723 * day, nil})
 	for _, c := range []struct{ file, want string }{
 		{"text.parquet", "bad Parquet file: text.parquet"},
@@ -171,7 +171,7 @@ func TestLoadParquetBadFiles(t *testing.T) {
 func TestResolveAndBackfillParquet(t *testing.T) {
 	dir := customersStore(t)
 	writeParquet(t, dir, "orders.parquet",
-		[]pqColumn{{"order_id", pqInt64}, {"customer_id", pqString}, {"ordered_on", pqDate}, {"amount", pqDouble}},
+		[]pqColumn{{name: "order_id", kind: pqInt64}, {name: "customer_id", kind: pqString}, {name: "ordered_on", kind: pqDate}, {name: "amount", kind: pqDouble}},
 		[]any{int64(1), "c1", 19790 * day, 9.5},
 		[]any{int64(2), "c2", 19800 * day, 20.0},
 	)
@@ -206,7 +206,7 @@ func TestResolveAndBackfillParquet(t *testing.T) {
 func TestBackfillParquet(t *testing.T) {
 	dir, _ := contractsStore(t)
 	writeParquet(t, dir, "left.parquet",
-		[]pqColumn{{"row_id", pqInt64}, {"user_id", pqString}, {"ts", pqDate}},
+		[]pqColumn{{name: "row_id", kind: pqInt64}, {name: "user_id", kind: pqString}, {name: "ts", kind: pqDate}},
 		[]any{int64(1), "u1", 19734 * day}, // 2024-01-12
 		[]any{int64(2), "u2", 19734 * day},
 	)

@@ -59,8 +59,8 @@ feed. An unknown table, a bad key, time or value writes nothing.`,
 			if err != nil {
 				return err
 			}
-			return a.writeKey("put", args, from, to, func(tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, before []store.Version) error {
-				attrs, warnings, err := setAttrs(t, before, values, types)
+			return a.writeKey("put", args, from, to, func(db *store.DB, tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, before []store.Version) error {
+				attrs, warnings, err := setAttrs(t, db.AttrTypes(t), before, values, types)
 				if err != nil {
 					return err
 				}
@@ -80,7 +80,7 @@ feed. An unknown table, a bad key, time or value writes nothing.`,
 	cmd.Flags().StringVar(&from, "from", "", "start of the valid period (the table's axis; required)")
 	cmd.Flags().StringVar(&to, "to", "", "end of the valid period, exclusive (default: open-ended)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "an attribute of the new version, COL=VALUE (repeat the flag; COL= is null)")
-	cmd.Flags().StringSliceVar(&typeSpecs, "types", nil, "column types, COL=TYPE with TYPE one of int64, float64, bool, string, time")
+	cmd.Flags().StringSliceVar(&typeSpecs, "types", nil, "column types, COL=TYPE with TYPE one of "+typeNames)
 	return cmd
 }
 
@@ -109,7 +109,7 @@ nothing.`,
   bitempo delete customers c2`,
 		Args: argsRange(2, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			return a.writeKey("delete", args, from, to, func(tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, _ []store.Version) error {
+			return a.writeKey("delete", args, from, to, func(_ *store.DB, tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, _ []store.Version) error {
 				return tx.Delete(t.Name, key, lo, hi)
 			})
 		}),
@@ -123,7 +123,7 @@ nothing.`,
 // args over the valid period [from, to) and prints its summary. write gets the
 // key's versions as they stood before it; nothing is written before the table,
 // key and period are checked.
-func (a *app) writeKey(verb string, args []string, from, to string, write func(tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, before []store.Version) error) error {
+func (a *app) writeKey(verb string, args []string, from, to string, write func(db *store.DB, tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, before []store.Version) error) error {
 	db, err := a.open(false)
 	if err != nil {
 		return err
@@ -155,7 +155,7 @@ func (a *app) writeKey(verb string, args []string, from, to string, write func(t
 				return err
 			}
 		}
-		if err := write(tx, t, key, lo, hi, before); err != nil {
+		if err := write(db, tx, t, key, lo, hi, before); err != nil {
 			return err
 		}
 		after, err = tx.Versions(t.Name, key)
@@ -265,15 +265,28 @@ func parseSets(sets []string) ([]string, map[string]string, error) {
 }
 
 // setAttrs converts the --set values to attributes as a load converts a CSV
-// cell: with the --types type, else the type the attribute has in the key's
-// stored versions (the latest one holding it) when the value reads as that
-// type (so 0123 stays text for a text attribute), else the type a load infers
-// from the value alone; an empty value is null.
-func setAttrs(t *store.Table, before []store.Version, values map[string]string, types map[string]attrType) (store.Attrs, []string, error) {
+// cell: a declared column's type (a --types type must agree with it), else the
+// type the attribute established in the table, else the --types type, else
+// (a MixedTypes table) the type the attribute has in the key's stored versions
+// (the latest one holding it) when the value reads as that type (so 0123
+// stays text for a text attribute), else the type a load infers from the value
+// alone; an empty value is null.
+func setAttrs(t *store.Table, established map[string]store.ColumnType, before []store.Version, values map[string]string, types map[string]attrType) (store.Attrs, []string, error) {
 	attrs := make(store.Attrs, len(values))
 	var warnings []string
+	if t.MixedTypes {
+		established = nil
+	}
 	for col, s := range values {
 		typ, declared := types[col]
+		if c, ok := t.Column(col); ok {
+			if declared && !typesAgree(c.Type, typ) {
+				return nil, nil, usagef("--types %s=%s: table %s declares column %s as %s", col, typ, t.Name, col, c.Type)
+			}
+			typ, declared = c.Type, true
+		} else if e, ok := established[col]; ok && !declared {
+			typ, declared = e, true
+		}
 		if !declared {
 			var stored bool
 			typ, stored = storedType(before, col)
@@ -321,5 +334,5 @@ func storedType(versions []store.Version, col string) (attrType, bool) {
 			return typeTime, true
 		}
 	}
-	return 0, false
+	return attrType{}, false
 }

@@ -11,7 +11,8 @@ import (
 // summary line.
 func TestPutForPortionOf(t *testing.T) {
 	dir := t.TempDir()
-	ok(t, dir, "create", "prices", "--key", "sku", "--axis", "date", "--db", "db")
+	// price holds 10 and then 9.5: an int64 and a float64, on purpose.
+	ok(t, dir, "create", "prices", "--key", "sku", "--axis", "date", "--mixed-types", "--db", "db")
 	write(t, dir, "prices.csv", "sku,valid_from,valid_to,price,cur,zip\nsku-1,2024-01-01,,10,EUR,0123\n")
 	ok(t, dir, "load", "prices", "prices.csv", "--from", "valid_from", "--to", "valid_to", "--types", "zip=string", "--db", "db")
 

@@ -25,28 +25,39 @@ func TestReloadWithDuplicateRowsChangesNothing(t *testing.T) {
 		`{"id":"k1","on":"2024-02-01","price":12}` + "\n" +
 		`{"id":"k2","on":"2024-03-01","price":5}` + "\n" +
 		`{"id":"k2","on":"2024-01-01","price":4}` + "\n"
+	declared := []string{"--columns", "price:decimal(10,2)"}
 	for _, tc := range []struct {
 		name, file, kind string
 		flags            []string
+		create           []string
 	}{
-		{"csv", "f.csv", "periods", nil},
-		{"csv streamed", "f.csv", "periods", streamed},
-		{"csv batched", "f.csv", "periods", []string{"--batch-size", "1"}},
-		{"jsonl", "f.jsonl", "periods", nil},
-		{"parquet", "f.parquet", "periods", nil},
-		{"parquet streamed", "f.parquet", "periods", streamed},
-		{"csv changes table", "f.csv", "changes", nil},
-		{"csv changes table batched", "f.csv", "changes", []string{"--batch-size", "2"}},
-		{"csv changes table streamed", "f.csv", "changes", streamed},
+		{"csv", "f.csv", "periods", nil, nil},
+		{"csv streamed", "f.csv", "periods", streamed, nil},
+		{"csv batched", "f.csv", "periods", []string{"--batch-size", "1"}, nil},
+		{"jsonl", "f.jsonl", "periods", nil, nil},
+		{"parquet", "f.parquet", "periods", nil, nil},
+		{"parquet streamed", "f.parquet", "periods", streamed, nil},
+		{"csv changes table", "f.csv", "changes", nil, nil},
+		{"csv changes table batched", "f.csv", "changes", []string{"--batch-size", "2"}, nil},
+		{"csv changes table streamed", "f.csv", "changes", streamed, nil},
+		// The same into a table that declares price a decimal.
+		{"csv declared", "f.csv", "periods", nil, declared},
+		{"csv declared streamed", "f.csv", "periods", streamed, declared},
+		{"jsonl declared", "f.jsonl", "periods", nil, declared},
+		{"parquet declared", "f.parquet", "periods", nil, declared},
+		{"jsonl declared", "f.jsonl", "periods", nil, declared},
+		{"parquet declared", "f.parquet", "periods", nil, declared},
+		{"csv changes table declared", "f.csv", "changes", nil, declared},
+		{"jsonl changes table declared streamed", "f.jsonl", "changes", streamed, declared},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			write(t, dir, "f.csv", csv)
 			write(t, dir, "f.jsonl", jsonl)
-			writeParquet(t, dir, "f.parquet", []pqColumn{{"id", pqString}, {"on", pqString}, {"price", pqInt64}},
+			writeParquet(t, dir, "f.parquet", []pqColumn{{name: "id", kind: pqString}, {name: "on", kind: pqString}, {name: "price", kind: pqInt64}},
 				[]any{"k1", "2024-01-01", int64(10)}, []any{"k1", "2024-02-01", int64(11)}, []any{"k1", "2024-02-01", int64(12)},
 				[]any{"k2", "2024-03-01", int64(5)}, []any{"k2", "2024-01-01", int64(4)})
-			ok(t, dir, "create", "p", "--key", "id", "--axis", "date", "--kind", tc.kind, "--db", "db")
+			ok(t, dir, append([]string{"create", "p", "--key", "id", "--axis", "date", "--kind", tc.kind, "--db", "db"}, tc.create...)...)
 			load := append([]string{"load", "p", tc.file, "--at", "on", "--db", "db"}, tc.flags...)
 			ok(t, dir, load...)
 			state := func() (string, string) {
@@ -55,7 +66,10 @@ func TestReloadWithDuplicateRowsChangesNothing(t *testing.T) {
 				return h, c
 			}
 			history, feed := state()
-			if !strings.Contains(history, "k1,2024-02-01,,") || !strings.Contains(history, ",12") || strings.Contains(history, ",11\n") {
+			if !strings.Contains(history, "k1,2024-02-01,,") || !strings.Contains(history, ",12") || strings.Contains(history, ",11\n") || strings.Contains(history, ",11.00\n") {
+				t.Fatalf("the last row for k1 at 2024-02-01 (price 12) should hold, alone:\n%s", history)
+			}
+			if tc.create != nil && !strings.Contains(history, ",12.00\n") {
 				t.Fatalf("the last row for k1 at 2024-02-01 (price 12) should hold, alone:\n%s", history)
 			}
 			r := ok(t, dir, load...)

@@ -209,7 +209,7 @@ func writeResolved(w rowWriter, db *store.DB, t *store.Table, in *input, results
 		if r.reason == store.Found {
 			cells = append(cells, valueCell(r.sk))
 			for _, name := range attrs {
-				cells = append(cells, valueCell(r.attrs[name]))
+				cells = append(cells, attrCell(t, name, r.attrs[name]))
 			}
 		} else {
 			for range len(attrs) + 1 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
 )
 
@@ -53,15 +54,26 @@ bitempo describe NAME shows one table in full; bitempo stats counts its records.
 }
 
 func (a *app) describeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "describe NAME",
-		Short: "Show a table's definition and attributes",
+	var txFlag string
+	cmd := &cobra.Command{
+		Use:   "describe NAME [--tx T]",
+		Short: "Show a table's definition, declared columns and attributes",
 		Long: `Show a table's definition (kind, key columns and types, valid-time axis,
-tracked attributes, group index, granularity) and the attribute names its writes
-have used, in the order it first saw them.`,
-		Example: `  bitempo describe customers`,
-		Args:    argsRange(1, 1, "a table NAME"),
+tracked attributes, group index, granularity), the attribute names its writes
+have used, in the order it first saw them, and the type each attribute
+established (its declared type, or the type of its first stored value). Then
+the declared columns with their types and nullability and whether the table
+is strict, as of --tx (default: the latest declaration), and the declaration's
+history: each change (create, alter --add-column, alter --widen) with its
+transaction time.`,
+		Example: `  bitempo describe customers
+  bitempo describe prices --tx 2024-05-01T00:00:00Z`,
+		Args: argsRange(1, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
+			tx, err := parseTx(txFlag)
+			if err != nil {
+				return usagef("describe: --tx: %v", err)
+			}
 			db, t, err := a.openTable(args[0])
 			if err != nil {
 				return err
@@ -77,9 +89,83 @@ have used, in the order it first saw them.`,
 			} else {
 				fmt.Fprintf(a.stdout, "attributes: %s\n", strings.Join(attrs, ", "))
 			}
-			return nil
+			return a.describeSchema(db, t, tx, attrs)
 		}),
 	}
+	cmd.Flags().StringVar(&txFlag, "tx", "", "show the declaration in effect at this transaction time (default: latest)")
+	return cmd
+}
+
+// describeSchema prints the established attribute types, the declaration as
+// of tx (0: the latest) and the declaration history.
+func (a *app) describeSchema(db *store.DB, t *store.Table, tx int64, attrs []string) error {
+	types := db.AttrTypes(t)
+	var established []string
+	for _, name := range attrs {
+		if typ, ok := types[name]; ok {
+			established = append(established, name+" "+typ.String())
+		}
+	}
+	if len(established) > 0 {
+		fmt.Fprintf(a.stdout, "attribute types: %s\n", strings.Join(established, ", "))
+	}
+	s, err := db.Snapshot()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	at := tx
+	if at == 0 {
+		at = store.Infinity - 1
+	}
+	d, err := s.Declaration(t, at)
+	if err != nil {
+		return err
+	}
+	history, err := s.Declarations(t)
+	if err != nil {
+		return err
+	}
+	asOf := "latest"
+	if tx != 0 {
+		asOf = "tx " + formatInstant(tx)
+	}
+	if len(d.Columns) == 0 {
+		fmt.Fprintf(a.stdout, "columns (%s): none declared\n", asOf)
+	} else {
+		cols := make([]string, len(d.Columns))
+		for i, c := range d.Columns {
+			null := "nullable"
+			if !c.Nullable {
+				null = "not null"
+			}
+			cols[i] = fmt.Sprintf("%s %s %s", c.Name, c.Type, null)
+		}
+		fmt.Fprintf(a.stdout, "columns (%s): %s\n", asOf, strings.Join(cols, ", "))
+		fmt.Fprintf(a.stdout, "strict (%s): %t\n", asOf, d.Strict)
+	}
+	declared := false
+	for _, h := range history {
+		declared = declared || len(h.Columns) > 0
+	}
+	if !declared {
+		return nil
+	}
+	for _, h := range history {
+		when := "created"
+		if h.Since != 0 {
+			when = "tx " + formatInstant(h.Since)
+		}
+		spec := store.FormatColumns(h.Columns)
+		if spec == "" {
+			spec = "none"
+		}
+		if h.Strict {
+			spec += " (strict)"
+		}
+		fmt.Fprintf(a.stdout, "declaration %s: %s\n", when, spec)
+	}
+	return nil
 }
 
 func (a *app) dropCmd() *cobra.Command {

@@ -8,50 +8,87 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
-// attrType is the declared or inferred type of an attribute column.
-type attrType uint8
+// attrType is the type an attribute column's cells are read as: a declared
+// column's type, the type an attribute established, a --types type or the one
+// inferred from the file. It is the store's column type, so a declaration and
+// the tool's type flags name types the same way.
+type attrType = store.ColumnType
 
-const (
-	typeString attrType = iota
-	typeInt64
-	typeFloat64
-	typeBool
-	typeTime
+var (
+	typeString  = store.ColumnType{Kind: store.TypeString}
+	typeInt64   = store.ColumnType{Kind: store.TypeInt64}
+	typeUint64  = store.ColumnType{Kind: store.TypeUint64}
+	typeFloat64 = store.ColumnType{Kind: store.TypeFloat64}
+	typeBool    = store.ColumnType{Kind: store.TypeBool}
+	typeBytes   = store.ColumnType{Kind: store.TypeBytes}
+	typeTime    = store.ColumnType{Kind: store.TypeTime}
+	typeDate    = store.ColumnType{Kind: store.TypeDate}
 )
 
-var attrTypeNames = map[string]attrType{
-	"string": typeString, "int64": typeInt64, "float64": typeFloat64, "bool": typeBool, "time": typeTime,
-}
-
-func (t attrType) String() string {
-	for name, x := range attrTypeNames {
-		if x == t {
-			return name
-		}
-	}
-	return "unknown"
-}
+// typeNames lists the type names --types and --columns take, for messages.
+const typeNames = "string, int64, uint64, float64, bool, bytes (hex), time, date or decimal(P,S)"
 
 // parseTypes parses --types col=type,... into a map; a column named twice is
-// a usage error, not last-wins.
+// a usage error, not last-wins. A decimal(P,S) type's comma belongs to the
+// type: --types price=decimal(10,2),qty=int64.
 func parseTypes(specs []string) (map[string]attrType, error) {
 	out := map[string]attrType{}
+	var items []string
 	for _, spec := range specs {
+		items = append(items, splitOutsideParens(spec)...)
+	}
+	items = rejoinTypeArgs(items)
+	for _, spec := range items {
 		col, name, ok := strings.Cut(spec, "=")
-		typ, known := attrTypeNames[strings.TrimSpace(name)]
-		if !ok || !known || strings.TrimSpace(col) == "" {
-			return nil, usagef("--types %q: want COL=TYPE with TYPE one of int64, float64, bool, string, time", spec)
+		typ, err := store.ParseColumnType(name)
+		if !ok || err != nil || strings.TrimSpace(col) == "" {
+			return nil, usagef("--types %q: want COL=TYPE with TYPE one of %s", spec, typeNames)
 		}
 		col = strings.TrimSpace(col)
 		if prev, dup := out[col]; dup {
-			return nil, usagef("--types names column %q twice (%s and %s): give each column one type", col, prev, strings.TrimSpace(name))
+			return nil, usagef("--types names column %q twice (%s and %s): give each column one type", col, prev, typ)
 		}
 		out[col] = typ
 	}
 	return out, nil
+}
+
+// splitOutsideParens splits s at the commas outside parentheses.
+func splitOutsideParens(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// rejoinTypeArgs undoes the split a string-slice flag makes inside a type's
+// parentheses ("price=decimal(10", "2)" becomes "price=decimal(10,2)").
+func rejoinTypeArgs(items []string) []string {
+	var out []string
+	for _, it := range items {
+		if n := len(out); n > 0 && strings.Count(out[n-1], "(") > strings.Count(out[n-1], ")") {
+			out[n-1] += "," + it
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 // parseKeyComponent parses one natural-key component of a key column's type.
@@ -185,38 +222,85 @@ func inferType(texts []string) attrType {
 }
 
 // convertText converts a CSV cell (or a JSON string) to an attribute value of
-// type typ. The empty string is null.
+// type typ. The empty string is null. An error names the type the cell needed.
 func convertText(typ attrType, s string) (any, error) {
 	if s == "" {
 		return nil, nil
 	}
-	switch typ {
-	case typeInt64:
+	switch typ.Kind {
+	case store.TypeInt64:
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not an int64", s)
 		}
 		return n, nil
-	case typeFloat64:
+	case store.TypeUint64:
+		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a uint64", s)
+		}
+		return n, nil
+	case store.TypeFloat64:
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a float64", s)
 		}
 		return f, nil
-	case typeBool:
+	case store.TypeBool:
 		return parseBool(strings.TrimSpace(s))
-	case typeTime:
+	case store.TypeBytes:
+		b, err := hex.DecodeString(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not bytes (want hex)", s)
+		}
+		return b, nil
+	case store.TypeTime:
 		t, err := parseInstant(s)
 		if err != nil {
 			return nil, err
 		}
 		return time.UnixMicro(t).UTC(), nil // a time attribute value
+	case store.TypeDate:
+		return parseDateValue(s)
+	case store.TypeDecimal:
+		return parseDecimalValue(typ, s)
 	}
 	return s, nil
 }
 
+// parseDateValue reads a day, YYYY-MM-DD (or a time at midnight UTC), as the
+// time at its midnight UTC, the value of a date column.
+func parseDateValue(s string) (any, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		return d.UTC(), nil
+	}
+	t, err := parseInstant(s)
+	if err != nil || t%86_400_000_000 != 0 {
+		return nil, fmt.Errorf("%q is not a date (want YYYY-MM-DD)", s)
+	}
+	return time.UnixMicro(t).UTC(), nil
+}
+
+// parseDecimalValue reads s exactly (never through a float64) as a decimal of
+// typ's scale: 232.1 into decimal(10,2) is 232.10; 0.125 does not fit it.
+func parseDecimalValue(typ attrType, s string) (any, error) {
+	d, err := encoding.ParseDecimal(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a %s", s, typ)
+	}
+	r, ok := d.Rescale(int(typ.Scale))
+	if !ok {
+		return nil, fmt.Errorf("%q is not a %s: it has more than %d digits after the point", s, typ, typ.Scale)
+	}
+	if r.Digits() > int(typ.Precision) && r.Coef() != 0 {
+		return nil, fmt.Errorf("%q is not a %s: it has more than %d digits", s, typ, typ.Precision)
+	}
+	return r, nil
+}
+
 // convertJSON converts a JSON value (decoded with UseNumber) to an attribute
-// value of type typ.
+// value of type typ. A number keeps its digits: it is read from its text.
 func convertJSON(typ attrType, v any) (any, error) {
 	switch x := v.(type) {
 	case nil:
@@ -227,18 +311,18 @@ func convertJSON(typ attrType, v any) (any, error) {
 		}
 		return convertText(typ, x)
 	case json.Number:
-		switch typ {
-		case typeInt64, typeFloat64:
+		switch typ.Kind {
+		case store.TypeInt64, store.TypeUint64, store.TypeFloat64, store.TypeDecimal:
 			return convertText(typ, x.String())
-		case typeString:
+		case store.TypeString:
 			return x.String(), nil
 		}
 		return nil, fmt.Errorf("number %s is not a %s", x, typ)
 	case bool:
-		switch typ {
-		case typeBool:
+		switch typ.Kind {
+		case store.TypeBool:
 			return x, nil
-		case typeString:
+		case store.TypeString:
 			return strconv.FormatBool(x), nil
 		}
 		return nil, fmt.Errorf("%t is not a %s", x, typ)
@@ -261,7 +345,7 @@ func inferJSONType(values []any) (attrType, bool) {
 	}
 	switch {
 	case !sawNumber:
-		return 0, false // keep every value's own type
+		return attrType{}, false // keep every value's own type
 	case allInts:
 		return typeInt64, true
 	}
