@@ -8,7 +8,7 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// This file is the aggregations' integer path, which every plan runs: a
+// This file is the aggregations' integer (and decimal) path, which every plan runs: a
 // backfill's group sweep and table-wide sweep, Aggregate and AggregateTable.
 // Each version's projected attributes are decoded straight from their stored
 // form (store.RawAttrs.Walk; a GroupRecord's RawAttrs, or a version read
@@ -28,7 +28,14 @@ import (
 // 2^31 members of int64 values fits in 96 bits), and a SUM whose final value
 // lies outside int64 is returned as a uint64 when it fits one, else it is an
 // *AggValueError; AVG divides the exact sum, converted to float64 once, by the
-// count. MIN and MAX compare int64s. Aggregate and AggregateTable build members
+// count. MIN and MAX compare int64s.
+//
+// Decimals take the same road: a decimal is held unboxed as its coefficient in
+// member.ints and decHeld(scale) in member.vals, and an attribute whose values
+// are decimals, int64s or nulls runs on the decimal path (colDec): SUM and AVG
+// add each coefficient to its scale's 128-bit sum (decsum.go), MIN and MAX
+// compare coefficients scaled to a common scale in 128 bits. Neither allocates
+// per version. Aggregate and AggregateTable build members
 // and accumulators exactly as a backfill does and evaluate them at one time
 // (plan.point). docs/design/aggregation-int-path.md gives the reasons.
 

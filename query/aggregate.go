@@ -22,17 +22,19 @@ import (
 // Semantics decided here (docs/semantics.md leaves them open):
 //
 //   - SUM is an int64 while every non-null value is an integer, a float64 once
-//     one is a float; both are exact until the final rounding, so the result does
+//     one is a float, a Decimal once one is a decimal (the decimal rules are in
+//     the package doc); all are exact until the final rounding, so the result does
 //     not depend on the order versions are visited (a point query and a backfill
 //     agree bit for bit). An integer sum that fits neither int64 nor uint64 is an
 //     error (ErrAggValue), not a silent float. AVG is that sum rounded to float64
-//     divided by the count of non-null values. A SUM/AVG input that is not a
-//     number is an error rather than a skipped value.
+//     divided by the count of non-null values (of decimals: a Decimal). A
+//     SUM/AVG input that is not a number is an error rather than a skipped
+//     value.
 //   - MIN and MAX use one total order over attribute values: false < true <
-//     numbers (compared by value across int64, uint64 and float64, NaN above
-//     every number) < times (by instant) < strings < byte strings. Equal numbers
-//     of different types order int64 < uint64 < float64, so the result is always
-//     the same value. COUNT_DISTINCT counts values equal in that order once (1
+//     numbers (compared by value across int64, uint64, decimals and float64,
+//     NaN above every number) < times (by instant) < strings < byte strings.
+//     Equal numbers of different types order int64 < uint64 < decimal <
+//     float64, equal decimals by scale, so the result is always the same value. COUNT_DISTINCT counts values equal in that order once (1
 //     and 1.0 are one; a time is never equal to its microseconds as a number:
 //     the column changed type). MIN and MAX of times are times.
 //   - LATEST and EARLIEST return the input of the active version with the
