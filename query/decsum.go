@@ -174,6 +174,9 @@ func divRoundEven(x int128, n int64) (int64, bool) {
 		return 0, false
 	}
 	q, r := bits.Div64(hi%d, lo, d)
+	if q > maxDecCoef { // and q+1 may wrap
+		return 0, false
+	}
 	if r > d-r || (r == d-r && q&1 == 1) {
 		q++
 	}
