@@ -489,6 +489,7 @@ type accum struct {
 // not nil, says which input columns hold unboxed values (aggint.go).
 func (p *plan) newAccums(ms []member, cols []colPath) []accum {
 	accs := make([]accum, len(p.feats))
+	var dsums []decSum // one allocation for the decimal path's sums
 	for k := range accs {
 		f := &p.feats[k]
 		path := colBoxed
@@ -497,7 +498,10 @@ func (p *plan) newAccums(ms []member, cols []colPath) []accum {
 		}
 		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt, decs: path == colDec}
 		if accs[k].decs && (f.op == AggSum || f.op == AggAvg) {
-			accs[k].dsum = &decSum{}
+			if len(dsums) == 0 {
+				dsums = make([]decSum, len(p.feats)-k)
+			}
+			accs[k].dsum, dsums = &dsums[0], dsums[1:]
 		}
 		if p.feats[k].op == AggCountDistinct {
 			accs[k].distinct = map[distinctKey]int32{}

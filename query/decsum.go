@@ -38,7 +38,8 @@ var pow10 = func() (p [encoding.MaxDecimalDigits + 1]uint64) {
 type decSum struct {
 	sum   [encoding.MaxDecimalDigits + 1]int128
 	count [encoding.MaxDecimalDigits + 1]int64
-	n     int64 // decimal values in the set
+	n     int64  // decimal values in the set
+	used  uint32 // bit k: count[k] > 0
 }
 
 // add adds coef × 10^-scale to the set (sign -1: removes it).
@@ -47,32 +48,30 @@ func (s *decSum) add(coef int64, scale uint8, sign int) {
 		s.sum[scale].addInt(coef)
 		s.count[scale]++
 		s.n++
+		s.used |= 1 << scale
 		return
 	}
 	s.sum[scale].subInt(coef)
-	s.count[scale]--
 	s.n--
+	if s.count[scale]--; s.count[scale] == 0 {
+		s.used &^= 1 << scale
+	}
 }
 
 // scale returns the largest scale of a value in the set.
-func (s *decSum) scale() int {
-	for sc := encoding.MaxDecimalDigits; sc > 0; sc-- {
-		if s.count[sc] > 0 {
-			return sc
-		}
-	}
-	return 0
-}
+func (s *decSum) scale() int { return max(bits.Len32(s.used)-1, 0) }
 
 // total returns the set's sum plus ints (integers, at scale 0) as a
 // coefficient at scale sc; ok is false when a term or the total leaves 128
-// bits, and bigTotal must compute it.
+// bits, and bigTotal must compute it. A scale with no value in the set has a
+// zero sum.
 func (s *decSum) total(ints int128, sc int) (int128, bool) {
+	if s.used == 1<<sc && ints == (int128{}) { // one scale: the common case
+		return s.sum[sc], true
+	}
 	t, ok := ints.mulPow10(sc)
-	for k := 0; ok && k <= sc; k++ {
-		if s.count[k] == 0 && s.sum[k] == (int128{}) {
-			continue
-		}
+	for used := s.used; ok && used != 0; used &= used - 1 {
+		k := bits.TrailingZeros32(used)
 		var term int128
 		if term, ok = s.sum[k].mulPow10(sc - k); ok {
 			t, ok = t.add(term)
