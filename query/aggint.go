@@ -35,7 +35,10 @@ import (
 // are decimals, int64s or nulls runs on the decimal path (colDec): SUM and AVG
 // add each coefficient to its scale's 128-bit sum (decsum.go), MIN and MAX
 // compare coefficients scaled to a common scale in 128 bits. Neither allocates
-// per version. Aggregate and AggregateTable build members
+// per version. When the loaded decimals all have one scale (a declared
+// decimal(p, s) column stores every value at s) the attribute runs on the
+// integer path itself, over the coefficients (colDecAt), and only a result is
+// turned into a Decimal of that scale. Aggregate and AggregateTable build members
 // and accumulators exactly as a backfill does and evaluate them at one time
 // (plan.point). docs/design/aggregation-int-path.md gives the reasons.
 
@@ -55,6 +58,10 @@ const (
 	colBoxed colPath = iota // boxed in member.vals
 	colInt                  // int64s (and nulls): intHeld
 	colDec                  // decimals, and maybe int64s and nulls: decHeld, intHeld
+	// colDecAt + s: decimals all of scale s (and nulls), as a declared
+	// decimal column holds them. Their coefficients run on the integer path,
+	// and only the results are decimals.
+	colDecAt
 )
 
 // aggPath is how a plan holds attribute values.
@@ -250,14 +257,25 @@ func (p *plan) settleInts(ms []member, boxed []bool, cols []colPath) {
 		if !boxed[i] && p.ints() {
 			path = colInt
 		}
+		scale, scales := decHeld(0), 0 // scales: 1 while every decimal has scale, 2 once one has not
 		for k := 0; path != colBoxed && k < len(ms); k++ {
-			switch ms[k].vals[i].(type) {
-			case nil, intHeld:
+			switch h := ms[k].vals[i].(type) {
+			case nil:
+			case intHeld:
+				scales = 2
 			case decHeld:
 				path = colDec
+				if scales == 0 {
+					scale, scales = h, 1
+				} else if h != scale {
+					scales = 2
+				}
 			default:
 				path = colBoxed
 			}
+		}
+		if path == colDec && scales == 1 {
+			path = colDecAt + colPath(scale)
 		}
 		cols[i] = path
 		if path != colBoxed {
@@ -350,6 +368,25 @@ func (a *accum) addDec(id int32, sign int) {
 			a.push(id)
 		}
 	}
+}
+
+// scaledResult is SUM or AVG on the integer path of decimals all of scale
+// a.scale (colDecAt): the sum of their coefficients, at that scale.
+func (a *accum) scaledResult() (val, error) {
+	var d encoding.Decimal
+	ok := false
+	if a.feat.op == AggSum {
+		var c int64
+		if c, ok = a.isum.decCoef(); ok {
+			d = mustDecimal(c, int(a.scale))
+		}
+	} else {
+		d, ok = avgAt(a.isum, int(a.scale), a.n)
+	}
+	if !ok {
+		return val{}, a.decimalOverflow()
+	}
+	return decVal(d), nil
 }
 
 // held returns the coefficient, scale and number rank (compareValues' order

@@ -23,8 +23,10 @@ const pathMinute = int64(60_000_000)
 // (or nothing), "big" int64s whose sums overflow int64 (to a uint64, or beyond
 // uint64: an error), "s" strings (a SUM of it is an error), "d" decimals of
 // scales 0-3 and int64s, "dm" decimals and floats (a SUM of both is an error),
-// "dbig" 18-digit decimals (a SUM beyond 18 digits is an error).
-var pathColumns = []string{"i", "f", "m", "n", "big", "s", "d", "dm", "dbig"}
+// "dbig" 18-digit decimals (a SUM beyond 18 digits is an error), "dfix"
+// decimals all of scale 2, as a declared column holds them (18 digits now and
+// then).
+var pathColumns = []string{"i", "f", "m", "n", "big", "s", "d", "dm", "dbig", "dfix"}
 
 // randomDecimal returns a decimal of up to digits digits at a random scale
 // from 0 to maxScale.
@@ -87,6 +89,14 @@ func pathStore(t *testing.T, rng *rand.Rand) *store.DB {
 			a["dm"] = randomDecimal(rng, 4, 2)
 		}
 		a["dbig"], _ = encoding.NewDecimal(999_999_999_999_999_000+rng.Int64N(1000)-[]int64{0, 1_999_999_999_999_998_000}[rng.IntN(2)], rng.IntN(3))
+		switch rng.IntN(10) {
+		case 0:
+			a["dfix"] = nil
+		case 1:
+			a["dfix"], _ = encoding.NewDecimal(999_999_999_999_999_999*(1-2*rng.Int64N(2)), 2)
+		default:
+			a["dfix"], _ = encoding.NewDecimal(rng.Int64N(2_000_000)-1_000_000, 2)
+		}
 		for _, c := range []string{"i", "f", "m", "d"} {
 			if rng.IntN(10) == 0 {
 				delete(a, c)
@@ -147,7 +157,7 @@ func pathSpecs(t *testing.T) [][]query.Agg {
 				set = append(set, parse(fmt.Sprintf("%s(%s)%s", op, col, w)))
 			}
 			sets = append(sets, set)
-			if (op != "sum" && op != "avg") || !slices.Contains([]string{"big", "s", "m", "dm", "dbig"}, col) {
+			if (op != "sum" && op != "avg") || !slices.Contains([]string{"big", "s", "m", "dm", "dbig", "dfix"}, col) {
 				together = append(together, set...)
 			}
 		}

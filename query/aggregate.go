@@ -483,24 +483,35 @@ type accum struct {
 	distinct map[distinctKey]int32
 	ints     bool // the input column holds int64s (aggint.go)
 	decs     bool // the input column holds decimals and int64s (aggint.go)
+	// scaled: ints holds the coefficients of decimals all of scale scale
+	// (aggint.go, colDecAt).
+	scaled bool
+	scale  uint8
 }
 
 // newAccums returns the running state of every feature over ms. cols, when
 // not nil, says which input columns hold unboxed values (aggint.go).
 func (p *plan) newAccums(ms []member, cols []colPath) []accum {
 	accs := make([]accum, len(p.feats))
-	var dsums []decSum // one allocation for the decimal path's sums
+	sums := 0
 	for k := range accs {
 		f := &p.feats[k]
 		path := colBoxed
 		if cols != nil && f.input >= 0 && intOp(f.op) {
 			path = cols[f.input]
 		}
-		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt, decs: path == colDec}
+		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt || path >= colDecAt, decs: path == colDec}
+		if path >= colDecAt {
+			accs[k].scaled, accs[k].scale = true, uint8(path-colDecAt)
+		}
 		if accs[k].decs && (f.op == AggSum || f.op == AggAvg) {
-			if len(dsums) == 0 {
-				dsums = make([]decSum, len(p.feats)-k)
-			}
+			sums++
+		}
+	}
+	dsums := make([]decSum, sums) // one allocation for the decimal path's sums
+	for k := range accs {
+		f := &p.feats[k]
+		if accs[k].decs && (f.op == AggSum || f.op == AggAvg) {
 			accs[k].dsum, dsums = &dsums[0], dsums[1:]
 		}
 		if p.feats[k].op == AggCountDistinct {
@@ -627,6 +638,9 @@ func (a *accum) result() (val, error) {
 		if a.n == 0 {
 			return val{}, nil
 		}
+		if a.scaled {
+			return a.scaledResult()
+		}
 		if a.dsum != nil && a.dsum.n > 0 {
 			return a.decimalResult()
 		}
@@ -641,6 +655,9 @@ func (a *accum) result() (val, error) {
 		if a.n == 0 {
 			return val{}, nil
 		}
+		if a.scaled {
+			return a.scaledResult()
+		}
 		if a.dsum != nil && a.dsum.n > 0 {
 			return a.decimalResult()
 		}
@@ -653,6 +670,9 @@ func (a *accum) result() (val, error) {
 	top, ok := a.top()
 	if !ok {
 		return val{}, nil
+	}
+	if a.scaled {
+		return val{kind: valDec + a.scale, n: uint64(a.ms[top].ints[a.feat.input])}, nil
 	}
 	if a.ints {
 		return intVal(a.ms[top].ints[a.feat.input]), nil
@@ -678,10 +698,15 @@ func (a *accum) decimalResult() (val, error) {
 		d, ok = a.dsum.avgDecimal(a.isum, a.n)
 	}
 	if !ok {
-		return val{}, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, overflow: true,
-			Reason: fmt.Sprintf("decimal %s has more than %d digits", a.feat.op, encoding.MaxDecimalDigits)}
+		return val{}, a.decimalOverflow()
 	}
 	return decVal(d), nil
+}
+
+// decimalOverflow is the error of a decimal SUM or AVG beyond 18 digits.
+func (a *accum) decimalOverflow() error {
+	return &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, overflow: true,
+		Reason: fmt.Sprintf("decimal %s has more than %d digits", a.feat.op, encoding.MaxDecimalDigits)}
 }
 
 // val is a feature value without boxing: scalars in n, anything else (strings,

@@ -16,7 +16,8 @@ import (
 
 // decimalStore writes a random grouped history whose "amt" is a decimal of
 // scale 0-4 (an 18-digit one now and then, so some sums overflow), an int64,
-// or null.
+// or null, and whose "fix" is a decimal of scale 4 or null, as a declared
+// column holds them.
 func decimalStore(t *testing.T, rng *rand.Rand) *store.DB {
 	db := groupedStore(t)
 	amt := func() any {
@@ -35,7 +36,10 @@ func decimalStore(t *testing.T, rng *rand.Rand) *store.DB {
 	for range 30 {
 		if _, err := txn.Update(db, func(tx *txn.Tx) error {
 			for range 1 + rng.IntN(5) {
-				a := store.Attrs{"user": fmt.Sprint("u", rng.IntN(3)), "amt": amt()}
+				a := store.Attrs{"user": fmt.Sprint("u", rng.IntN(3)), "amt": amt(), "fix": nil}
+				if d, ok := amt().(encoding.Decimal); ok {
+					a["fix"], _ = d.Rescale(4) // or null: decimals all of scale 4
+				}
 				from := rng.Int64N(60) * pathMinute
 				if rng.IntN(2) == 0 {
 					if _, err := tx.Upsert("c", store.Key{rng.Int64N(20)}, a, from); err != nil {
@@ -153,7 +157,7 @@ func renderDecimalFeature(t *testing.T, v any, err error) string {
 // against a brute-force computation with big.Rat over the versions
 // query.Snapshot says are in effect.
 func TestDecimalAggregationsMatchBigRat(t *testing.T) {
-	ops := []string{"sum(amt)", "avg(amt)", "min(amt)", "max(amt)"}
+	ops := []string{"sum(amt)", "avg(amt)", "min(amt)", "max(amt)", "sum(fix)", "avg(fix)", "min(fix)", "max(fix)"}
 	var aggs []query.Agg
 	for _, spec := range ops {
 		a, err := query.ParseAgg(spec)
@@ -172,25 +176,30 @@ func TestDecimalAggregationsMatchBigRat(t *testing.T) {
 				at.Tx = 1 + rng.Int64N(db.LastTx())
 			}
 			group := fmt.Sprint("u", rng.IntN(4))
-			var inGroup, all []any
+			var inGroup, all, fixGroup, fixAll []any
 			for v, err := range query.Snapshot(db, "c", at, query.KeyRange{}, query.SnapshotOptions{}) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				x := v.Attrs["amt"]
-				if x == nil {
-					continue
+				if x := v.Attrs["amt"]; x != nil {
+					all = append(all, x)
+					if v.Attrs["user"] == group {
+						inGroup = append(inGroup, x)
+					}
 				}
-				all = append(all, x)
-				if v.Attrs["user"] == group {
-					inGroup = append(inGroup, x)
+				if x := v.Attrs["fix"]; x != nil {
+					fixAll = append(fixAll, x)
+					if v.Attrs["user"] == group {
+						fixGroup = append(fixGroup, x)
+					}
 				}
 			}
 			for _, wide := range []bool{false, true} {
-				want := bruteDecimal(inGroup)
+				amt, fix := bruteDecimal(inGroup), bruteDecimal(fixGroup)
 				if wide {
-					want = bruteDecimal(all)
+					amt, fix = bruteDecimal(all), bruteDecimal(fixAll)
 				}
+				want := append(amt[:], fix[:]...)
 				// Each feature alone, so an overflow of one does not hide the others.
 				for k, a := range aggs {
 					var f query.Features

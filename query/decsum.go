@@ -117,6 +117,11 @@ func (s *decSum) avgDecimal(ints int128, n int64) (encoding.Decimal, bool) {
 	if !ok {
 		return bigAvg(s.bigTotal(ints, sc), sc, n)
 	}
+	return avgAt(t, sc, n)
+}
+
+// avgAt is avgDecimal of the coefficient sum t at scale sc.
+func avgAt(t int128, sc int, n int64) (encoding.Decimal, bool) {
 	for out := min(sc+avgExtraScale, encoding.MaxDecimalDigits); out >= sc; out-- {
 		num, ok := t.mulPow10(out - sc)
 		if !ok {
