@@ -22,8 +22,9 @@ var (
 
 // decAggStore returns the store of BenchmarkAggregateDecimal, built once:
 // BenchmarkAggregateIntPath's shape (20k contracts x 5 versions in 2k groups),
-// each version holding the same number twice, as an int64 "amount" (cents)
-// and as a decimal(8,2) "price", so both types are read from the same records.
+// each version holding the same number three times, as an int64 "amount"
+// (cents), as a decimal(8,2) "price", and as "mixed", a decimal at scale 2 or
+// 3, so every type is read from the same records.
 func decAggStore(b *testing.B) *store.DB {
 	benchOnly(b)
 	decAggOnce.Do(func() {
@@ -43,7 +44,11 @@ func decAggStore(b *testing.B) *store.DB {
 						if err != nil {
 							return err
 						}
-						attrs := store.Attrs{"user_id": user, "amount": cents, "price": price}
+						mixed := price // every other version at scale 3: the general decimal path
+						if v%2 == 1 {
+							mixed, _ = price.Rescale(3)
+						}
+						attrs := store.Attrs{"user_id": user, "amount": cents, "price": price, "mixed": mixed}
 						if err := tx.Put("contracts", store.Key{fmt.Sprintf("c%d", c)}, attrs, from, from+10*aggDay); err != nil {
 							return err
 						}
@@ -64,8 +69,10 @@ func decAggStore(b *testing.B) *store.DB {
 }
 
 // BenchmarkAggregateDecimal runs SUM, AVG, MIN and MAX over the int64 column
-// (type=int64: the integer path, the floor) and over the decimal column
-// (type=decimal) of the same records, in the same run: Aggregate of one group,
+// (type=int64: the integer path, the floor), over the decimal column of one
+// scale (type=decimal: the integer path over coefficients) and over the one of
+// two scales (type=decimal-mixed: the decimal path) of the same records, in
+// the same run: Aggregate of one group,
 // AggregateTable (a scan of 20k versions), a table-wide backfill of 1,000
 // dates and a backfill of 200k rows over groups. The decimal runs report
 // x-int64, their CPU time per operation over the int64 run's just before.
@@ -123,7 +130,7 @@ func BenchmarkAggregateDecimal(b *testing.B) {
 	}
 	for _, read := range reads {
 		var intNs float64
-		for _, typ := range []struct{ name, col string }{{"int64", "amount"}, {"decimal", "price"}} {
+		for _, typ := range []struct{ name, col string }{{"int64", "amount"}, {"decimal", "price"}, {"decimal-mixed", "mixed"}} {
 			aggs := specs(typ.col)
 			b.Run("read="+read.name+"/type="+typ.name, func(b *testing.B) {
 				defer enginetest.CPUPerOp(b)()
