@@ -29,7 +29,9 @@ func decAggStore(b *testing.B) *store.DB {
 	benchOnly(b)
 	decAggOnce.Do(func() {
 		db := benchStore(b)
-		if _, decAggErr = db.CreateTable(store.TableDef{Name: "contracts", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, GroupBy: []string{"user_id"}}); decAggErr != nil {
+		// MixedTypes: "mixed" keeps its two scales (an undeclared attribute
+		// would otherwise hold every value at the scale its first established).
+		if _, decAggErr = db.CreateTable(store.TableDef{Name: "contracts", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, GroupBy: []string{"user_id"}, MixedTypes: true}); decAggErr != nil {
 			return
 		}
 		rng := rand.New(rand.NewPCG(5, 6))
