@@ -269,6 +269,14 @@ func FuzzValueCodec(f *testing.F) {
 	f.Add([]byte("\x81\xa1a\x91\x01"))
 	f.Add([]byte("\xde\x00\x01\xd9\x01a\xd3\x00\x00\x00\x00\x00\x00\x00\x05"))
 	f.Add([]byte("\x83\xa1a\xd6\xff\x65\xee\x49\x00\xa1b\xd7\xff\x00\x00\x07\xd0\x65\xee\x49\x00\xa1c\xc7\x0c\xff\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff"))
+	// Decimals (ext8 of type 1: a scale byte, then the coefficient in the
+	// fewest bytes): 0.05, -18 nines at scale 18, and forms every decoder must
+	// refuse (a coefficient not in its shortest form, scale 19, 19 digits).
+	f.Add([]byte("\x81\xa1p\xc7\x02\x01\x02\x05"))
+	f.Add([]byte("\x81\xa1p\xc7\x09\x01\x12\xf2\x1f\x49\x4c\x58\x9c\x00\x01"))
+	f.Add([]byte("\x81\xa1p\xc7\x03\x01\x00\x00\x05"))
+	f.Add([]byte("\x81\xa1p\xc7\x02\x01\x13\x01"))
+	f.Add([]byte("\x81\xa1p\xc7\x09\x01\x00\x0d\xe0\xb6\xb3\xa7\x64\x00\x00"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkWalkAttrs(t, data)
@@ -326,6 +334,9 @@ func FuzzAttrsRoundTrip(f *testing.F) {
 	// with nanoseconds in a zone.
 	f.Add([]byte(zeroRecord + "\x04" + "\x01a\x0f\xfe\x00\x00" + "\x01b\x0f\xfe\x01\x00" + "\x01c\x0f\xfe\x05\x03" +
 		"\x01d\x0f\xfe\x40\x12\x34\x56\x78\x9a\xbc\xde\xf0\x3b\x9a\xc9\xff\xfb"))
+	// Decimals: edges (18 nines at scale 18, 232.10) and a free one.
+	f.Add([]byte(zeroRecord + "\x03" + "\x01a\x0f\xfd\x04" + "\x01b\x0f\xfd\x08" +
+		"\x01c\x0f\xfd\x40\x12\x34\x56\x78\x9a\xbc\xde\xf1\x07"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &byteReader{b: data}
 		rec := encoding.RecordValue{
@@ -395,7 +406,8 @@ func readAttrs(r *byteReader) (in, want encoding.Attrs) {
 
 // readValue reads a type byte and a value of that type, returning the value and
 // its canonical form: integers of every width widen to int64 (uint64 stays uint64
-// above math.MaxInt64), float32 widens to float64, a nil []byte is empty bytes.
+// above math.MaxInt64), float32 widens to float64, a nil []byte is empty bytes;
+// a time (readTime) and a decimal (readDecimal) are byte strings' escapes.
 func readValue(r *byteReader) (in, want any) {
 	switch r.byte() % 16 {
 	case 0:
@@ -449,6 +461,8 @@ func readValue(r *byteReader) (in, want any) {
 			return []byte(nil), []byte{}
 		case 0xfe:
 			return readTime(r)
+		case 0xfd:
+			return readDecimal(r)
 		}
 		v := r.bytes(int(n))
 		return v, bytes.Clone(v)
@@ -472,6 +486,36 @@ func readTime(r *byteReader) (in, want any) {
 	}
 	tm = tm.In(time.FixedZone("", (int(int8(r.byte()))%15)*3600))
 	return tm, time.UnixMicro(tm.UnixMicro()).UTC()
+}
+
+// maxDecimalCoef is the largest decimal coefficient: 18 nines.
+const maxDecimalCoef = 999_999_999_999_999_999
+
+// readDecimal reads a decimal attribute: a mode byte picking an edge (zero at
+// scales 0 and 18, 18 nines of either sign at scales 0 and 18, the smallest
+// steps) or, above them, 8 bytes of coefficient (the low bit its sign, the rest
+// folded into 18 digits) and a scale byte (folded into 0-18). A decimal is its
+// own canonical form, its scale included.
+func readDecimal(r *byteReader) (in, want any) {
+	edges := [][2]int64{{0, 0}, {0, 18}, {maxDecimalCoef, 0}, {-maxDecimalCoef, 0}, {maxDecimalCoef, 18},
+		{-maxDecimalCoef, 18}, {1, 18}, {-1, 18}, {23210, 2}, {-5, 2}}
+	var coef int64
+	var scale int
+	if mode := int(r.byte()); mode < len(edges) {
+		coef, scale = edges[mode][0], int(edges[mode][1])
+	} else {
+		u := r.uint(8)
+		coef = int64((u >> 1) % (maxDecimalCoef + 1))
+		if u&1 == 1 {
+			coef = -coef
+		}
+		scale = int(r.byte() % (encoding.MaxDecimalDigits + 1))
+	}
+	d, err := encoding.NewDecimal(coef, scale)
+	if err != nil {
+		panic(err)
+	}
+	return d, d
 }
 
 func canonicalUint(u uint64) any {
@@ -501,6 +545,10 @@ func checkCanonicalAttrs(t *testing.T, a encoding.Attrs) {
 		case time.Time:
 			if x.Location() != time.UTC || x.Nanosecond()%1000 != 0 || x.Before(encoding.MinTime) || x.After(encoding.MaxTime) {
 				t.Fatalf("attribute %q decoded as the non-canonical time %v", name, x)
+			}
+		case encoding.Decimal:
+			if d, err := encoding.NewDecimal(x.Coef(), x.Scale()); err != nil || d != x {
+				t.Fatalf("attribute %q decoded as the invalid decimal %d scale %d: %v", name, x.Coef(), x.Scale(), err)
 			}
 		default:
 			t.Fatalf("attribute %q decoded as a %T", name, v)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
@@ -61,7 +62,11 @@ var corruptBase = sync.OnceValues(func() ([]store.RawKV, error) {
 				if _, err := tx.Upsert("p", store.Key{k}, store.Attrs{"a": fmt.Sprint(i % 3), "b": []byte{byte(i)}, "f": float64(i) / 3}, at); err != nil {
 					return err
 				}
-				if err := tx.Put("n", store.Key{int64(j)}, store.Attrs{"x": int64(i), "s": k}, at, at+15); err != nil {
+				d, err := encoding.NewDecimal(int64(1234*i-2000*j), 2) // decimal values to corrupt too
+				if err != nil {
+					return err
+				}
+				if err := tx.Put("n", store.Key{int64(j)}, store.Attrs{"x": int64(i), "s": k, "d": d}, at, at+15); err != nil {
 					return err
 				}
 			}

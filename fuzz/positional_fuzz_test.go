@@ -37,6 +37,7 @@ func FuzzRecordPositional(f *testing.F) {
 		{ValidTo: 1 << 62, TxFrom: 1 << 50, TxTo: 1<<50 + 7, SK: 9, Flags: encoding.FlagInferred,
 			Attrs: encoding.Attrs{"city": "Oslo", "tier": int64(-2), "note": nil, "x": []byte{1}}},
 		{ValidTo: 5, TxFrom: -3, TxTo: 1<<63 - 1, SK: 1 << 40, Attrs: encoding.Attrs{"x": 0.25}},
+		{ValidTo: 9, TxFrom: 2, TxTo: 4, Attrs: encoding.Attrs{"tier": mustDecimal(-999_999_999_999_999_999, 18), "x": mustDecimal(23210, 2)}},
 	} {
 		enc, err := encoding.AppendRecordPositional(nil, &r, positionalOrdinal)
 		if err != nil {
@@ -146,4 +147,12 @@ func checkProjections(t *testing.T, data []byte, r encoding.RecordValue, err err
 			t.Fatalf("%x: projection %q decodes %+v, want attributes %v of %+v", data, p.Names, pr, want, r)
 		}
 	}
+}
+
+func mustDecimal(coef int64, scale int) encoding.Decimal {
+	d, err := encoding.NewDecimal(coef, scale)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

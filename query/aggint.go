@@ -1,13 +1,14 @@
 package query
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
-// This file is the aggregations' integer path, which every plan runs: a
+// This file is the aggregations' integer (and decimal) path, which every plan runs: a
 // backfill's group sweep and table-wide sweep, Aggregate and AggregateTable.
 // Each version's projected attributes are decoded straight from their stored
 // form (store.RawAttrs.Walk; a GroupRecord's RawAttrs, or a version read
@@ -27,13 +28,41 @@ import (
 // 2^31 members of int64 values fits in 96 bits), and a SUM whose final value
 // lies outside int64 is returned as a uint64 when it fits one, else it is an
 // *AggValueError; AVG divides the exact sum, converted to float64 once, by the
-// count. MIN and MAX compare int64s. Aggregate and AggregateTable build members
+// count. MIN and MAX compare int64s.
+//
+// Decimals take the same road: a decimal is held unboxed as its coefficient in
+// member.ints and decHeld(scale) in member.vals, and an attribute whose values
+// are decimals, int64s or nulls runs on the decimal path (colDec): SUM and AVG
+// add each coefficient to its scale's 128-bit sum (decsum.go), MIN and MAX
+// compare coefficients scaled to a common scale in 128 bits. Neither allocates
+// per version. When the loaded decimals all have one scale (a declared
+// decimal(p, s) column stores every value at s) the attribute runs on the
+// integer path itself, over the coefficients (colDecAt), and only a result is
+// turned into a Decimal of that scale. Aggregate and AggregateTable build members
 // and accumulators exactly as a backfill does and evaluate them at one time
 // (plan.point). docs/design/aggregation-int-path.md gives the reasons.
 
 // intHeld is the value of member.vals[i] when the attribute is an int64 held
 // unboxed in member.ints[i]; nil stays null.
 type intHeld struct{}
+
+// decHeld is the value of member.vals[i] when the attribute is a decimal of
+// that scale whose coefficient is held in member.ints[i]. (An interface holding
+// a one-byte value points at a static table: setting it allocates nothing.)
+type decHeld uint8
+
+// colPath is how the members of a load hold one column's values.
+type colPath uint8
+
+const (
+	colBoxed colPath = iota // boxed in member.vals
+	colInt                  // int64s (and nulls): intHeld
+	colDec                  // decimals, and maybe int64s and nulls: decHeld, intHeld
+	// colDecAt + s: decimals all of scale s (and nulls), as a declared
+	// decimal column holds them. Their coefficients run on the integer path,
+	// and only the results are decimals.
+	colDecAt
+)
 
 // aggPath is how a plan holds attribute values.
 type aggPath uint8
@@ -100,9 +129,12 @@ func (p *plan) walkAttr(name string, v *encoding.Value) error {
 		return nil
 	}
 	m := p.walking
-	if v.Kind == encoding.KindInt && p.ints() {
+	switch {
+	case v.Kind == encoding.KindInt && p.ints():
 		m.ints[i], m.vals[i] = v.Int, intHeld{}
-	} else {
+	case v.Kind == encoding.KindDecimal && p.ints():
+		m.ints[i], m.vals[i] = v.Int, decHeld(v.Scale)
+	default:
 		m.vals[i] = v.Any()
 	}
 	return nil
@@ -195,36 +227,66 @@ func (b *memberBuf) addRecord(p *plan, rec *store.GroupRecord) error {
 	return p.fillRecord(m, rec)
 }
 
-// holdInts moves the int64 attribute values of m, filled from a map, to the
-// integer path's form (as fillRaw leaves them).
+// holdInts moves the int64 and decimal attribute values of m, filled from a
+// map, to the integer path's form (as fillRaw leaves them).
 func (p *plan) holdInts(m *member) {
+	if !p.ints() {
+		return
+	}
 	for i, v := range m.vals {
-		if x, ok := v.(int64); ok && p.keyCol[i] < 0 && p.ints() {
+		if p.keyCol[i] >= 0 {
+			continue
+		}
+		switch x := v.(type) {
+		case int64:
 			m.ints[i], m.vals[i] = x, intHeld{}
+		case encoding.Decimal:
+			m.ints[i], m.vals[i] = x.Coef(), decHeld(x.Scale())
 		}
 	}
 }
 
-// settleInts decides, after a group's members are loaded, which columns run on
-// the integer path (intCols[i]): those no feature needs boxed whose every
-// value is an int64 or null. The other columns get their int64s boxed.
-func (p *plan) settleInts(ms []member, boxed, intCols []bool) {
+// settleInts decides, after a group's members are loaded, how each column's
+// values are held (cols[i]): a column no feature needs boxed runs on the
+// integer path when every value is an int64 or null, on the decimal path when
+// they are decimals, int64s or nulls and one is a decimal. The other columns
+// get their int64s and decimals boxed.
+func (p *plan) settleInts(ms []member, boxed []bool, cols []colPath) {
 	for i := range p.attrs {
-		ints := !boxed[i] && p.ints()
-		for k := 0; ints && k < len(ms); k++ {
-			switch ms[k].vals[i].(type) {
-			case nil, intHeld:
+		path := colBoxed
+		if !boxed[i] && p.ints() {
+			path = colInt
+		}
+		scale, scales := decHeld(0), 0 // scales: 1 while every decimal has scale, 2 once one has not
+		for k := 0; path != colBoxed && k < len(ms); k++ {
+			switch h := ms[k].vals[i].(type) {
+			case nil:
+			case intHeld:
+				scales = 2
+			case decHeld:
+				path = colDec
+				if scales == 0 {
+					scale, scales = h, 1
+				} else if h != scale {
+					scales = 2
+				}
 			default:
-				ints = false
+				path = colBoxed
 			}
 		}
-		intCols[i] = ints
-		if ints {
+		if path == colDec && scales == 1 {
+			path = colDecAt + colPath(scale)
+		}
+		cols[i] = path
+		if path != colBoxed {
 			continue
 		}
 		for k := range ms {
-			if _, ok := ms[k].vals[i].(intHeld); ok {
+			switch h := ms[k].vals[i].(type) {
+			case intHeld:
 				ms[k].vals[i] = ms[k].ints[i]
+			case decHeld:
+				ms[k].vals[i] = mustDecimal(ms[k].ints[i], int(h))
 			}
 		}
 	}
@@ -268,4 +330,97 @@ func (a *accum) betterInt(i, j int32) bool {
 		return x < y
 	}
 	return x > y
+}
+
+// The decimal path of accum: its feature's input column holds decimals and
+// int64s in member.ints (member.vals says null, intHeld or decHeld and the
+// scale). An int64 is a decimal of scale 0 that stays an int64 as a MIN or MAX.
+
+// addDec adds member id to the set (sign -1: removes it).
+func (a *accum) addDec(id int32, sign int) {
+	m := &a.ms[id]
+	in := a.feat.input
+	var scale uint8
+	switch h := m.vals[in].(type) {
+	case decHeld:
+		scale = uint8(h)
+	case intHeld:
+		if a.feat.op == AggSum || a.feat.op == AggAvg {
+			if sign > 0 {
+				a.isum.addInt(m.ints[in])
+			} else {
+				a.isum.subInt(m.ints[in])
+			}
+			a.n += int64(sign)
+		} else if sign > 0 {
+			a.push(id)
+		}
+		return
+	default:
+		return
+	}
+	switch a.feat.op {
+	case AggSum, AggAvg:
+		a.dsum.add(m.ints[in], scale, sign)
+		a.n += int64(sign)
+	case AggMin, AggMax:
+		if sign > 0 {
+			a.push(id)
+		}
+	}
+}
+
+// scaledResult is SUM or AVG on the integer path of decimals all of scale
+// a.scale (colDecAt): the sum of their coefficients, at that scale.
+func (a *accum) scaledResult() (val, error) {
+	var d encoding.Decimal
+	ok := false
+	if a.feat.op == AggSum {
+		var c int64
+		if c, ok = a.isum.decCoef(); ok {
+			d = mustDecimal(c, int(a.scale))
+		}
+	} else {
+		d, ok = avgAt(a.isum, int(a.scale), a.n)
+	}
+	if !ok {
+		return val{}, a.decimalOverflow()
+	}
+	return decVal(d), nil
+}
+
+// held returns the coefficient, scale and number rank (compareValues' order
+// of equal numbers: int64 before decimal) of member id's value.
+func (a *accum) held(id int32) (coef int64, scale uint8, rank int) {
+	m := &a.ms[id]
+	if h, ok := m.vals[a.feat.input].(decHeld); ok {
+		return m.ints[a.feat.input], uint8(h), 2
+	}
+	return m.ints[a.feat.input], 0, 0
+}
+
+// betterDec orders members as compareValues orders their values.
+func (a *accum) betterDec(i, j int32) bool {
+	ci, si, ri := a.held(i)
+	cj, sj, rj := a.held(j)
+	c := cmpScaled(ci, si, cj, sj)
+	if c == 0 {
+		c = cmp.Compare(ri, rj)
+	}
+	if c == 0 {
+		c = cmp.Compare(si, sj)
+	}
+	if a.feat.op == AggMin {
+		return c < 0
+	}
+	return c > 0
+}
+
+// heldVal returns member id's value as a result.
+func (a *accum) heldVal(id int32) val {
+	coef, scale, rank := a.held(id)
+	if rank == 0 {
+		return intVal(coef)
+	}
+	return val{kind: valDec + scale, n: uint64(coef)}
 }

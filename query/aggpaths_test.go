@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,8 +21,26 @@ const pathMinute = int64(60_000_000)
 // pathColumns are the input columns of pathStore: "i" holds int64s (nulls
 // among them), "f" float64s, "m" ints, floats and uint64s mixed, "n" only nulls
 // (or nothing), "big" int64s whose sums overflow int64 (to a uint64, or beyond
-// uint64: an error), "s" strings (a SUM of it is an error).
-var pathColumns = []string{"i", "f", "m", "n", "big", "s"}
+// uint64: an error), "s" strings (a SUM of it is an error), "d" decimals of
+// scales 0-3 and int64s, "dm" decimals and floats (a SUM of both is an error),
+// "dbig" 18-digit decimals (a SUM beyond 18 digits is an error), "dfix"
+// decimals all of scale 2, as a declared column holds them (18 digits now and
+// then).
+var pathColumns = []string{"i", "f", "m", "n", "big", "s", "d", "dm", "dbig", "dfix"}
+
+// randomDecimal returns a decimal of up to digits digits at a random scale
+// from 0 to maxScale.
+func randomDecimal(rng *rand.Rand, digits, maxScale int) encoding.Decimal {
+	limit := int64(1)
+	for range 1 + rng.IntN(digits) {
+		limit *= 10
+	}
+	d, err := encoding.NewDecimal(rng.Int64N(2*limit-1)-(limit-1), rng.IntN(maxScale+1))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
 
 // pathStore writes a random grouped history over minutes (Upserts, whose SCD2
 // closes retire records that share their successor's attributes, bounded
@@ -56,7 +75,29 @@ func pathStore(t *testing.T, rng *rand.Rand) *store.DB {
 		if rng.IntN(2) == 0 {
 			a["n"] = nil
 		}
-		for _, c := range []string{"i", "f", "m"} {
+		switch rng.IntN(8) {
+		case 0:
+			a["d"] = rng.Int64N(100) - 50
+		case 1:
+			a["d"] = nil
+		default:
+			a["d"] = randomDecimal(rng, 6, 3)
+		}
+		if rng.IntN(3) == 0 {
+			a["dm"] = float64(rng.IntN(100)) + 0.25
+		} else {
+			a["dm"] = randomDecimal(rng, 4, 2)
+		}
+		a["dbig"], _ = encoding.NewDecimal(999_999_999_999_999_000+rng.Int64N(1000)-[]int64{0, 1_999_999_999_999_998_000}[rng.IntN(2)], rng.IntN(3))
+		switch rng.IntN(10) {
+		case 0:
+			a["dfix"] = nil
+		case 1:
+			a["dfix"], _ = encoding.NewDecimal(999_999_999_999_999_999*(1-2*rng.Int64N(2)), 2)
+		default:
+			a["dfix"], _ = encoding.NewDecimal(rng.Int64N(2_000_000)-1_000_000, 2)
+		}
+		for _, c := range []string{"i", "f", "m", "d"} {
 			if rng.IntN(10) == 0 {
 				delete(a, c)
 			}
@@ -116,7 +157,7 @@ func pathSpecs(t *testing.T) [][]query.Agg {
 				set = append(set, parse(fmt.Sprintf("%s(%s)%s", op, col, w)))
 			}
 			sets = append(sets, set)
-			if (op != "sum" && op != "avg") || (col != "big" && col != "s" && col != "m") {
+			if (op != "sum" && op != "avg") || !slices.Contains([]string{"big", "s", "m", "dm", "dbig", "dfix"}, col) {
 				together = append(together, set...)
 			}
 		}
@@ -188,7 +229,7 @@ func TestAggIntPathMatchesGeneric(t *testing.T) {
 			}
 			return out
 		}
-		errs, uints := 0, 0
+		errs, uints, decs, decOver, decMixed := 0, 0, 0, 0, 0
 		for _, aggs := range pathSpecs(t) {
 			ints, generic := run(aggs, true), run(aggs, false)
 			for api, got := range ints {
@@ -197,10 +238,16 @@ func TestAggIntPathMatchesGeneric(t *testing.T) {
 				}
 				errs += strings.Count(got, "error: ")
 				uints += strings.Count(got, "(uint64)")
+				decs += strings.Count(got, "(encoding.Decimal)")
+				decOver += strings.Count(got, "decimal sum has more than")
+				decMixed += strings.Count(got, "mixes decimal and float64")
 			}
 		}
-		if errs == 0 || uints == 0 {
-			t.Fatalf("seed %d: %d errors, %d uint64 results: the store no longer exercises overflow", seed, errs, uints)
+		if errs == 0 || uints == 0 || decs == 0 {
+			t.Fatalf("seed %d: %d errors, %d uint64 results, %d decimals: the store no longer exercises overflow or decimals", seed, errs, uints, decs)
+		}
+		if decOver == 0 || decMixed == 0 {
+			t.Fatalf("seed %d: %d decimal overflows, %d decimal sums mixed with floats", seed, decOver, decMixed)
 		}
 	}
 }

@@ -22,17 +22,19 @@ import (
 // Semantics decided here (docs/semantics.md leaves them open):
 //
 //   - SUM is an int64 while every non-null value is an integer, a float64 once
-//     one is a float; both are exact until the final rounding, so the result does
+//     one is a float, a Decimal once one is a decimal (the decimal rules are in
+//     the package doc); all are exact until the final rounding, so the result does
 //     not depend on the order versions are visited (a point query and a backfill
 //     agree bit for bit). An integer sum that fits neither int64 nor uint64 is an
 //     error (ErrAggValue), not a silent float. AVG is that sum rounded to float64
-//     divided by the count of non-null values. A SUM/AVG input that is not a
-//     number is an error rather than a skipped value.
+//     divided by the count of non-null values (of decimals: a Decimal). A
+//     SUM/AVG input that is not a number is an error rather than a skipped
+//     value.
 //   - MIN and MAX use one total order over attribute values: false < true <
-//     numbers (compared by value across int64, uint64 and float64, NaN above
-//     every number) < times (by instant) < strings < byte strings. Equal numbers
-//     of different types order int64 < uint64 < float64, so the result is always
-//     the same value. COUNT_DISTINCT counts values equal in that order once (1
+//     numbers (compared by value across int64, uint64, decimals and float64,
+//     NaN above every number) < times (by instant) < strings < byte strings.
+//     Equal numbers of different types order int64 < uint64 < decimal <
+//     float64, equal decimals by scale, so the result is always the same value. COUNT_DISTINCT counts values equal in that order once (1
 //     and 1.0 are one; a time is never equal to its microseconds as a number:
 //     the column changed type). MIN and MAX of times are times.
 //   - LATEST and EARLIEST return the input of the active version with the
@@ -57,28 +59,56 @@ import (
 //     placeholders: both are versions of the table in effect at ts.
 
 // ErrAggValue: a value an aggregation cannot take (a SUM or AVG input that is not
-// a number, a window column that is not a time, an integer sum beyond uint64).
+// a number, a window column that is not a time, decimals mixed with floats, a
+// sum out of range).
 var ErrAggValue = errors.New("bitempo: value cannot be aggregated")
+
+// ErrAggOverflow: an exact SUM or AVG whose value its result type cannot hold
+// (an integer sum beyond uint64, a decimal sum or average beyond 18 digits).
+// Such errors also match ErrAggValue.
+var ErrAggOverflow = errors.New("bitempo: aggregate out of range")
 
 // AggValueError describes a value that stopped an aggregation.
 type AggValueError struct {
 	Feature string
 	Table   string
-	// Key is the entity whose value is at fault; nil for an overflow.
+	// Group is the group being aggregated (its GroupBy values); nil for a
+	// table-wide aggregation.
+	Group store.Key
+	// Key is the entity whose value is at fault; nil for a result out of
+	// range, or decimals mixed with floats.
 	Key    store.Key
 	Value  any
 	Reason string
+	// overflow makes errors.Is(err, ErrAggOverflow) true.
+	overflow bool
 }
 
 func (e *AggValueError) Error() string {
-	if e.Key == nil {
-		return fmt.Sprintf("bitempo: feature %s of table %q: %s", e.Feature, e.Table, e.Reason)
+	where := fmt.Sprintf("bitempo: feature %s of table %q", e.Feature, e.Table)
+	if e.Group != nil {
+		where += fmt.Sprintf(" group %s", e.Group)
 	}
-	return fmt.Sprintf("bitempo: feature %s of table %q: key %s value %v (%T): %s", e.Feature, e.Table, e.Key, e.Value, e.Value, e.Reason)
+	if e.Key == nil {
+		return fmt.Sprintf("%s: %s", where, e.Reason)
+	}
+	return fmt.Sprintf("%s: key %s value %v (%T): %s", where, e.Key, e.Value, e.Value, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrAggValue) true.
-func (e *AggValueError) Is(target error) bool { return target == ErrAggValue }
+// Is makes errors.Is(err, ErrAggValue) true, and errors.Is(err,
+// ErrAggOverflow) for a result out of range.
+func (e *AggValueError) Is(target error) bool {
+	return target == ErrAggValue || (e.overflow && target == ErrAggOverflow)
+}
+
+// inGroup names group in err when it is an *AggValueError that names none.
+func inGroup(err error, group store.Key) error {
+	var bad *AggValueError
+	if group != nil && errors.As(err, &bad) && bad.Group == nil {
+		bad.Group = group
+	}
+	return err
+}
 
 // Features are the results of one aggregation request: Values[i] is the feature
 // named Names[i]. Empty sets give COUNT 0, EXISTS false, COUNT_DISTINCT 0 and nil
@@ -134,7 +164,8 @@ func aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 				return Features{}, err
 			}
 		}
-		return p.point(buf.ms, at.Valid)
+		f, err := p.point(buf.ms, at.Valid)
+		return f, inGroup(err, group)
 	})
 }
 
@@ -364,7 +395,7 @@ func (p *plan) badWindow(f *filter, m *member) error {
 }
 
 // ValueTypeName names the type of an attribute value as messages do: null, bool,
-// int64, uint64, float64, string, bytes or time.
+// int64, uint64, float64, decimal, string, bytes or time.
 func ValueTypeName(v any) string {
 	switch v.(type) {
 	case nil:
@@ -383,6 +414,8 @@ func ValueTypeName(v any) string {
 		return "bytes"
 	case time.Time:
 		return "time"
+	case encoding.Decimal:
+		return "decimal"
 	}
 	return fmt.Sprintf("%T", v)
 }
@@ -390,9 +423,9 @@ func ValueTypeName(v any) string {
 // point evaluates the plan at ts over ms, the versions active at ts, on the
 // integer path where their values allow (aggint.go).
 func (p *plan) point(ms []member, ts int64) (Features, error) {
-	intCols := make([]bool, len(p.attrs))
-	p.settleInts(ms, p.boxedCols(), intCols)
-	accs := p.newAccums(ms, intCols)
+	cols := make([]colPath, len(p.attrs))
+	p.settleInts(ms, p.boxedCols(), cols)
+	accs := p.newAccums(ms, cols)
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		state := make([]uint8, len(ms))
@@ -443,20 +476,44 @@ type accum struct {
 	// values (sum, avg).
 	n        int64
 	isum     int128    // integer values
-	fsum     *exactSum // every value, once a float arrived
+	fsum     *exactSum // every value but decimals, once a float arrived
 	floats   int64     // float values in the set
+	dsum     *decSum   // decimal values, once one arrived
 	heap     []int32   // min, max, latest, earliest: members, best on top
 	distinct map[distinctKey]int32
 	ints     bool // the input column holds int64s (aggint.go)
+	decs     bool // the input column holds decimals and int64s (aggint.go)
+	// scaled: ints holds the coefficients of decimals all of scale scale
+	// (aggint.go, colDecAt).
+	scaled bool
+	scale  uint8
 }
 
-// newAccums returns the running state of every feature over ms. intCols, when
-// not nil, says which input columns hold int64s (aggint.go).
-func (p *plan) newAccums(ms []member, intCols []bool) []accum {
+// newAccums returns the running state of every feature over ms. cols, when
+// not nil, says which input columns hold unboxed values (aggint.go).
+func (p *plan) newAccums(ms []member, cols []colPath) []accum {
 	accs := make([]accum, len(p.feats))
+	sums := 0
 	for k := range accs {
 		f := &p.feats[k]
-		accs[k] = accum{p: p, feat: f, ms: ms, ints: intCols != nil && f.input >= 0 && intOp(f.op) && intCols[f.input]}
+		path := colBoxed
+		if cols != nil && f.input >= 0 && intOp(f.op) {
+			path = cols[f.input]
+		}
+		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt || path >= colDecAt, decs: path == colDec}
+		if path >= colDecAt {
+			accs[k].scaled, accs[k].scale = true, uint8(path-colDecAt)
+		}
+		if accs[k].decs && (f.op == AggSum || f.op == AggAvg) {
+			sums++
+		}
+	}
+	dsums := make([]decSum, sums) // one allocation for the decimal path's sums
+	for k := range accs {
+		f := &p.feats[k]
+		if accs[k].decs && (f.op == AggSum || f.op == AggAvg) {
+			accs[k].dsum, dsums = &dsums[0], dsums[1:]
+		}
 		if p.feats[k].op == AggCountDistinct {
 			accs[k].distinct = map[distinctKey]int32{}
 		}
@@ -470,6 +527,10 @@ func (a *accum) value(id int32) any { return a.ms[id].vals[a.feat.input] }
 func (a *accum) add(id int32) error {
 	if a.ints {
 		a.addInt(id)
+		return nil
+	}
+	if a.decs {
+		a.addDec(id, 1)
 		return nil
 	}
 	switch a.feat.op {
@@ -501,6 +562,10 @@ func (a *accum) add(id int32) error {
 func (a *accum) remove(id int32) {
 	if a.ints {
 		a.removeInt(id)
+		return
+	}
+	if a.decs {
+		a.addDec(id, -1)
 		return
 	}
 	switch a.feat.op {
@@ -548,6 +613,11 @@ func (a *accum) addNumber(v any, sign int) bool {
 		}
 		a.fsum.addFloat(x, sign)
 		a.floats += int64(sign)
+	case encoding.Decimal:
+		if a.dsum == nil {
+			a.dsum = &decSum{}
+		}
+		a.dsum.add(x.Coef(), uint8(x.Scale()), sign)
 	default:
 		return false
 	}
@@ -568,16 +638,28 @@ func (a *accum) result() (val, error) {
 		if a.n == 0 {
 			return val{}, nil
 		}
+		if a.scaled {
+			return a.scaledResult()
+		}
+		if a.dsum != nil && a.dsum.n > 0 {
+			return a.decimalResult()
+		}
 		if a.floats > 0 {
 			return floatVal(a.fsum.float64()), nil
 		}
 		if v, ok := a.isum.value(); ok {
 			return valueOf(v), nil
 		}
-		return val{}, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, Reason: "integer sum overflows int64 and uint64"}
+		return val{}, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, overflow: true, Reason: "integer sum overflows int64 and uint64"}
 	case AggAvg:
 		if a.n == 0 {
 			return val{}, nil
+		}
+		if a.scaled {
+			return a.scaledResult()
+		}
+		if a.dsum != nil && a.dsum.n > 0 {
+			return a.decimalResult()
 		}
 		total := a.isum.float64()
 		if a.floats > 0 {
@@ -589,10 +671,42 @@ func (a *accum) result() (val, error) {
 	if !ok {
 		return val{}, nil
 	}
+	if a.scaled {
+		return val{kind: valDec + a.scale, n: uint64(a.ms[top].ints[a.feat.input])}, nil
+	}
 	if a.ints {
 		return intVal(a.ms[top].ints[a.feat.input]), nil
 	}
+	if a.decs {
+		return a.heldVal(top), nil
+	}
 	return valueOf(a.value(top)), nil
+}
+
+// decimalResult is SUM or AVG of a set holding decimals (the rules are in the
+// package doc).
+func (a *accum) decimalResult() (val, error) {
+	if a.floats > 0 {
+		return val{}, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name,
+			Reason: a.feat.op.String() + " mixes decimal and float64 values; an exact result is not possible"}
+	}
+	var d encoding.Decimal
+	var ok bool
+	if a.feat.op == AggSum {
+		d, ok = a.dsum.sumDecimal(a.isum)
+	} else {
+		d, ok = a.dsum.avgDecimal(a.isum, a.n)
+	}
+	if !ok {
+		return val{}, a.decimalOverflow()
+	}
+	return decVal(d), nil
+}
+
+// decimalOverflow is the error of a decimal SUM or AVG beyond 18 digits.
+func (a *accum) decimalOverflow() error {
+	return &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, overflow: true,
+		Reason: fmt.Sprintf("decimal %s has more than %d digits", a.feat.op, encoding.MaxDecimalDigits)}
 }
 
 // val is a feature value without boxing: scalars in n, anything else (strings,
@@ -613,10 +727,15 @@ const (
 	valFloat
 	valTime // n holds microseconds since the epoch
 	valRef
+	// valDec + s is a decimal of scale s (0-18); n holds its coefficient.
+	valDec
 )
 
 func intVal(i int64) val     { return val{kind: valInt, n: uint64(i)} }
 func floatVal(f float64) val { return val{kind: valFloat, n: math.Float64bits(f)} }
+func decVal(d encoding.Decimal) val {
+	return val{kind: valDec + uint8(d.Scale()), n: uint64(d.Coef())}
+}
 
 // valueOf converts an attribute value.
 func valueOf(v any) val {
@@ -633,12 +752,14 @@ func valueOf(v any) val {
 		return floatVal(x)
 	case time.Time:
 		return val{kind: valTime, n: uint64(x.UnixMicro())}
+	case encoding.Decimal:
+		return decVal(x)
 	}
 	return val{kind: valRef, ref: v}
 }
 
 // any returns the value as an attribute value (nil, bool, int64, uint64, float64,
-// time.Time or the referenced value).
+// time.Time, encoding.Decimal or the referenced value).
 func (v val) any() any {
 	switch v.kind {
 	case valBool:
@@ -653,8 +774,10 @@ func (v val) any() any {
 		return time.UnixMicro(int64(v.n)).UTC()
 	case valRef:
 		return v.ref
+	case valNull:
+		return nil
 	}
-	return nil
+	return mustDecimal(int64(v.n), int(v.kind-valDec))
 }
 
 // The heap keeps the best member on top: the least value for MIN, the greatest
@@ -663,6 +786,9 @@ func (v val) any() any {
 func (a *accum) better(i, j int32) bool {
 	if a.ints {
 		return a.betterInt(i, j)
+	}
+	if a.decs {
+		return a.betterDec(i, j)
 	}
 	mi, mj := &a.ms[i], &a.ms[j]
 	switch a.feat.op {
@@ -743,7 +869,7 @@ func kindOf(v any) int {
 	switch v.(type) {
 	case bool:
 		return kindBool
-	case int64, uint64, float64:
+	case int64, uint64, float64, encoding.Decimal:
 		return kindNumber
 	case time.Time:
 		return kindTime
@@ -778,8 +904,11 @@ func compareValues(a, b any) int {
 		if c := cmp.Compare(numberRank(a), numberRank(b)); c != 0 {
 			return c
 		}
-		if x, ok := a.(float64); ok { // +0 before -0, NaN payloads apart
+		switch x := a.(type) {
+		case float64: // +0 before -0, NaN payloads apart
 			return cmp.Compare(math.Float64bits(x), math.Float64bits(b.(float64)))
+		case encoding.Decimal: // 1.5 before 1.50
+			return cmp.Compare(x.Scale(), b.(encoding.Decimal).Scale())
 		}
 		return 0
 	case kindTime:
@@ -798,8 +927,10 @@ func numberRank(v any) int {
 		return 0
 	case uint64:
 		return 1
+	case encoding.Decimal:
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // compareNumbers compares two numbers by value, exactly (no rounding to
@@ -814,6 +945,8 @@ func compareNumbers(a, b any) int {
 			return -1 // a uint64 attribute is above math.MaxInt64
 		case float64:
 			return -compareFloatInt(y, x)
+		case encoding.Decimal:
+			return cmpScaled(x, 0, y.Coef(), uint8(y.Scale()))
 		}
 	case uint64:
 		switch y := b.(type) {
@@ -823,6 +956,8 @@ func compareNumbers(a, b any) int {
 			return cmp.Compare(x, y)
 		case float64:
 			return -compareFloatUint(y, x)
+		case encoding.Decimal:
+			return 1 // a decimal has at most 18 digits
 		}
 	case float64:
 		switch y := b.(type) {
@@ -841,6 +976,19 @@ func compareNumbers(a, b any) int {
 				return 1
 			}
 			return 0
+		case encoding.Decimal:
+			return -compareDecimalFloat(y, x)
+		}
+	case encoding.Decimal:
+		switch y := b.(type) {
+		case int64:
+			return cmpScaled(x.Coef(), uint8(x.Scale()), y, 0)
+		case uint64:
+			return -1
+		case float64:
+			return compareDecimalFloat(x, y)
+		case encoding.Decimal:
+			return cmpScaled(x.Coef(), uint8(x.Scale()), y.Coef(), uint8(y.Scale()))
 		}
 	}
 	return 0
@@ -893,6 +1041,7 @@ const (
 	dkString
 	dkBytes
 	dkTime
+	dkDecimal // a decimal no int64 or float64 equals: n its coefficient, s its scale
 )
 
 func keyOf(v any) distinctKey {
@@ -919,6 +1068,8 @@ func keyOf(v any) distinctKey {
 		return distinctKey{kind: dkBytes, s: string(x)}
 	case time.Time:
 		return distinctKey{kind: dkTime, n: uint64(x.UnixMicro())}
+	case encoding.Decimal:
+		return decimalKey(x)
 	}
 	return distinctKey{s: fmt.Sprintf("%T:%v", v, v)}
 }

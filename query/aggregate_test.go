@@ -29,7 +29,8 @@ import (
 //	agg table=T all ts=TS [tx=N]       table-wide
 //	backfill table=T [tx=N] [all]      lines "agg SPEC" and "row GROUP TS [tx=N]"
 //
-// Values: integers, decimals (float64), null, true/false, "quoted strings",
+// Values: integers, floats (1.5; printed 1.5f), d:DECIMAL (encoding.Decimal,
+// scale as written), null, true/false, "quoted strings",
 // t:RFC3339 times (time.Time), other words are strings. Group keys are written like values. Every point query is
 // checked against a one-row backfill, and every backfill row against the point
 // query, so each expectation holds for both paths. The store is verified after

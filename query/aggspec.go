@@ -40,9 +40,12 @@ const (
 	// AggExists reports whether the set is non-empty.
 	AggExists
 	// AggSum adds the non-null input values: an int64 (or a uint64 above
-	// math.MaxInt64) while every value is an integer, a float64 once one is a float.
+	// math.MaxInt64) while every value is an integer, a float64 once one is a
+	// float, an exact encoding.Decimal once one is a decimal (see the package
+	// doc).
 	AggSum
-	// AggAvg is AggSum as a float64 divided by the number of non-null values.
+	// AggAvg is AggSum as a float64 divided by the number of non-null values;
+	// over decimals, the exact quotient as a Decimal rounded half to even.
 	AggAvg
 	// AggMin is the least non-null input value (see Aggregate for the order).
 	AggMin

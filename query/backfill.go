@@ -115,8 +115,8 @@ type backfill struct {
 	// Reused buffers: members of the current group (or table-wide load), and
 	// per filter the sweep's edges and membership states.
 	mem          memberBuf
-	boxed        []bool // per plan.attrs: some feature needs the values boxed
-	intCols      []bool // per plan.attrs: the loaded members' column holds int64s
+	boxed        []bool    // per plan.attrs: some feature needs the values boxed
+	cols         []colPath // per plan.attrs: how the loaded members hold the column
 	starts, ends [][]edge
 	states       [][]uint8
 }
@@ -146,7 +146,7 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if err != nil {
 		return nil, err
 	}
-	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(), intCols: make([]bool, len(p.attrs)),
+	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(), cols: make([]colPath, len(p.attrs)),
 		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters))}
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
@@ -318,7 +318,7 @@ func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]
 			return nil, err
 		}
 	}
-	b.p.settleInts(b.mem.ms, b.boxed, b.intCols)
+	b.p.settleInts(b.mem.ms, b.boxed, b.cols)
 	return b.mem.ms, nil
 }
 
@@ -338,7 +338,7 @@ func (b *backfill) loadTable(tx, minTS, maxTS int64) ([]member, error) {
 			return nil, err
 		}
 	}
-	b.p.settleInts(b.mem.ms, b.boxed, b.intCols)
+	b.p.settleInts(b.mem.ms, b.boxed, b.cols)
 	return b.mem.ms, nil
 }
 
@@ -346,7 +346,7 @@ func (b *backfill) loadTable(tx, minTS, maxTS int64) ([]member, error) {
 // time) over ms, the versions alive at that time.
 func (b *backfill) sweep(ms []member, run []int32) error {
 	p := b.p
-	accs := p.newAccums(ms, b.intCols)
+	accs := p.newAccums(ms, b.cols)
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		starts, ends := b.starts[fi][:0], b.ends[fi][:0]
@@ -379,14 +379,14 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 		ts := b.rows[ri].TS
 		for fi := range p.filters {
 			if err := b.advance(accs, fi, &next[fi], ms, ts); err != nil {
-				return fmt.Errorf("backfill row %d: %w", ri, err)
+				return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 			}
 		}
 		out := b.cells[int(ri)*b.nf : (int(ri)+1)*b.nf]
 		for k := range accs {
 			v, err := accs[k].result()
 			if err != nil {
-				return fmt.Errorf("backfill row %d: %w", ri, err)
+				return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 			}
 			if v.kind == valRef {
 				v.n = uint64(len(b.refs))
@@ -398,6 +398,14 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 		b.computed++
 	}
 	return nil
+}
+
+// inGroup names row ri's group in err (see the package-level inGroup).
+func (b *backfill) inGroup(err error, ri int32) error {
+	if b.opts.TableWide {
+		return err
+	}
+	return inGroup(err, b.rows[ri].Group)
 }
 
 // badWindowState marks a member whose window column is not an integer; it

@@ -74,10 +74,40 @@
 //     steps over, not those after the last projected attribute; store.Verify
 //     and unprojected reads check whole records.
 //   - Every aggregation (Aggregate, AggregateTable, group and table-wide
-//     backfills) keeps int64 values unboxed and runs SUM, AVG, MIN and MAX
-//     over an attribute on int64 state when every value the loaded versions
-//     hold of it is an int64 or null (aggint.go). Sums are exact: a final SUM
-//     outside int64 is a uint64 when it fits one, else an *AggValueError.
+//     backfills) keeps int64 and decimal values unboxed and runs SUM, AVG, MIN
+//     and MAX over an attribute on int64 state when every value the loaded
+//     versions hold of it is an int64 or null, and on decimal state when they
+//     are decimals, int64s or nulls (aggint.go). Sums are exact: a final SUM
+//     outside int64 is a uint64 when it fits one, else an *AggValueError
+//     (ErrAggOverflow). Errors of a group's aggregation name the group.
+//   - Decimals (encoding.Decimal) aggregate exactly, on every path
+//     (decsum.go):
+//     1. SUM of a set holding decimals is a Decimal at the largest scale among
+//     the decimals in the set; int64 (and uint64) values in it count as
+//     decimals of scale 0. A set of integers only sums as before, to an int64.
+//     2. A SUM beyond 18 digits is an *AggValueError naming the feature and
+//     the group, matching ErrAggOverflow and ErrAggValue; never a float.
+//     3. Decimals and float64s in one SUM or AVG set are an *AggValueError
+//     (ErrAggValue), not a float64: a float has no exact decimal value, so
+//     the sum could not be exact, and a silent float would hide that a money
+//     column also holds floats (an undeclared attribute with MixedTypes, or a
+//     column whose declaration changed). Read the floats with a declared
+//     decimal column, or round them, to sum them as decimals.
+//     4. AVG of a set holding decimals is the exact sum divided by the count
+//     of non-null values, rounded half to even at scale min(s + 4, 18), s the
+//     SUM's scale; a quotient with more than 18 digits at that scale takes
+//     the largest scale down to s at which it fits (it always fits at s
+//     unless integers beyond 18 digits are averaged: then ErrAggOverflow).
+//     5. MIN and MAX compare decimals numerically with the other numbers;
+//     equal numbers order int64 < uint64 < decimal < float64, and equal
+//     decimals by scale (1.5 before 1.50), so the result is one value
+//     whatever the order of the versions. COUNT_DISTINCT counts numbers
+//     equal by value once (1.50, 1.5 and the float64 1.5 are one; 0.1 and the
+//     float64 0.1 are two, since the float is not exactly 0.1). LATEST and
+//     EARLIEST return the stored Decimal, scale included.
+//     The running sum is one 128-bit integer and one count per scale, so
+//     adding or removing a version allocates nothing, and a sweep and a point
+//     query agree exactly.
 //   - Reads never write, and query does not import package txn. Creating
 //     inferred members for facts whose key the table does not know yet (a
 //     late-arriving dimension member) is a write the caller asks for:

@@ -10,7 +10,8 @@
 // `bitempo:"name,key"` makes it a key column, and the key fields, in declaration
 // order, are the table's natural key; `bitempo:"-"` leaves a field out. Field
 // types: bool, the integer and float types, string, []byte and time.Time (and
-// named types of them), or a pointer to one for a nullable attribute. Key fields
+// named types of them), encoding.Decimal, or a pointer to one for a nullable
+// attribute. Key fields
 // are strings, []byte or integers, never pointers. Everything else is a
 // *SchemaError (ErrSchema) from New: an unexported field (which the package
 // could neither fill nor write), an unsupported type, no key field, two fields
@@ -35,7 +36,12 @@
 // value that does not fit its field (a string in an int field, 300 in an int8
 // field, a float in an int field) is a *FieldError (ErrField) naming the key,
 // attribute and field; integer widths and signedness convert when the value
-// fits, and nothing else converts.
+// fits, and so does an int64 of at most 18 digits into a decimal field (as a
+// decimal of scale 0, exactly). Nothing else converts: a float64 into a
+// decimal field has no exact decimal value, and a decimal into a float field
+// is a FieldError too, as an int64 into a float field is, rather than a
+// silent rounding of money; a caller who wants the float reads the decimal and
+// calls its Float64.
 //
 // # Reads
 //

@@ -73,19 +73,23 @@ const (
 	kString
 	kBytes
 	kTime
+	kDecimal
 )
 
-var kindNames = [...]string{kBool: "bool", kInt: "int", kUint: "uint", kFloat: "float", kString: "string", kBytes: "bytes", kTime: "time"}
+var kindNames = [...]string{kBool: "bool", kInt: "int", kUint: "uint", kFloat: "float", kString: "string", kBytes: "bytes", kTime: "time", kDecimal: "decimal"}
 
-var timeType = reflect.TypeFor[time.Time]()
+var (
+	timeType    = reflect.TypeFor[time.Time]()
+	decimalType = reflect.TypeFor[encoding.Decimal]()
+)
 
 // field is one struct field that maps to an attribute or a key column.
 type field struct {
 	index  int // the struct field's index
 	offset uintptr
-	// exact: the field's type is exactly int64, float64, bool, string or
-	// time.Time (not a pointer), which set stores through a typed pointer
-	// instead of reflection.
+	// exact: the field's type is exactly int64, float64, bool, string,
+	// time.Time or encoding.Decimal (not a pointer), which set stores through
+	// a typed pointer instead of reflection.
 	exact  bool
 	goName string // the Go field name
 	name   string // the attribute or key column name
@@ -126,8 +130,11 @@ func (s *schema) project(own []string) []string {
 
 // kindOf returns the kind of a field type, or false if bitempo cannot store it.
 func kindOf(t reflect.Type) (kind, bool) {
-	if t == timeType {
+	switch t {
+	case timeType:
 		return kTime, true
+	case decimalType:
+		return kDecimal, true
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -197,11 +204,11 @@ func newSchema(typ reflect.Type, table string) (*schema, error) {
 		}
 		k, ok := kindOf(f.typ)
 		if !ok {
-			return nil, bad(sf.Name, "type %s cannot be stored (want bool, an integer, a float, string, []byte or time.Time, or a pointer to one for a nullable attribute); tag it `bitempo:\"-\"` to leave it out", sf.Type)
+			return nil, bad(sf.Name, "type %s cannot be stored (want bool, an integer, a float, string, []byte, time.Time or encoding.Decimal, or a pointer to one for a nullable attribute); tag it `bitempo:\"-\"` to leave it out", sf.Type)
 		}
 		f.kind = k
 		switch f.typ {
-		case reflect.TypeFor[int64](), reflect.TypeFor[float64](), reflect.TypeFor[bool](), reflect.TypeFor[string](), timeType:
+		case reflect.TypeFor[int64](), reflect.TypeFor[float64](), reflect.TypeFor[bool](), reflect.TypeFor[string](), timeType, decimalType:
 			f.exact = !f.ptr
 		}
 		if isKey {
@@ -321,6 +328,8 @@ func (s *schema) attrsOf(v reflect.Value) store.Attrs {
 			out[f.name] = append([]byte{}, fv.Bytes()...)
 		case kTime:
 			out[f.name] = fv.Interface().(time.Time)
+		case kDecimal:
+			out[f.name] = fv.Interface().(encoding.Decimal)
 		}
 	}
 	return out
@@ -393,9 +402,9 @@ func (d *decoder) decodeRaw(v reflect.Value, raw store.RawAttrs) error {
 	})
 }
 
-// setExact stores val into a field of exactly int64, float64, bool, string or
-// time.Time at p when val is of the field's kind; false leaves it to set (null,
-// or a value that does not fit).
+// setExact stores val into a field of exactly int64, float64, bool, string,
+// time.Time or encoding.Decimal at p when val is of the field's kind; false
+// leaves it to set (null, or a value that converts or does not fit).
 func setExact(p unsafe.Pointer, k kind, val *encoding.Value) bool {
 	switch {
 	case k == kInt && val.Kind == encoding.KindInt:
@@ -408,6 +417,8 @@ func setExact(p unsafe.Pointer, k kind, val *encoding.Value) bool {
 		*(*string)(p) = string(val.Bytes)
 	case k == kTime && val.Kind == encoding.KindTime:
 		*(*time.Time)(p) = val.Time
+	case k == kDecimal && val.Kind == encoding.KindDecimal:
+		*(*encoding.Decimal)(p) = val.Decimal()
 	default:
 		return false
 	}
@@ -464,12 +475,15 @@ func valueOf(x any) encoding.Value {
 		return encoding.Value{Kind: encoding.KindBytes, Bytes: x}
 	case time.Time:
 		return encoding.Value{Kind: encoding.KindTime, Time: x}
+	case encoding.Decimal:
+		return encoding.Value{Kind: encoding.KindDecimal, Int: x.Coef(), Scale: uint8(x.Scale())}
 	}
 	return encoding.Value{}
 }
 
 var valueKindNames = [...]string{encoding.KindNull: "null", encoding.KindBool: "bool", encoding.KindInt: "int64",
-	encoding.KindUint: "uint64", encoding.KindFloat: "float64", encoding.KindString: "string", encoding.KindBytes: "bytes", encoding.KindTime: "time"}
+	encoding.KindUint: "uint64", encoding.KindFloat: "float64", encoding.KindString: "string", encoding.KindBytes: "bytes", encoding.KindTime: "time",
+	encoding.KindDecimal: "decimal"}
 
 // set stores val into field fv. Null leaves the (zeroed) field as it is: nil for
 // a pointer, the zero value otherwise.
@@ -540,6 +554,31 @@ func (d *decoder) set(fv reflect.Value, f *field, val *encoding.Value) error {
 			*(*time.Time)(fv.Addr().UnsafePointer()) = val.Time // fv is addressable; no boxing
 			return nil
 		}
+	case kDecimal:
+		return d.setDecimal(fv, val, mismatch)
 	}
 	return mismatch(fmt.Sprintf("a stored %s does not fit a %s field (%s)", valueKindNames[val.Kind], kindNames[f.kind], f.typ))
+}
+
+// setDecimal stores val into a decimal field: a decimal as it is, an int64 as
+// a decimal of scale 0 when it has at most 18 digits. A float64 does not
+// convert (it has no exact decimal value); neither does a decimal into a
+// float field (see the package doc).
+func (d *decoder) setDecimal(fv reflect.Value, val *encoding.Value, mismatch func(string) error) error {
+	var dec encoding.Decimal
+	switch val.Kind {
+	case encoding.KindDecimal:
+		dec = val.Decimal()
+	case encoding.KindInt:
+		var err error
+		if dec, err = encoding.NewDecimal(val.Int, 0); err != nil {
+			return mismatch(fmt.Sprintf("%d has more than %d digits", val.Int, encoding.MaxDecimalDigits))
+		}
+	case encoding.KindUint:
+		return mismatch(fmt.Sprintf("%d has more than %d digits", val.Uint, encoding.MaxDecimalDigits))
+	default:
+		return mismatch(fmt.Sprintf("a stored %s does not fit a decimal field (%s)", valueKindNames[val.Kind], fv.Type()))
+	}
+	*(*encoding.Decimal)(fv.Addr().UnsafePointer()) = dec // fv is addressable; no boxing
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bitempo/bitempo/encoding"
 )
 
 // checkAttrs returns a copy of attrs after checking every value's type and that
@@ -28,6 +30,7 @@ func checkAttrs(def *Table, attrs Attrs) (Attrs, error) {
 			}
 		case []byte:
 			v = bytes.Clone(x)
+		case encoding.Decimal:
 		case time.Time:
 			v = time.UnixMicro(x.UnixMicro()).UTC() // stored in UTC to the microsecond
 		default:
@@ -66,6 +69,9 @@ func identicalValue(x, y any) bool {
 		return ok && bytes.Equal(x, yb)
 	case bool, int64, uint64, string:
 		return x == y
+	case encoding.Decimal: // the same coefficient and scale: 1.5 and 1.50 are stored apart
+		yd, ok := y.(encoding.Decimal)
+		return ok && x == yd
 	case time.Time:
 		yt, ok := y.(time.Time)
 		return ok && x.UnixMicro() == yt.UnixMicro()
@@ -148,6 +154,9 @@ func number(v any) (num, bool) {
 		return num{finite: true, rat: new(big.Rat).SetInt64(x)}, true
 	case uint64:
 		return num{finite: true, rat: new(big.Rat).SetUint64(x)}, true
+	case encoding.Decimal: // its exact value, whatever its scale
+		den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(x.Scale())), nil)
+		return num{finite: true, rat: new(big.Rat).SetFrac(big.NewInt(x.Coef()), den)}, true
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return num{special: x}, true

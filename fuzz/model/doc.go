@@ -44,7 +44,9 @@
 //  4. DeleteAt(key, at) ends the version in effect at at (removes it when it starts
 //     at at) and reports whether there was one.
 //  5. Tracked equality is null-safe (an absent attribute is null; null equals only
-//     null). Numbers of any canonical type compare by exact value, a float
+//     null). Numbers of any canonical type (int64, uint64, float64 and
+//     encoding.Decimal, whose scale does not count: 1.5 equals 1.50, though
+//     their records differ byte for byte) compare by exact value, a float
 //     standing for the decimal its shortest representation reads (what
 //     strconv.FormatFloat(f, 'g', -1, 64) prints, as PostgreSQL and Spark convert
 //     a float to NUMERIC). With Round, both are first rounded to Scale decimal

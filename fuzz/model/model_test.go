@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/bitempo/bitempo/encoding"
 )
 
 // These tests check the model against the reference scenarios of docs/semantics.md and rules
@@ -283,9 +285,32 @@ func TestValuesEqual(t *testing.T) {
 		{int64(1), "1", Options{}, false},
 		{true, true, Options{}, true},
 		{true, int64(1), Options{}, false},
+		// Decimals compare by exact value, whatever their scales, as the store does.
+		{dec(t, "1.5"), dec(t, "1.50"), Options{}, true},
+		{dec(t, "1.5"), 1.5, Options{}, true},
+		{dec(t, "0.1"), 0.1, Options{}, true}, // the float as written
+		{dec(t, "7"), int64(7), Options{}, true},
+		{dec(t, "-0.000000000000000001"), dec(t, "0"), Options{}, false},
+		{dec(t, "-0.000000000000000001"), dec(t, "0"), round2, true},
+		{dec(t, "0.125"), dec(t, "0.13"), round2, true},
+		{dec(t, "999999999999999999"), int64(999_999_999_999_999_999), Options{}, true},
+		{dec(t, "1"), "1", Options{}, false},
 	} {
 		if got := ValuesEqual(c.x, c.y, c.opt); got != c.want {
 			t.Errorf("ValuesEqual(%#v, %#v, %+v) = %v, want %v", c.x, c.y, c.opt, got, c.want)
 		}
 	}
+	// Identical is the stored bytes' equality: the scale is part of a decimal.
+	if Identical(Attrs{"p": dec(t, "1.5")}, Attrs{"p": dec(t, "1.50")}) || !Identical(Attrs{"p": dec(t, "1.50")}, Attrs{"p": dec(t, "1.50")}) {
+		t.Error("Identical of decimals must compare coefficient and scale")
+	}
+}
+
+func dec(t *testing.T, s string) encoding.Decimal {
+	t.Helper()
+	d, err := encoding.ParseDecimal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -119,6 +120,10 @@ func aggValue(s string) any {
 		if tm, err := time.Parse(time.RFC3339Nano, s[2:]); err == nil {
 			return tm
 		}
+	case strings.HasPrefix(s, "d:"):
+		if d, err := encoding.ParseDecimal(s[2:]); err == nil {
+			return d
+		}
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n
@@ -141,6 +146,8 @@ func aggFormatValue(v any) string {
 		return fmt.Sprintf("0x%x", x)
 	case time.Time:
 		return "t:" + x.Format(time.RFC3339Nano)
+	case encoding.Decimal:
+		return "d:" + x.String()
 	}
 	return fmt.Sprint(v)
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/fuzz/model"
 	"github.com/bitempo/bitempo/store"
 )
@@ -180,10 +181,21 @@ const MaxValid = 15
 // comparison options, and sometimes from all of them.
 var pools = map[string][]any{
 	"a": {"Oslo", "oslo", " Oslo ", "OSLO", "Bergen", "bergen\t", "", nil, "Straße", "STRASSE"},
-	"b": {int64(1), 1.0, 1.2345, 1.23450, 1.23449, 1.2346, int64(2), 2.004, 1.994, math.Copysign(0, -1), 0.0, nil, math.NaN(), math.Inf(1)},
+	"b": {int64(1), 1.0, 1.2345, 1.23450, 1.23449, 1.2346, int64(2), 2.004, 1.994, math.Copysign(0, -1), 0.0, nil, math.NaN(), math.Inf(1),
+		dec("1.2345"), dec("1.23450"), dec("1.2346"), dec("1"), dec("1.00"), dec("2.004"), dec("0"), dec("0.000"), dec("-1.994")},
 	"c": {true, false, nil, int64(0), int64(-1), 0.4, -0.4, 2.5001, "x", []byte("x"), []byte{},
-		time.Unix(0, 0).UTC(), time.Unix(0, 999).In(time.FixedZone("", 3600)), time.Unix(0, 1000).UTC()},
-	"d": {"u1", "u2", int64(7), nil, 7.0, uint64(math.MaxUint64)},
+		time.Unix(0, 0).UTC(), time.Unix(0, 999).In(time.FixedZone("", 3600)), time.Unix(0, 1000).UTC(),
+		dec("0.40"), dec("-0.4"), dec("2.5001"), dec("-0.000000000000000001")},
+	"d": {"u1", "u2", int64(7), nil, 7.0, uint64(math.MaxUint64), dec("7"), dec("7.000"), dec("999999999999999999"), dec("-999999999999999999")},
+}
+
+// dec is a decimal pool value.
+func dec(s string) encoding.Decimal {
+	d, err := encoding.ParseDecimal(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 // edgePools hold values on which change detection commonly goes wrong, by the
@@ -193,9 +205,10 @@ var pools = map[string][]any{
 // upper-then-lower case mapping is not simple folding (İ and ı vs i).
 var edgePools = map[string][]any{
 	"a": {"i", "I", "\u0130", "\u0131", "k", "\u212a", "Oslo"},
-	"b": {0.125, 0.13, 0.12, 1.005, 1.01, 1.0, int64(1), int64(1<<53 + 1), float64(1 << 53)},
-	"c": {0.5, -0.5, int64(0), int64(1), int64(-1), 2.5, int64(2), int64(3)},
-	"d": {uint64(1 << 63), int64(math.MaxInt64), float64(1 << 63)},
+	"b": {0.125, 0.13, 0.12, 1.005, 1.01, 1.0, int64(1), int64(1<<53 + 1), float64(1 << 53),
+		dec("0.125"), dec("0.13"), dec("1.005"), dec("1.0050"), dec("1.01"), dec("-0.125")},
+	"c": {0.5, -0.5, int64(0), int64(1), int64(-1), 2.5, int64(2), int64(3), dec("2.5"), dec("-0.5"), dec("3.0")},
+	"d": {uint64(1 << 63), int64(math.MaxInt64), float64(1 << 63), dec("999999999999999999"), dec("0.999999999999999999")},
 }
 
 // attrNames are the attribute names of generated operations, in a fixed order.
