@@ -394,31 +394,9 @@ func (p *plan) badWindow(f *filter, m *member) error {
 			p.attrs[f.column], ValueTypeName(v))}
 }
 
-// ValueTypeName names the type of an attribute value as messages do: null, bool,
-// int64, uint64, float64, decimal, string, bytes or time.
-func ValueTypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "bool"
-	case int64:
-		return "int64"
-	case uint64:
-		return "uint64"
-	case float64:
-		return "float64"
-	case string:
-		return "string"
-	case []byte:
-		return "bytes"
-	case time.Time:
-		return "time"
-	case encoding.Decimal:
-		return "decimal"
-	}
-	return fmt.Sprintf("%T", v)
-}
+// ValueTypeName names the type of an attribute value as messages do
+// (store.ValueTypeName).
+func ValueTypeName(v any) string { return store.ValueTypeName(v) }
 
 // point evaluates the plan at ts over ms, the versions active at ts, on the
 // integer path where their values allow (aggint.go).
