@@ -128,8 +128,9 @@ func parseDecimalArgs(orig, args string) (ColumnType, error) {
 	if args == "" {
 		return ColumnType{}, bad
 	}
-	inner, ok := strings.CutPrefix(args, "(")
-	if inner, ok = strings.CutSuffix(inner, ")"); !ok {
+	inner, open := strings.CutPrefix(args, "(")
+	inner, closed := strings.CutSuffix(inner, ")")
+	if !open || !closed {
 		return ColumnType{}, bad
 	}
 	ps, ss, hasScale := strings.Cut(inner, ",")

@@ -58,3 +58,29 @@ func TestVerifyFindsRecordsThatDoNotFitTheirDeclaration(t *testing.T) {
 		t.Fatalf("a catalog that disagrees with the schema entries: %s", rep)
 	}
 }
+
+func TestParseColumnTypes(t *testing.T) {
+	for in, want := range map[string]string{
+		"decimal(10,2)": "decimal(10,2)", "NUMERIC( 12 , 3 )": "decimal(12,3)", "decimal(5)": "decimal(5,0)",
+		"int": "int64", "double": "float64", "date": "date", "timestamp": "time", "text": "string", "uint64": "uint64",
+	} {
+		got, err := ParseColumnType(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseColumnType(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"decimal", "decimal10,2)", "decimal(10,2", "decimal(19,2)", "decimal(2,3)", "decimal(0)", "decimal(a,b)", "float32", ""} {
+		if _, err := ParseColumnType(bad); err == nil {
+			t.Errorf("ParseColumnType(%q) accepted", bad)
+		}
+	}
+	cols, err := ParseColumns("price:decimal(10,2) not null, category:string,updated:time")
+	if err != nil || FormatColumns(cols) != "price:decimal(10,2) not null,category:string,updated:time" {
+		t.Fatalf("ParseColumns = %v, %v", FormatColumns(cols), err)
+	}
+	for _, bad := range []string{"", "price", ":int64", "price:money"} {
+		if _, err := ParseColumns(bad); err == nil {
+			t.Errorf("ParseColumns(%q) accepted", bad)
+		}
+	}
+}
