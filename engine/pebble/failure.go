@@ -376,6 +376,7 @@ func isIOError(err error) bool {
 type fenceFS struct {
 	vfs.FS
 	h *health
+	w *walWatch // follows the write-ahead logs for the synced watermark (watermark.go); nil read-only
 }
 
 // fencePause is how long a refused file creation waits before it fails.
@@ -393,14 +394,22 @@ func (f fenceFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, 
 	if err := f.fenced(name); err != nil {
 		return nil, err
 	}
-	return f.FS.Create(name, category)
+	file, err := f.FS.Create(name, category)
+	if err == nil && f.w != nil {
+		file = f.w.track(name, file)
+	}
+	return file, err
 }
 
 func (f fenceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	if err := f.fenced(newname); err != nil {
 		return nil, err
 	}
-	return f.FS.ReuseForWrite(oldname, newname, category)
+	file, err := f.FS.ReuseForWrite(oldname, newname, category)
+	if err == nil && f.w != nil {
+		file = f.w.track(newname, file)
+	}
+	return file, err
 }
 
 // wrapped reports whether err already says what kind of failure it is: one
