@@ -206,9 +206,11 @@ func (e *Engine) Compact(ctx context.Context) error {
 	if err := e.h.err(); err != nil {
 		return err
 	}
-	return e.h.readErr(e.h.guard(func() error {
+	ctx, cancel := e.h.untilFailed(ctx)
+	defer cancel()
+	return e.h.readErr(e.h.failedOr(e.h.guard(func() error {
 		return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
-	}))
+	})))
 }
 
 // View refuses to read after a fatal error (the memtable may hold the batch whose
@@ -244,6 +246,11 @@ func (e *Engine) Commit(writes []engine.Write, sync bool) error {
 	done := make(chan error, 1)
 	go func() { done <- e.h.guard(func() error { return e.commitBatch(writes, sync) }) }()
 	err := e.h.await(done, e.stallTimeout)
+	if err == nil {
+		// A failed write or sync of the log fails the store without
+		// reaching Pebble (fence.go): this commit then did not land whole.
+		err = e.h.err()
+	}
 	if err == nil && sync {
 		e.watch.persist(false)
 	}
@@ -296,7 +303,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	err := e.h.guard(e.db.Close)
-	if err == nil {
+	if err == nil && e.h.err() == nil {
 		e.watch.close()
 	} else {
 		e.watch.abandon()

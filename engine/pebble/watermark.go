@@ -112,13 +112,13 @@ type walWatch struct {
 	failed   bool      // a write of the watermark failed: it is no longer kept
 }
 
-// track wraps a newly created write-ahead log file.
-func (w *walWatch) track(name string, f vfs.File) vfs.File {
+// track starts following a newly created write-ahead log, the newest.
+func (w *walWatch) track(name string) *walFile {
 	num, ok := parseLogName(w.fsys.PathBase(name))
 	if !ok {
-		return f
+		return nil
 	}
-	wf := &walFile{File: f, w: w, num: num}
+	wf := &walFile{w: w, num: num}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.cur = wf
@@ -226,13 +226,13 @@ func (w *walWatch) abandon() {
 	}
 }
 
-// walFile is a write-ahead log file as Pebble writes it: it counts the bytes
-// and the complete records written, and reports each successful sync to its
-// walWatch. Pebble's log writer appends whole chunks and pads blocks with
-// zeros; the count follows the chunk headers as they pass (logscan.go has the
-// format), carrying a header split across writes.
+// walFile is the watermark's view of a write-ahead log as Pebble writes it
+// (through walLogFile, fence.go): it counts the bytes and the complete records
+// written, and reports each successful sync to its walWatch. Pebble's log
+// writer appends whole chunks and pads blocks with zeros; the count follows
+// the chunk headers as they pass (logscan.go has the format), carrying a
+// header split across writes.
 type walFile struct {
-	vfs.File
 	w   *walWatch
 	num uint64
 
@@ -246,16 +246,10 @@ type walFile struct {
 	end, prevEnd uint64
 }
 
-func (f *walFile) Write(p []byte) (int, error) {
-	n, err := f.File.Write(p)
-	f.mu.Lock()
-	f.count(p[:n])
-	f.mu.Unlock()
-	return n, err
-}
-
 // count follows the chunks in p, written at f.off.
 func (f *walFile) count(p []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for len(p) > 0 {
 		if f.skip > 0 {
 			n := min(f.skip, uint64(len(p)))
@@ -311,22 +305,6 @@ func (f *walFile) synced() {
 	}
 	f.mu.Unlock()
 	f.w.noteSync(f, end, records)
-}
-
-func (f *walFile) Sync() error {
-	err := f.File.Sync()
-	if err == nil {
-		f.synced()
-	}
-	return err
-}
-
-func (f *walFile) SyncData() error {
-	err := f.File.SyncData()
-	if err == nil {
-		f.synced()
-	}
-	return err
 }
 
 // parseLogName returns the number of a write-ahead log's file name.
