@@ -246,6 +246,9 @@ func (r *Recovery) String() string {
 	}
 	if r.Missing != "" {
 		fmt.Fprintf(&b, "%s; kept every transaction through tx %d that the table files hold; the commits in the missing log are lost and cannot be listed", r.Missing, r.KeptLastTx)
+		if r.LostCommits > 0 {
+			fmt.Fprintf(&b, " (%d of them synced and acknowledged)", r.LostCommits)
+		}
 		return b.String()
 	}
 	fmt.Fprintf(&b, "write-ahead log %s is damaged at offset %d; kept every transaction through tx %d", r.File, r.Offset, r.KeptLastTx)

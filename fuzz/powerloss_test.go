@@ -39,7 +39,7 @@ func seedOrRandom() uint64 {
 }
 
 // powerCyclesEnv sets how many crash images TestPowerLoss checks (default 300;
-// 3,000 with BITEMPO_LONG=1).
+// 1,000 with BITEMPO_LONG=1).
 const powerCyclesEnv = "BITEMPO_POWER_CYCLES"
 
 // powerTxns is the length of the operation log of one run of TestPowerLoss.
@@ -47,7 +47,7 @@ const powerTxns = 40
 
 // powerCycles returns the number of crash images to check.
 func powerCycles(t *testing.T) int {
-	n := testlong.Size(3000, 300)
+	n := testlong.Size(1000, 300)
 	if testing.Short() {
 		n = 50
 	}
@@ -90,7 +90,7 @@ type powerStats struct {
 // every table, and the last transaction time) equal to the model's after some
 // commit at or after the newest one acknowledged when the image was taken:
 // no acknowledged commit lost, no transaction present in part.
-// BITEMPO_POWER_CYCLES sets the number of images (default 300, 3,000 with
+// BITEMPO_POWER_CYCLES sets the number of images (default 300, 1,000 with
 // BITEMPO_LONG=1, 50 with -short).
 func TestPowerLoss(t *testing.T) {
 	cycles := powerCycles(t)
@@ -284,7 +284,7 @@ func storeState(db *store.DB, l oplog.Log) (string, error) {
 }
 
 // recordLine renders a record with its transaction times; attribute values
-// print with their Go types, so numbers of different kinds differ.
+// print with their Go types, so that numbers of different kinds differ.
 func recordLine(r model.Record) string { return r.String() }
 
 // powerErrorsEnv sets how many runs TestInjectedIOErrors makes (default 40;
@@ -339,6 +339,7 @@ func ioErrorRun(t *testing.T, seed uint64) string {
 	var on atomic.Bool
 	var injMu sync.Mutex
 	injRNG := rand.New(rand.NewPCG(seed, 19))
+	var injected []string // the failed operations (errorfs.OpKind numbers), for messages
 	p := []float64{0.001, 0.005, 0.02}[rng.IntN(3)]
 	kinds := rng.IntN(3) // 0: reads, 1: writes, 2: both
 	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
@@ -350,12 +351,9 @@ func ioErrorRun(t *testing.T, seed uint64) string {
 			return nil
 		}
 		injMu.Lock()
-		hit := injRNG.Float64() < p
-		injMu.Unlock()
-		if hit {
-			if os.Getenv("POWER_DEBUG") != "" {
-				fmt.Printf("inject op %d on %s\n", op.Kind, op.Path)
-			}
+		defer injMu.Unlock()
+		if injRNG.Float64() < p {
+			injected = append(injected, fmt.Sprintf("op %d on %s", op.Kind, op.Path))
 			return fmt.Errorf("op %d on %s: %w", op.Kind, op.Path, errorfs.ErrInjected)
 		}
 		return nil
@@ -403,25 +401,10 @@ func ioErrorRun(t *testing.T, seed uint64) string {
 		}
 	}
 	_ = db.Close()
-	if os.Getenv("POWER_DEBUG") != "" {
-		for _, pct := range []int{0, 100} {
-			c := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng})
-			names, _ := c.List("db")
-			fmt.Println("clone", pct, names)
-			for _, n := range names {
-				st, _ := c.Stat("db/" + n)
-				fmt.Println("  ", n, st.Size())
-			}
-			cdb, err := storetest.Open("db", bpebble.Options{FS: c}, store.Options{MustExist: true, Logger: slog.New(slog.DiscardHandler)})
-			fmt.Println("open", pct, err)
-			if err == nil {
-				fmt.Println("lasttx", cdb.LastTx())
-				cdb.Close()
-			}
-		}
-	}
-	im := crashImage{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng}),
-		acked: acked, at: fmt.Sprintf("the first error surfaced (%v)", failed)}
+	injMu.Lock()
+	at := fmt.Sprintf("the first error surfaced (%v), after injected errors %v", failed, injected)
+	injMu.Unlock()
+	im := crashImage{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng}), acked: acked, at: at}
 	checkImage(t, im, states, l, seed)
 	return class
 }
