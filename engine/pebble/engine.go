@@ -308,6 +308,11 @@ func (e *Engine) Close() error {
 	} else {
 		e.watch.abandon()
 	}
+	if err == nil && e.h.failed.Load() != nil {
+		// A failed store closes cleanly now that its failed writes never
+		// reach Pebble (fence.go); Close still says it failed.
+		err = e.h.err()
+	}
 	if err == nil || wrapped(err) {
 		return err
 	}
