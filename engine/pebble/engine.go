@@ -206,11 +206,9 @@ func (e *Engine) Compact(ctx context.Context) error {
 	if err := e.h.err(); err != nil {
 		return err
 	}
-	ctx, cancel := e.h.untilFailed(ctx)
-	defer cancel()
-	return e.h.readErr(e.h.failedOr(e.h.guard(func() error {
+	return e.h.readErr(e.waitUnlessFailed(func() error {
 		return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
-	})))
+	}))
 }
 
 // View refuses to read after a fatal error (the memtable may hold the batch whose

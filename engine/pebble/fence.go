@@ -1,7 +1,6 @@
 package pebble
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -55,31 +54,42 @@ func (f fenceFS) fenced(name string) error {
 	return nil
 }
 
-// untilFailed returns a context that is also cancelled once the store has
-// failed or seen corruption: a failed store refuses every file Pebble would
-// create, so a flush (and a compaction waiting for one) would wait for ever.
-func (h *health) untilFailed(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		tick := time.NewTicker(stallPoll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if h.err() != nil {
-					cancel()
-					return
-				}
+// waitUnlessFailed runs fn, a call into Pebble that may wait for a flush (a
+// flush, a compaction), on its own goroutine, and waits for it or for the
+// store to fail. A failed store refuses every file Pebble would create, so
+// such a wait may never end, inside Pebble's commit pipeline: once the store
+// has been failed for failedGrace the call is left waiting, the store is
+// marked stuck (it cannot be closed, as after health.await gives up; restart
+// the process) and the failure is returned.
+func (e *Engine) waitUnlessFailed(fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- e.h.guard(fn) }()
+	tick := time.NewTicker(stallPoll)
+	defer tick.Stop()
+	var failedFor time.Duration
+	for {
+		select {
+		case err := <-done:
+			return e.h.failedOr(err)
+		case <-tick.C:
+			if e.h.failed.Load() == nil {
+				continue
 			}
+			if failedFor += stallPoll; failedFor < failedGrace {
+				continue
+			}
+			msg := "a flush or compaction was left waiting inside Pebble when the store failed; restart the process to reopen the store"
+			e.h.stuck.CompareAndSwap(nil, &msg)
+			return e.h.err()
 		}
-	}()
-	return ctx, cancel
+	}
 }
 
-// failedOr returns the store's failure, if it failed, or else err: a wait that
-// untilFailed cancelled says why.
+// failedGrace is how long waitUnlessFailed lets a call of a failed store
+// finish before it leaves it waiting.
+const failedGrace = time.Second
+
+// failedOr returns the store's failure, if it failed, or else err.
 func (h *health) failedOr(err error) error {
 	if err != nil {
 		if herr := h.err(); herr != nil {
@@ -87,20 +97,6 @@ func (h *health) failedOr(err error) error {
 		}
 	}
 	return err
-}
-
-// flush flushes the memtables and waits for it, or for ctx.
-func (e *Engine) flush(ctx context.Context) error {
-	done, err := e.db.AsyncFlush()
-	if err != nil {
-		return err
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // ioFail fails the store on a write that Pebble must not see fail.

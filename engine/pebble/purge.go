@@ -29,15 +29,13 @@ func (e *Engine) Purge(ctx context.Context, spans []engine.Span, all, wait bool)
 	if all {
 		spans = []engine.Span{{Start: []byte{0x00}, End: []byte{0xff, 0xff}}}
 	}
-	ctx, cancel := e.h.untilFailed(ctx)
-	defer cancel()
-	err := e.h.guard(func() error {
+	err := e.waitUnlessFailed(func() error {
 		for _, sp := range spans {
 			if err := e.db.RangeKeyDelete(sp.Start, sp.End, pebble.NoSync); err != nil {
 				return err
 			}
 		}
-		if err := e.flush(ctx); err != nil {
+		if err := e.db.Flush(); err != nil {
 			return err
 		}
 		for _, sp := range spans {
@@ -48,7 +46,7 @@ func (e *Engine) Purge(ctx context.Context, spans []engine.Span, all, wait bool)
 		return nil
 	})
 	if err != nil {
-		return e.h.readErr(e.h.failedOr(err))
+		return e.h.readErr(err)
 	}
 	if !wait {
 		return nil
