@@ -213,6 +213,12 @@ type Recovery struct {
 	// moved, File, Offset, SavedTo and LostTxs are unset, and Unreadable is set
 	// (the missing log's commits cannot be counted).
 	Missing string
+	// Shortened, if set, says that the newest write-ahead log was cut short
+	// or deleted after commits in it were synced and acknowledged: the store
+	// opened with what is left, nothing was moved, LostCommits counts the
+	// acknowledged commits known lost (more that were never synced may be
+	// gone too), and File, Offset, SavedTo and LostTxs are unset.
+	Shortened string
 	// File is the damaged log and Offset where its damage begins.
 	File   string
 	Offset int64
@@ -234,8 +240,15 @@ type Recovery struct {
 
 func (r *Recovery) String() string {
 	var b strings.Builder
+	if r.Shortened != "" {
+		fmt.Fprintf(&b, "%s; accepted the loss of %d acknowledged commit(s) and kept every transaction through tx %d", r.Shortened, r.LostCommits, r.KeptLastTx)
+		return b.String()
+	}
 	if r.Missing != "" {
 		fmt.Fprintf(&b, "%s; kept every transaction through tx %d that the table files hold; the commits in the missing log are lost and cannot be listed", r.Missing, r.KeptLastTx)
+		if r.LostCommits > 0 {
+			fmt.Fprintf(&b, " (%d of them synced and acknowledged)", r.LostCommits)
+		}
 		return b.String()
 	}
 	fmt.Fprintf(&b, "write-ahead log %s is damaged at offset %d; kept every transaction through tx %d", r.File, r.Offset, r.KeptLastTx)

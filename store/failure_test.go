@@ -434,6 +434,13 @@ func TestDamagedWAL(t *testing.T) {
 		if err := os.WriteFile(victim, b[:len(b)-100], 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// A crash tears only a record that was never synced, which the synced
+		// watermark never describes; Close wrote one describing every record,
+		// so take it away, as a crash before the first one leaves the store.
+		// (TestShortenedWAL cuts a log the watermark describes.)
+		if err := os.Remove(filepath.Join(dir, "BITEMPO-WAL-SYNCED")); err != nil {
+			t.Fatal(err)
+		}
 		db, err := store.Open(dir, store.Options{Logger: quiet, MustExist: true})
 		if err != nil {
 			t.Fatalf("open after a torn last record: %v", err)

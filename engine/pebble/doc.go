@@ -76,9 +76,27 @@
 //     says the log was missing; its commits cannot be listed. If nothing of the
 //     store was flushed, not even its own declaration, RecoverWAL fails with
 //     ErrCorrupt and ErrNotExist.
-//   - A disk that fills up: a commit whose write-ahead log write fails fails with
-//     ErrFailed (the store refuses everything until reopened; the commit is
-//     absent, or present whole). A commit that must wait for a flush while
+//   - The newest write-ahead log cut short (truncated anywhere, to nothing) or
+//     deleted after commits in it were synced and acknowledged: Open fails with
+//     ErrCorrupt and ErrDamagedWAL, naming the log and how many acknowledged
+//     commits are lost, and changes nothing. The log cannot tell this from a
+//     crash, which only ever loses unsynced bytes; the store keeps a synced
+//     watermark beside it (BITEMPO-WAL-SYNCED, watermark.go): the newest log's
+//     number, how many of its bytes were synced and how many commits they hold,
+//     rewritten after every synced commit, fsynced when a log is created, every
+//     64 synced commits and on Close. (Rejected: Pebble's FormatWALSyncChunks,
+//     whose sync offsets tell damage from a torn tail but read a log cut short
+//     as a clean end.) With Options.RecoverWAL, Open accepts the loss, opens
+//     what is left and reports it in DB.Recovery (Shortened, LostCommits). The
+//     watermark also tells a power loss from damage: unreadable bytes of the
+//     newest log past what it says was synced are a torn tail, whatever
+//     readable pages of the log survived after them.
+//   - A disk that fills up, or fails: a commit whose write-ahead log write or
+//     sync fails fails with ErrFailed (the store refuses everything until
+//     reopened; the commit is absent, or present whole). Such failures, and a
+//     failed directory sync, never reach Pebble, which would panic on some of
+//     them: they fail the store, which from then on leaves its directory as the
+//     failure found it, as a crash would (fence.go). A commit that must wait for a flush while
 //     flushes and compactions keep failing returns ErrIO after
 //     Options.StallTimeout (default 30s) and did not commit; the store then stops
 //     creating files and refuses everything, and cannot be closed (Close returns
@@ -93,19 +111,23 @@
 //     ErrLocked; and every commit checks that LOCK is the file it locked, failing
 //     with ErrLocked (and refusing every later write) once it is not.
 //
-// Not detected: a write-ahead log truncated at a record boundary (or at a bad
-// chunk of the newest log) looks exactly like a crash that lost unsynced
-// commits, because nothing on disk records how much of a log was synced: the
-// format bitempo pins writes no sync offsets into WAL chunks, and the MANIFEST
-// records which logs are live, never their length. The commits in the cut part
-// are gone silently. Nor is a deleted live log detected when another live log
-// remains (nothing records which log numbers existed: they come from the one
-// counter every file uses), or when every live log is deleted but the oldest
-// unflushed one dates from a flush after the store's last Open (no OPTIONS file
-// is newer than it). Both are left undetected rather than risk reporting a
-// healthy store or a crash as damaged. After a power loss (not a process crash)
-// the unsynced tail of the newest log may hold any bytes; if they happen to
-// include a readable chunk of the same log after a bad one, Open reports damage
-// where there was only a torn write, and RecoverWAL loses only commits that
-// were never acknowledged.
+// Not detected: a log cut short or deleted when it is not the one the
+// watermark describes (an older live log, or the newest when the watermark is
+// missing, unreadable or was last written for an earlier log), or cut after
+// the last value of the watermark that reached the disk (after a power loss,
+// the watermark may be up to 63 synced commits behind the log: those commits
+// are then not counted). A store written without the watermark (before it
+// existed) behaves as before: a log truncated at a record boundary looks
+// exactly like a crash that lost unsynced commits. Nor is a deleted live log
+// detected when another live log remains (nothing records which log numbers
+// existed: they come from the one counter every file uses), or when every
+// live log is deleted but the oldest unflushed one dates from a flush after
+// the store's last Open (no OPTIONS file is newer than it) and the watermark
+// does not describe it. These are left undetected rather than risk reporting
+// a healthy store or a crash as damaged. Damage in the synced part of the
+// newest log that the watermark does not cover (see above) is taken for a
+// torn tail; and with no watermark, if the unsynced tail a power loss leaves
+// happens to include a readable chunk of the same log after a bad one, Open
+// reports damage where there was only a torn write, and RecoverWAL loses only
+// commits that were never acknowledged.
 package pebble

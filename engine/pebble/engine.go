@@ -49,6 +49,7 @@ type Engine struct {
 	dirLock    *dirLock
 	pebbleLock *pebble.Lock
 	recovery   *engine.Recovery // what Options.RecoverWAL dropped
+	watch      *walWatch        // the synced watermark (watermark.go); nil read-only
 }
 
 // Open opens (or creates, unless opts.ReadOnly or opts.MustExist) the Pebble
@@ -93,7 +94,11 @@ func Open(dir string, opts Options) (e *Engine, err error) {
 		return nil, err
 	}
 	h := &health{logger: opts.Logger}
-	popts := pebbleOptions(opts, fenceFS{fsys, h}, lock, h, fresh)
+	var watch *walWatch
+	if !opts.ReadOnly {
+		watch = &walWatch{fsys: fsys, dir: dir, logger: opts.Logger}
+	}
+	popts := pebbleOptions(opts, fenceFS{fsys, h, watch}, lock, h, fresh)
 	var recovery *engine.Recovery
 	// Both checks read before the read-write open writes anything: the engine
 	// files first (a damaged MANIFEST or log is engine.ErrCorrupt, directory unchanged),
@@ -120,7 +125,7 @@ func Open(dir string, opts Options) (e *Engine, err error) {
 		return nil, openError(fsys, dir, err, h)
 	}
 	return &Engine{db: pdb, h: h, stallTimeout: opts.StallTimeout, lock: lf, dir: dir, fs: fsys, ownFS: ownFS,
-		onDisk: onDisk, readOnly: opts.ReadOnly, opts: popts, dirLock: dl, pebbleLock: lock, recovery: recovery}, nil
+		onDisk: onDisk, readOnly: opts.ReadOnly, opts: popts, dirLock: dl, pebbleLock: lock, recovery: recovery, watch: watch}, nil
 }
 
 // pebbleOptions builds the Pebble options of a store from its Options. Every
@@ -201,7 +206,7 @@ func (e *Engine) Compact(ctx context.Context) error {
 	if err := e.h.err(); err != nil {
 		return err
 	}
-	return e.h.readErr(e.h.guard(func() error {
+	return e.h.readErr(e.waitUnlessFailed(func() error {
 		return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
 	}))
 }
@@ -239,6 +244,14 @@ func (e *Engine) Commit(writes []engine.Write, sync bool) error {
 	done := make(chan error, 1)
 	go func() { done <- e.h.guard(func() error { return e.commitBatch(writes, sync) }) }()
 	err := e.h.await(done, e.stallTimeout)
+	if err == nil {
+		// A failed write or sync of the log fails the store without
+		// reaching Pebble (fence.go): this commit then did not land whole.
+		err = e.h.err()
+	}
+	if err == nil && sync {
+		e.watch.persist(false)
+	}
 	if err == nil || wrapped(err) {
 		return err
 	}
@@ -284,9 +297,20 @@ func (e *Engine) Close() error {
 	defer e.dirLock.release()
 	defer e.pebbleLock.Close()
 	if e.db == nil { // a failed purge rotation closed it (purge.go)
+		e.watch.abandon()
 		return nil
 	}
 	err := e.h.guard(e.db.Close)
+	if err == nil && e.h.err() == nil {
+		e.watch.close()
+	} else {
+		e.watch.abandon()
+	}
+	if err == nil && e.h.failed.Load() != nil {
+		// A failed store closes cleanly now that its failed writes never
+		// reach Pebble (fence.go); Close still says it failed.
+		err = e.h.err()
+	}
 	if err == nil || wrapped(err) {
 		return err
 	}

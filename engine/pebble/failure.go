@@ -373,34 +373,13 @@ func isIOError(err error) bool {
 // about 4,000 retries a second), so without the pause the doomed instance would
 // spin a core, and without the refusal a flush that succeeded later, when space
 // was freed, could still land the commit its caller was told had failed.
+// Once the store has failed (health.failed) it also refuses to change the
+// directory, and it keeps Pebble from panicking on a failed write-ahead log
+// or directory sync (fence.go).
 type fenceFS struct {
 	vfs.FS
 	h *health
-}
-
-// fencePause is how long a refused file creation waits before it fails.
-const fencePause = time.Second
-
-func (f fenceFS) fenced(name string) error {
-	if msg := f.h.stuck.Load(); msg != nil {
-		time.Sleep(fencePause)
-		return fmt.Errorf("%w: %s: the store stopped writing: %s", engine.ErrIO, name, *msg)
-	}
-	return nil
-}
-
-func (f fenceFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	if err := f.fenced(name); err != nil {
-		return nil, err
-	}
-	return f.FS.Create(name, category)
-}
-
-func (f fenceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	if err := f.fenced(newname); err != nil {
-		return nil, err
-	}
-	return f.FS.ReuseForWrite(oldname, newname, category)
+	w *walWatch // follows the write-ahead logs for the synced watermark (watermark.go); nil read-only
 }
 
 // wrapped reports whether err already says what kind of failure it is: one

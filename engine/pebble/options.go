@@ -51,8 +51,12 @@ type Options struct {
 	// Engine.Recovery reports what was lost. It also opens a store whose live
 	// log was deleted (which Open otherwise refuses, when it can tell): with
 	// what the table files hold, moving nothing; Recovery says the log was
-	// missing. A log whose last record was torn by a crash is not damaged: its
-	// torn record was never acknowledged, and Open drops it silently either way.
+	// missing. It also opens a store whose newest log was cut short or deleted
+	// after synced commits (which Open otherwise refuses, from the synced
+	// watermark), with what is left; Recovery says how many acknowledged
+	// commits were lost. A log whose last record was torn by a crash is not
+	// damaged: its torn record was never acknowledged, and Open drops it
+	// silently either way.
 	RecoverWAL bool
 	// Tune, if set, is called with the Pebble options just before opening, for
 	// tests and benchmarks that need to force flushes or compactions.

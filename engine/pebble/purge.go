@@ -29,7 +29,7 @@ func (e *Engine) Purge(ctx context.Context, spans []engine.Span, all, wait bool)
 	if all {
 		spans = []engine.Span{{Start: []byte{0x00}, End: []byte{0xff, 0xff}}}
 	}
-	err := e.h.guard(func() error {
+	err := e.waitUnlessFailed(func() error {
 		for _, sp := range spans {
 			if err := e.db.RangeKeyDelete(sp.Start, sp.End, pebble.NoSync); err != nil {
 				return err
@@ -60,6 +60,9 @@ func (e *Engine) Purge(ctx context.Context, spans []engine.Span, all, wait bool)
 		m := e.db.Metrics()
 		if m.Table.ObsoleteCount == 0 && m.Table.ZombieCount == 0 && m.WAL.ObsoleteFiles == 0 {
 			return nil
+		}
+		if err := e.h.err(); err != nil {
+			return err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("obsolete files still present after %s (%d tables, %d zombie tables, %d logs)", purgeWait, m.Table.ObsoleteCount, m.Table.ZombieCount, m.WAL.ObsoleteFiles)
@@ -100,6 +103,9 @@ func (noRecycleCleaner) String() string { return "delete (no WAL recycling)" }
 // second the MANIFESTs that named the erased keys' sstables are deleted. With
 // reopen the engine is opened a third time for use.
 func (e *Engine) ForgetDeletedFiles(clearKey []byte, reopen bool) error {
+	if err := e.h.err(); err != nil {
+		return err
+	}
 	err := e.h.guard(e.db.Close)
 	e.db = nil // closed: close() of a failed rotation is a no-op
 	if err != nil {

@@ -28,13 +28,16 @@ import (
 
 // walDamage is a damaged live write-ahead log found before opening.
 type walDamage struct {
-	// missing, if set, says which live log is missing (see missingLog); the
-	// other fields are then unset.
-	missing string
-	path    string
-	num     uint64
-	scan    *logScan
-	later   []string // live logs after it, in order
+	// missing, if set, says which live log is missing (see missingLog);
+	// shortened, that the newest log lost synced commits, lost of them (see
+	// shortenedLog). The other fields are then unset.
+	missing   string
+	shortened string
+	lost      int
+	path      string
+	num       uint64
+	scan      *logScan
+	later     []string // live logs after it, in order
 }
 
 // checkFiles runs before Pebble opens an existing store. It refuses, with
@@ -66,11 +69,22 @@ func checkFiles(fsys vfs.FS, dir string, names []string, readOnlyOpen func(vfs.F
 	if s.damaged(true) {
 		return nil, fmt.Errorf("%w: %s is damaged at offset %d (of %d bytes); the store was not opened and nothing was changed", engine.ErrCorrupt, path, s.damageAt, s.size)
 	}
+	short, lost, err := shortenedLog(fsys, dir, names, &edits)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %v", engine.ErrIO, dir, err)
+	}
 	if missing := missingLog(names, &edits); missing != "" {
-		return &walDamage{missing: missing}, nil
+		if lost > 0 {
+			missing += fmt.Sprintf("; %d synced, acknowledged commit(s) in it are lost (%s)", lost, watermarkFile)
+		}
+		return &walDamage{missing: missing, lost: lost}, nil
+	}
+	if short != "" {
+		return &walDamage{shortened: short, lost: lost}, nil
 	}
 
 	logs := logFiles(names)
+	wm, hasWM := readWatermark(fsys, dir)
 	var damaged []*walDamage
 	for i, l := range logs {
 		p := fsys.PathJoin(dir, l.name)
@@ -79,8 +93,15 @@ func checkFiles(fsys vfs.FS, dir string, names []string, readOnlyOpen func(vfs.F
 			return nil, fmt.Errorf("%w: read %s: %v", engine.ErrIO, p, err)
 		}
 		// Only the newest log can have a torn tail: an older one was closed,
-		// with an end-of-log trailer, before the next was started.
-		if s.damaged(false) || (s.damageAt >= 0 && i < len(logs)-1) {
+		// with an end-of-log trailer, before the next was started. In the
+		// newest log, unreadable bytes past what the watermark says was
+		// synced are a torn tail whatever follows them: after a power loss
+		// the unsynced pages of a file may survive in any order.
+		newest := i == len(logs)-1
+		if newest && hasWM && wm.LogNum == l.num && s.damageAt >= 0 && uint64(s.damageAt) >= wm.Synced {
+			continue
+		}
+		if s.damaged(false) || (s.damageAt >= 0 && !newest) {
 			damaged = append(damaged, &walDamage{path: p, num: l.num, scan: s})
 		}
 	}
@@ -303,6 +324,26 @@ func checkBeforeOpen(fsys vfs.FS, dir string, popts *pebble.Options, opts Option
 	if err != nil || d == nil {
 		return nil, err
 	}
+	if d.shortened != "" {
+		if !opts.RecoverWAL {
+			return nil, fmt.Errorf("%w: %w: %s: %s; the store was not opened and nothing was changed "+
+				"(restore the log if you can; open it with RecoverWAL, or run bitempo recover, to accept the loss and open what is left)",
+				engine.ErrCorrupt, engine.ErrDamagedWAL, dir, d.shortened)
+		}
+		if opts.ReadOnly {
+			return nil, fmt.Errorf("%w: %w: %s: %s; accepting the loss writes, so it needs a read-write open", engine.ErrCorrupt, engine.ErrDamagedWAL, dir, d.shortened)
+		}
+		if err := dropWatermark(fsys, dir); err != nil {
+			return nil, err
+		}
+		return &engine.Recovery{Shortened: d.shortened, LostCommits: d.lost, Unreadable: true}, nil
+	}
+	if opts.RecoverWAL && !opts.ReadOnly {
+		// The recovered store has fewer commits than the watermark claims.
+		if err := dropWatermark(fsys, dir); err != nil {
+			return nil, err
+		}
+	}
 	if d.missing != "" {
 		if !opts.RecoverWAL {
 			return nil, fmt.Errorf("%w: %w: %s: %s, so acknowledged commits would be lost; "+
@@ -310,7 +351,7 @@ func checkBeforeOpen(fsys vfs.FS, dir string, popts *pebble.Options, opts Option
 				engine.ErrCorrupt, engine.ErrDamagedWAL, dir, d.missing)
 		}
 		// Nothing to move aside or rewrite: Pebble opens what is there.
-		return &engine.Recovery{Missing: d.missing, Unreadable: true}, nil
+		return &engine.Recovery{Missing: d.missing, LostCommits: d.lost, Unreadable: true}, nil
 	}
 	lost := len(d.scan.lost)
 	if !opts.RecoverWAL {

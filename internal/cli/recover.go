@@ -25,6 +25,10 @@ A store whose live write-ahead log was deleted (Open names the range of log
 numbers it lies in) is opened with what its table files hold; the commits of
 the missing log are lost and cannot be listed. Put the log back first if you can.
 
+A store whose newest write-ahead log was cut short or deleted after commits in
+it were synced (Open says how many acknowledged commits are lost) is opened
+with what is left: recover accepts the loss and says how many were lost.
+
 On a store whose log is intact, recover changes nothing and says so. Damage to
 other files (table files, the MANIFEST) cannot be recovered this way: restore
 the store from a backup.`,
