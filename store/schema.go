@@ -189,7 +189,7 @@ func (c Column) String() string {
 // Commas inside a type's parentheses belong to the type.
 func ParseColumns(spec string) ([]Column, error) {
 	var cols []Column
-	for _, item := range splitOutsideParens(spec) {
+	for _, item := range SplitColumnList(spec) {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
@@ -228,7 +228,10 @@ func FormatColumns(cols []Column) string {
 	return strings.Join(parts, ",")
 }
 
-func splitOutsideParens(s string) []string {
+// SplitColumnList splits a comma-separated list of column or type
+// specifications at the commas outside parentheses, so that a decimal(10,2)
+// stays whole.
+func SplitColumnList(s string) []string {
 	var out []string
 	depth, start := 0, 0
 	for i := 0; i < len(s); i++ {

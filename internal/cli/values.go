@@ -39,7 +39,7 @@ func parseTypes(specs []string) (map[string]attrType, error) {
 	out := map[string]attrType{}
 	var items []string
 	for _, spec := range specs {
-		items = append(items, splitOutsideParens(spec)...)
+		items = append(items, store.SplitColumnList(spec)...)
 	}
 	items = rejoinTypeArgs(items)
 	for _, spec := range items {
@@ -55,26 +55,6 @@ func parseTypes(specs []string) (map[string]attrType, error) {
 		out[col] = typ
 	}
 	return out, nil
-}
-
-// splitOutsideParens splits s at the commas outside parentheses.
-func splitOutsideParens(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
 }
 
 // rejoinTypeArgs undoes the split a string-slice flag makes inside a type's
