@@ -159,6 +159,6 @@ func (a *app) printTimeline(db *store.DB, t *store.Table, key store.Key, from, t
 		names = project
 	}
 	return renderTimeline(a.stdout, title, records, timelineOpts{
-		axis: t.Axis, attrs: names, from: from, to: to, tx: limit,
+		axis: t.Axis, attrs: names, from: from, to: to, tx: limit, table: t,
 	})
 }

@@ -199,6 +199,9 @@ func TestAlterAndDescribe(t *testing.T) {
 	if !strings.Contains(r.stdout, `"price":1.500,"qty":2.0`) {
 		t.Fatalf("values stored before the widening: %s", r.stdout)
 	}
+	if r = ok(t, dir, "history", "p", "a", "--timeline", "--db", "db"); !strings.Contains(r.stdout, "1.500 2.0") {
+		t.Fatalf("the timeline prints values stored before the widening as stored: %s", r.stdout)
+	}
 	r = ok(t, dir, "describe", "p", "--db", "db")
 	for _, want := range []string{"columns (latest): price decimal(8,3) nullable, qty decimal(10,1) not null, note string nullable",
 		"strict (latest): false", "declaration created: price:decimal(6,2),qty:int64 not null",

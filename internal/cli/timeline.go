@@ -20,6 +20,9 @@ type timelineOpts struct {
 	attrs    []string // attribute order of the labels
 	from, to int64    // valid-time window; versions outside it are left out
 	tx       int64    // the last transaction shown (store.Infinity: all)
+	// table, when set, prints values as the table's declared columns do
+	// (attrCell): a decimal with its column's scale, a date column's days.
+	table *store.Table
 }
 
 // renderTimeline draws the records of one key (its audit trail, in any order) as
@@ -48,7 +51,7 @@ func renderTimeline(w io.Writer, title string, records []store.Version, o timeli
 	labelWidth := 2 + 3 + skWidth // "+ sk 12"
 	attrWidth := 0
 	for _, r := range shown {
-		attrWidth = max(attrWidth, utf8.RuneCountInString(attrSummary(r.Attrs, o.attrs)))
+		attrWidth = max(attrWidth, utf8.RuneCountInString(attrSummary(o.table, r.Attrs, o.attrs)))
 	}
 	attrWidth = min(attrWidth, 24)
 	barWidth := timelineWidth - labelWidth - 2 - attrWidth
@@ -91,7 +94,7 @@ func renderTimeline(w io.Writer, title string, records []store.Version, o timeli
 			}
 			label := fmt.Sprintf("%s sk %-*d", mark, skWidth, r.SK)
 			bar := drawBar(r, points, cols, barWidth)
-			line := label + " " + bar + " " + truncate(attrSummary(r.Attrs, o.attrs), attrWidth)
+			line := label + " " + bar + " " + truncate(attrSummary(o.table, r.Attrs, o.attrs), attrWidth)
 			b.WriteString(strings.TrimRight(line, " ") + "\n")
 		}
 	}
@@ -220,12 +223,17 @@ func writeAxis(b *strings.Builder, indent int, points []int64, cols []int, axis 
 	}
 }
 
-// attrSummary renders attribute values in table order, nulls left out.
-func attrSummary(attrs store.Attrs, order []string) string {
+// attrSummary renders attribute values in table order, nulls left out; with
+// a table t, each as its declared column prints it (attrCell).
+func attrSummary(t *store.Table, attrs store.Attrs, order []string) string {
 	var parts []string
 	for _, name := range order {
 		if v, ok := attrs[name]; ok && v != nil {
-			parts = append(parts, valueCell(v).text)
+			c := valueCell(v)
+			if t != nil {
+				c = attrCell(t, name, v)
+			}
+			parts = append(parts, c.text)
 		}
 	}
 	return strings.Join(parts, " ")
