@@ -139,17 +139,12 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	valid, err := param(r, "valid", "now", func(s string) (int64, error) { return cli.ParseValid(t, s) })
+	at, err := asOf(r, t)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	tx, err := param(r, "tx", "latest", cli.ParseTx)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	v, err := query.Get(h.db, t.Name, key, query.AsOf{Valid: valid, Tx: tx}, query.GetOptions{})
+	v, err := query.Get(h.db, t.Name, key, at, query.GetOptions{})
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -195,17 +190,23 @@ func (h *handler) scan(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	at, err := asOf(r, t)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	h.stream(w, r, t, query.Snapshot(h.db, t.Name, at, query.KeyRange{}, query.SnapshotOptions{}))
+}
+
+// asOf reads the valid and tx parameters of a point read (defaults: now, the
+// latest commit), on table t's axis.
+func asOf(r *http.Request, t *store.Table) (query.AsOf, error) {
 	valid, err := param(r, "valid", "now", func(s string) (int64, error) { return cli.ParseValid(t, s) })
 	if err != nil {
-		writeErr(w, err)
-		return
+		return query.AsOf{}, err
 	}
 	tx, err := param(r, "tx", "latest", cli.ParseTx)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	h.stream(w, r, t, query.Snapshot(h.db, t.Name, query.AsOf{Valid: valid, Tx: tx}, query.KeyRange{}, query.SnapshotOptions{}))
+	return query.AsOf{Valid: valid, Tx: tx}, err
 }
 
 // GET /v1/tables/{table}/audit?key=K...: every record of the key, with both

@@ -186,13 +186,8 @@ func (h *handler) pageKey(r *http.Request) (*store.Table, store.Key, error) {
 
 // GET /table/{table}/key/{key...}: the key's diagram and point reads.
 func (h *handler) keyPage(w http.ResponseWriter, r *http.Request) {
-	t, key, err := h.pageKey(r)
+	t, key, svg, err := h.keyDiagram(r)
 	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	var svg bytes.Buffer
-	if err := cli.KeyDiagram(&svg, h.db, t, key); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -204,16 +199,24 @@ func (h *handler) keyPage(w http.ResponseWriter, r *http.Request) {
 
 // GET /table/{table}/svg/{key...}: the key's diagram alone.
 func (h *handler) keySVG(w http.ResponseWriter, r *http.Request) {
-	t, key, err := h.pageKey(r)
+	_, _, svg, err := h.keyDiagram(r)
 	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	var svg bytes.Buffer
-	if err := cli.KeyDiagram(&svg, h.db, t, key); err != nil {
 		writeErr(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
 	_, _ = w.Write(svg.Bytes())
+}
+
+// keyDiagram draws the diagram of the key a page's path names.
+func (h *handler) keyDiagram(r *http.Request) (*store.Table, store.Key, *bytes.Buffer, error) {
+	t, key, err := h.pageKey(r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var svg bytes.Buffer
+	if err := cli.KeyDiagram(&svg, h.db, t, key); err != nil {
+		return nil, nil, nil, err
+	}
+	return t, key, &svg, nil
 }
