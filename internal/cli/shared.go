@@ -89,10 +89,26 @@ func (a *app) openShared(readOnly bool) (*store.DB, error) {
 // SIGTERM on its own; on a server, the end of its request (a client gone, or
 // the server's shutdown timeout), never the server's signal, on which the
 // server lets it finish. A load on a server never ends the process: a load on
-// its own exits at once when a signal arrives while it reads stdin.
+// its own exits at once when a signal arrives while it reads stdin, and one
+// that has committed exits with its own status whenever a signal arrives.
 func (a *app) interruptContext() (context.Context, context.CancelFunc) {
 	if a.shared != nil {
 		return context.WithCancel(a.ctx)
 	}
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Not signal.NotifyContext: its stop restores the default action, and an
+	// interrupt between a commit and the process's exit would then kill a
+	// load that succeeded (exit by signal after "loaded ..."). The channel
+	// stays registered for the rest of the process, so such a late signal is
+	// caught and dropped and the command exits with its own status.
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
