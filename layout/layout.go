@@ -58,14 +58,8 @@ const (
 	// splitFirstComponent: ks | tid | the tuple's first component; the rest
 	// (further components, then the version's times) is the suffix. For a
 	// table with a one-column key that is exactly "one key, every version".
-	// Decision: the first component, not the whole tuple. A tuple does not
-	// say how many components it has (the table's schema does), and the
-	// split must be found from the key's front for Pebble's contract to hold
-	// for every byte string (comparer.go); a composite key's filter then
-	// tells keys apart by their first column only, which is correct, only
-	// less selective. (Rejected: a tuple terminator byte, one more byte in
-	// every record key; and a split at the fixed-width times from the key's
-	// end, which a planted key of another shape breaks.)
+	// A composite key's filter tells keys apart by their first column only:
+	// correct, only less selective (docs/design/filter-split.md).
 	splitFirstComponent
 	// splitSK: ks | tid | ord(sk); the suffix is the entry's tx_from.
 	splitSK

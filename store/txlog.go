@@ -31,20 +31,9 @@ import (
 // tx_from is the entry's tx and is not stored; a retired record's is, as its
 // distance back from tx.
 //
-// Decision: the re-assert kind is only a shorter spelling of "retire at V,
-// then assert at V" (the SCD2 close that ends a version by re-asserting it
-// with a valid_to, and a type-1 overwrite), which every entry that closes a
-// version holds: every reader (Changes, Verify, dumps, erasure, vacuum) sees
-// the two changes, at the same positions as if they were written apart,
-// because decodeLogEntry expands it. Valid_froms of one entry are deltas from
-// the previous one, since a key's changes in one transaction are near each
-// other in valid time (a load of a feed's rounds, a close and its successor);
-// the difference is taken modulo 2^64, so any two times have one.
-//
-// Decision: one entry per (transaction, key) rather than one per record (format
-// 1), which wrote the tuple, the tx and a 4-byte ordinal three times per SCD2
-// change; and rather than one entry per transaction, which would make a large
-// load's log entry one huge value that every feed read must decode whole.
+// A re-assert is read back as its two changes (decodeLogEntry), so every
+// reader sees the positions it would see had they been written apart. Why one
+// entry per (transaction, key): docs/design/txlog-entries.md.
 
 // LogOp is what a transaction-log entry records.
 type LogOp uint8

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -23,12 +22,7 @@ const tailBefore = 2
 // stateTail returns the key's state holding at least every current version with
 // ValidFrom >= from and tailBefore versions before from (or all of them).
 func (tx *Tx) stateTail(t *store.Table, key store.Key, from int64) (*keyState, error) {
-	var err error
-	tx.buf, err = t.AppendKey(encoding.AppendUint32(tx.buf[:0], t.ID), key)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.checkErased(t, key); err != nil {
+	if err := tx.encodeKey(t, key); err != nil {
 		return nil, err
 	}
 	if err := tx.checkNotFlushed(string(tx.buf), t); err != nil {

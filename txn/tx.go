@@ -178,14 +178,19 @@ func (tx *Tx) table(name string, k store.Kind) (*store.Table, error) {
 	return t, nil
 }
 
+// encodeKey puts the table id and the encoded key into tx.buf, refusing a key
+// that was erased (checkErased).
+func (tx *Tx) encodeKey(t *store.Table, key store.Key) error {
+	var err error
+	if tx.buf, err = t.AppendKey(encoding.AppendUint32(tx.buf[:0], t.ID), key); err != nil {
+		return err
+	}
+	return tx.checkErased(t, key)
+}
+
 // state returns the in-memory timeline of a key, loading it on first use.
 func (tx *Tx) state(t *store.Table, key store.Key) (*keyState, error) {
-	var err error
-	tx.buf, err = t.AppendKey(encoding.AppendUint32(tx.buf[:0], t.ID), key)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.checkErased(t, key); err != nil {
+	if err := tx.encodeKey(t, key); err != nil {
 		return nil, err
 	}
 	if ks, ok := tx.keys[string(tx.buf)]; ok {

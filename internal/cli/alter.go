@@ -48,38 +48,35 @@ history.`,
 					return usagef("alter %s: --add-column %s: an added column must be nullable (the versions already stored have no value of it)", args[0], c)
 				}
 			}
-			db, err := a.open(false)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			t, err := a.table(db, args[0])
-			if err != nil {
-				return err
-			}
-			var changes []string
-			c, err := txn.Update(db, func(tx *txn.Tx) error {
-				changes = changes[:0]
-				for _, col := range addCols {
-					if err := tx.AddColumn(t.Name, col); err != nil {
-						return fmt.Errorf("alter %s: add column %s: %w", t.Name, col, err)
-					}
-					changes = append(changes, "added "+col.Name+" "+col.Type.String())
+			return a.withStore(false, func(db *store.DB) error {
+				t, err := a.table(db, args[0])
+				if err != nil {
+					return err
 				}
-				for _, col := range widenCols {
-					from, _ := t.Column(col.Name)
-					if err := tx.WidenColumn(t.Name, col.Name, col.Type); err != nil {
-						return fmt.Errorf("alter %s: widen column %s to %s: %w", t.Name, col.Name, col.Type, err)
+				var changes []string
+				c, err := txn.Update(db, func(tx *txn.Tx) error {
+					changes = changes[:0]
+					for _, col := range addCols {
+						if err := tx.AddColumn(t.Name, col); err != nil {
+							return fmt.Errorf("alter %s: add column %s: %w", t.Name, col, err)
+						}
+						changes = append(changes, "added "+col.Name+" "+col.Type.String())
 					}
-					changes = append(changes, fmt.Sprintf("widened %s from %s to %s", col.Name, from.Type, col.Type))
+					for _, col := range widenCols {
+						from, _ := t.Column(col.Name)
+						if err := tx.WidenColumn(t.Name, col.Name, col.Type); err != nil {
+							return fmt.Errorf("alter %s: widen column %s to %s: %w", t.Name, col.Name, col.Type, err)
+						}
+						changes = append(changes, fmt.Sprintf("widened %s from %s to %s", col.Name, from.Type, col.Type))
+					}
+					return nil
+				})
+				if err != nil {
+					return err
 				}
+				fmt.Fprintf(a.stdout, "altered table %s: %s; tx %s\n", t.Name, strings.Join(changes, ", "), formatInstant(c.Tx))
 				return nil
 			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "altered table %s: %s; tx %s\n", t.Name, strings.Join(changes, ", "), formatInstant(c.Tx))
-			return nil
 		}),
 	}
 	cmd.Flags().StringArrayVar(&adds, "add-column", nil, "declare a new nullable column, COL:TYPE (repeatable)")

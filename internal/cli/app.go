@@ -242,6 +242,33 @@ func (a *app) open(readOnly bool) (*store.DB, error) {
 	return a.openStore(store.Options{ReadOnly: readOnly, MustExist: true})
 }
 
+// withStore runs fn on the store of --db (read-only when readOnly) and closes
+// it when fn returns; a failed Close is the command's error when fn succeeded.
+func (a *app) withStore(readOnly bool, fn func(db *store.DB) error) (err error) {
+	db, err := a.open(readOnly)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	return fn(db)
+}
+
+// reading runs fn on the store of --db opened read-only, with the row writer of
+// out, for the commands that print rows about the whole store.
+func (a *app) reading(out *outputFlags, fn func(db *store.DB, w rowWriter) error) error {
+	return a.withStore(true, func(db *store.DB) error {
+		w, err := out.writer(a)
+		if err != nil {
+			return err
+		}
+		return fn(db, w)
+	})
+}
+
 // openTable opens the store read-only and finds table name in it. The caller
 // closes the store; on error it is closed already.
 func (a *app) openTable(name string) (*store.DB, *store.Table, error) {
@@ -270,6 +297,21 @@ func (a *app) openKey(args []string) (*store.DB, *store.Table, store.Key, error)
 		return nil, nil, nil, err
 	}
 	return db, t, key, nil
+}
+
+// openSelection is openTable for the commands that take NAME [KEY...] and
+// --prefix: args[0] names the table, the rest select its keys.
+func (a *app) openSelection(args, prefix []string) (*store.DB, *store.Table, keySelection, error) {
+	db, t, err := a.openTable(args[0])
+	if err != nil {
+		return nil, nil, keySelection{}, err
+	}
+	sel, err := parseKeySelection(t, args[1:], prefix)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, keySelection{}, err
+	}
+	return db, t, sel, nil
 }
 
 // fileQuery checks the flags shared by the commands that answer for the rows of

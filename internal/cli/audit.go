@@ -34,15 +34,11 @@ column.`,
   bitempo audit customers c1 --attrs tier`,
 		Args: argsRange(1, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, t, err := a.openTable(args[0])
+			db, t, sel, err := a.openSelection(args, prefix)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			sel, err := parseKeySelection(t, args[1:], prefix)
-			if err != nil {
-				return err
-			}
 			w, err := out.writer(a)
 			if err != nil {
 				return err

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bitempo/bitempo/store"
 )
 
 func (a *app) backupCmd() *cobra.Command {
@@ -32,20 +34,17 @@ backup directly.`,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			// Opened for writing: Pebble checkpoints only an engine opened so.
 			// The store's content is not changed.
-			db, err := a.open(false)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			start := time.Now()
-			if err := db.Backup(context.Background(), args[0]); err != nil {
-				return err
-			}
-			if !a.quiet {
-				fmt.Fprintf(a.stderr, "bitempo: backed up %s to %s (last tx %s) in %s\n",
-					a.db, args[0], orNone(formatInstant(db.LastTx())), time.Since(start).Round(time.Millisecond))
-			}
-			return nil
+			return a.withStore(false, func(db *store.DB) error {
+				start := time.Now()
+				if err := db.Backup(context.Background(), args[0]); err != nil {
+					return err
+				}
+				if !a.quiet {
+					fmt.Fprintf(a.stderr, "bitempo: backed up %s to %s (last tx %s) in %s\n",
+						a.db, args[0], orNone(formatInstant(db.LastTx())), time.Since(start).Round(time.Millisecond))
+				}
+				return nil
+			})
 		}),
 	}
 	return cmd

@@ -29,45 +29,42 @@ with the reason, so dump also shows what verify complains about.`,
   bitempo dump --raw --format json`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			if table != "" {
-				if _, err := a.table(db, table); err != nil {
-					return err
+			return a.withStore(true, func(db *store.DB) error {
+				if table != "" {
+					if _, err := a.table(db, table); err != nil {
+						return err
+					}
 				}
-			}
-			w, err := out.writer(a)
-			if err != nil {
-				return err
-			}
-			cols := []string{"keyspace", "table", "key", "key_fields", "value"}
-			if raw {
-				cols = append(cols, "key_hex", "value_hex")
-			}
-			if err := w.header(cols); err != nil {
-				return err
-			}
-			s, err := db.Snapshot()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			for kv, err := range s.RawScan(nil, nil) {
+				w, err := out.writer(a)
 				if err != nil {
 					return err
 				}
-				e := db.DecodeEntry(kv)
-				if table != "" && (e.Table == nil || e.Table.Name != table) {
-					continue
+				cols := []string{"keyspace", "table", "key", "key_fields", "value"}
+				if raw {
+					cols = append(cols, "key_hex", "value_hex")
 				}
-				if err := w.row(dumpCells(db, &e, raw)); err != nil {
+				if err := w.header(cols); err != nil {
 					return err
 				}
-			}
-			return w.close()
+				s, err := db.Snapshot()
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				for kv, err := range s.RawScan(nil, nil) {
+					if err != nil {
+						return err
+					}
+					e := db.DecodeEntry(kv)
+					if table != "" && (e.Table == nil || e.Table.Name != table) {
+						continue
+					}
+					if err := w.row(dumpCells(db, &e, raw)); err != nil {
+						return err
+					}
+				}
+				return w.close()
+			})
 		}),
 	}
 	out.register(cmd, false)

@@ -168,13 +168,19 @@ func (a *app) exportTable(name string, ef *exportFlags) error {
 	})
 }
 
-// writeOutput runs write on the file path, or on stdout when path is empty. The
-// file is written under a temporary name in the same directory and renamed when
-// write succeeds, so a failed write leaves no file.
+// writeOutput runs write on the file path (writeFileWhole), or on stdout when
+// path is empty or "-".
 func (a *app) writeOutput(path string, write func(io.Writer) error) error {
 	if path == "" || path == "-" {
 		return write(a.stdout)
 	}
+	return writeFileWhole(path, write)
+}
+
+// writeFileWhole runs write on a temporary file in path's directory and renames
+// it to path when write succeeds, so a failed write leaves no file and an
+// existing one untouched.
+func writeFileWhole(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/bitempo/bitempo/internal/diagram"
 	"github.com/bitempo/bitempo/query"
@@ -69,22 +67,8 @@ func orInfinity(s string, v int64) string {
 	return "+inf"
 }
 
-// writeSVG writes the diagram of key to path, under a temporary name renamed
-// into place when whole.
+// writeSVG writes the diagram of key to path, whole or not at all
+// (writeFileWhole).
 func writeSVG(path string, db *store.DB, t *store.Table, key store.Key) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	err = KeyDiagram(f, db, t, key)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
+	return writeFileWhole(path, func(w io.Writer) error { return KeyDiagram(w, db, t, key) })
 }

@@ -52,15 +52,11 @@ edge with an arrow. The output depends only on the key's records.`,
   bitempo history customers c1 --svg c1.svg`,
 		Args: argsRange(1, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, t, err := a.openTable(args[0])
+			db, t, sel, err := a.openSelection(args, prefix)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			sel, err := parseKeySelection(t, args[1:], prefix)
-			if err != nil {
-				return err
-			}
 			lo, hi, err := parseWindow(t, from, to)
 			if err != nil {
 				return err

@@ -332,33 +332,49 @@ func (a *app) loadDone(ctx context.Context, db *store.DB, t *store.Table, sum *l
 	return nil
 }
 
-// readInterruptible reads the input file. A read of stdin does not return
-// when a signal arrives (a terminal, or a pipe whose writer ignores SIGINT), so
-// a signal during the read ends the process here; nothing has been written yet.
+// readInterruptible reads the input file (see exitDuringRead).
 func (a *app) readInterruptible(ctx context.Context, table, path, name, format string) (*input, error) {
-	const reading, read, exiting = 0, 1, 2
+	what := path
+	if what == "-" {
+		what = "stdin"
+	}
+	var in *input
+	err := a.exitDuringRead(ctx, table, what, nil, func() (err error) {
+		in, err = readInputAs(path, name, format, a.stdin)
+		return err
+	})
+	return in, err
+}
+
+// exitDuringRead runs read, a read of the load's input (named what in
+// messages). A read of stdin does not return when a signal arrives (a
+// terminal, or a pipe whose writer ignores SIGINT), so a signal during it
+// runs cleanup (when not nil), says that nothing was loaded and ends the
+// process there: nothing has been written to the store yet. A command run
+// for a server (a.shared) is never ended this way.
+func (a *app) exitDuringRead(ctx context.Context, table, what string, cleanup func(), read func() error) error {
+	const reading, done, exiting = 0, 1, 2
 	var phase atomic.Int32
-	done := make(chan struct{})
-	defer close(done)
+	finished := make(chan struct{})
+	defer close(finished)
 	go func() {
 		select {
 		case <-ctx.Done():
 			if a.shared == nil && phase.CompareAndSwap(reading, exiting) {
-				name := path
-				if name == "-" {
-					name = "stdin"
+				if cleanup != nil {
+					cleanup()
 				}
-				fmt.Fprintf(a.stderr, "bitempo: load %s: interrupted while reading %s; nothing loaded, the store is as it was before\n", table, name)
+				fmt.Fprintf(a.stderr, "bitempo: load %s: interrupted while reading %s; nothing loaded, the store is as it was before\n", table, what)
 				os.Exit(exitSignal)
 			}
-		case <-done:
+		case <-finished:
 		}
 	}()
-	in, err := readInputAs(path, name, format, a.stdin)
-	if !phase.CompareAndSwap(reading, read) {
+	err := read()
+	if !phase.CompareAndSwap(reading, done) {
 		select {} // the goroutine is exiting the process
 	}
-	return in, err
+	return err
 }
 
 // chooseMode checks the flags against the table's kind.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -51,10 +50,8 @@ func removeLeftoverSpools(db *store.DB) {
 }
 
 // spoolStdin copies stdin to a new spool file and returns its path; the
-// caller removes it. A read of stdin does not return when a signal arrives
-// (a terminal, or a pipe whose writer ignores SIGINT), so a signal during the
-// copy removes the spool and ends the process here; nothing has been written
-// to the store yet.
+// caller removes it. A signal during the copy removes the spool and ends the
+// process (exitDuringRead).
 func (a *app) spoolStdin(ctx context.Context, db *store.DB, table string) (string, error) {
 	dir, prefix := spoolPlace(db)
 	if dir == "" {
@@ -67,28 +64,13 @@ func (a *app) spoolStdin(ctx context.Context, db *store.DB, table string) (strin
 		}
 	}
 	name := f.Name()
-	const copying, copied, exiting = 0, 1, 2
-	var phase atomic.Int32
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			if a.shared == nil && phase.CompareAndSwap(copying, exiting) {
-				_ = os.Remove(name)
-				fmt.Fprintf(a.stderr, "bitempo: load %s: interrupted while reading stdin; nothing loaded, the store is as it was before\n", table)
-				os.Exit(exitSignal)
-			}
-		case <-done:
+	err = a.exitDuringRead(ctx, table, "stdin", func() { _ = os.Remove(name) }, func() error {
+		_, err := io.Copy(f, a.stdin)
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
-	}()
-	_, err = io.Copy(f, a.stdin)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if !phase.CompareAndSwap(copying, copied) {
-		select {} // the goroutine is exiting the process
-	}
+		return err
+	})
 	if err != nil {
 		_ = os.Remove(name)
 		return "", fmt.Errorf("load %s: copying stdin to %s: %w; nothing loaded", table, name, err)

@@ -348,21 +348,12 @@ func (r *loadRun) commitMerged(rs *runSorter, nrows int, in *input) error {
 		sinceFlush := 0
 		var group []loadRow
 		for {
-			group, err = m.nextKey(group[:0], in)
+			group, err = r.nextKeyRows(tx, m, group[:0], in, &sinceFlush)
 			if err != nil {
 				return err
 			}
 			if len(group) == 0 {
 				break
-			}
-			if r.ctx.Err() != nil {
-				return errInterrupted
-			}
-			if sinceFlush >= flushRows {
-				if err := tx.Flush(); err != nil {
-					return err
-				}
-				sinceFlush = 0
 			}
 			switch r.mode {
 			case modeVersions:
@@ -394,7 +385,6 @@ func (r *loadRun) commitMerged(rs *runSorter, nrows int, in *input) error {
 				}
 			}
 			r.bar.add(len(group))
-			sinceFlush += len(group)
 		}
 		if len(overlaps) > 0 {
 			return errOverlaps
@@ -538,6 +528,28 @@ func (rs *runSorter) finish() error {
 
 // merge opens every run for reading in sort order.
 func (rs *runSorter) merge() (*runMerge, error) { return openMerge(rs, rs.runs) }
+
+// nextKeyRows appends the next key's rows from m to group (none at the end of
+// the input), first failing with errInterrupted if the load was interrupted and
+// flushing tx when flushRows rows have passed since its last flush; sinceFlush
+// counts them across calls.
+func (r *loadRun) nextKeyRows(tx *txn.Tx, m *runMerge, group []loadRow, in *input, sinceFlush *int) ([]loadRow, error) {
+	group, err := m.nextKey(group, in)
+	if err != nil || len(group) == 0 {
+		return group, err
+	}
+	if r.ctx.Err() != nil {
+		return group, errInterrupted
+	}
+	if *sinceFlush >= flushRows {
+		if err := tx.Flush(); err != nil {
+			return group, err
+		}
+		*sinceFlush = 0
+	}
+	*sinceFlush += len(group)
+	return group, nil
+}
 
 // appendRunRow frames a run row: lengths, tuple, at, seq, record.
 func appendRunRow(dst []byte, r *runRow) []byte {

@@ -94,20 +94,11 @@ func (r *loadRun) applyKeys(tx *txn.Tx, kb *txn.KeyBatch, rs *runSorter, in *inp
 	var pos []int
 	sinceFlush := 0
 	for {
-		if group, err = m.nextKey(group[:0], in); err != nil {
+		if group, err = r.nextKeyRows(tx, m, group[:0], in, &sinceFlush); err != nil {
 			return err
 		}
 		if len(group) == 0 {
 			return nil
-		}
-		if r.ctx.Err() != nil {
-			return errInterrupted
-		}
-		if sinceFlush >= flushRows {
-			if err := tx.Flush(); err != nil {
-				return err
-			}
-			sinceFlush = 0
 		}
 		group = lastPerEvent(group)
 		events, pos = events[:0], pos[:0]
@@ -123,6 +114,5 @@ func (r *loadRun) applyKeys(tx *txn.Tx, kb *txn.KeyBatch, rs *runSorter, in *inp
 			return err
 		}
 		r.bar.add(len(group))
-		sinceFlush += len(group)
 	}
 }

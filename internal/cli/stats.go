@@ -32,56 +32,50 @@ layout costs per version.`,
   bitempo stats --keyspaces`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			w, err := out.writer(a)
-			if err != nil {
-				return err
-			}
-			var size int64
-			var files int
-			if a.onPebble() {
-				if size, files, err = dirSize(a.db); err != nil {
-					return err
+			return a.reading(&out, func(db *store.DB, w rowWriter) error {
+				var size int64
+				var files int
+				if a.onPebble() {
+					var err error
+					if size, files, err = dirSize(a.db); err != nil {
+						return err
+					}
 				}
-			}
-			s, err := db.Snapshot()
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			line := fmt.Sprintf("store %s: %d tables, last tx %s, pebble size %d bytes (%s) in %d files",
-				a.db, len(db.Tables()), orNone(formatInstant(s.LastTx())), size, humanBytes(size), files)
-			if !a.onPebble() {
-				line = fmt.Sprintf("store %s: %d tables, last tx %s, on %s",
-					a.db, len(db.Tables()), orNone(formatInstant(s.LastTx())), db.EngineName())
-			}
-			if _, ok := w.(*tableWriter); ok {
-				fmt.Fprintln(a.stdout, line)
-			} else if !a.quiet {
-				fmt.Fprintln(a.stderr, "bitempo: "+line)
-			}
-			if keyspaces {
-				return keyspaceRows(s, w)
-			}
-			if err := w.header([]string{"table", "kind", "keys", "versions", "records", "retired", "events"}); err != nil {
-				return err
-			}
-			for _, t := range db.Tables() {
-				st, err := s.TableStats(t)
+				s, err := db.Snapshot()
 				if err != nil {
 					return err
 				}
-				err = w.row([]cell{valueCell(t.Name), valueCell(t.Kind.String()), valueCell(st.Keys),
-					valueCell(st.Versions), valueCell(st.Records), valueCell(st.Retired), valueCell(st.Events)})
-				if err != nil {
+				defer s.Close()
+				line := fmt.Sprintf("store %s: %d tables, last tx %s, pebble size %d bytes (%s) in %d files",
+					a.db, len(db.Tables()), orNone(formatInstant(s.LastTx())), size, humanBytes(size), files)
+				if !a.onPebble() {
+					line = fmt.Sprintf("store %s: %d tables, last tx %s, on %s",
+						a.db, len(db.Tables()), orNone(formatInstant(s.LastTx())), db.EngineName())
+				}
+				if _, ok := w.(*tableWriter); ok {
+					fmt.Fprintln(a.stdout, line)
+				} else if !a.quiet {
+					fmt.Fprintln(a.stderr, "bitempo: "+line)
+				}
+				if keyspaces {
+					return keyspaceRows(s, w)
+				}
+				if err := w.header([]string{"table", "kind", "keys", "versions", "records", "retired", "events"}); err != nil {
 					return err
 				}
-			}
-			return w.close()
+				for _, t := range db.Tables() {
+					st, err := s.TableStats(t)
+					if err != nil {
+						return err
+					}
+					err = w.row([]cell{valueCell(t.Name), valueCell(t.Kind.String()), valueCell(st.Keys),
+						valueCell(st.Versions), valueCell(st.Records), valueCell(st.Retired), valueCell(st.Events)})
+					if err != nil {
+						return err
+					}
+				}
+				return w.close()
+			})
 		}),
 	}
 	out.register(cmd, false)

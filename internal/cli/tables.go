@@ -24,29 +24,22 @@ bitempo describe NAME shows one table in full; bitempo stats counts its records.
   bitempo tables --format json`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			w, err := out.writer(a)
-			if err != nil {
-				return err
-			}
-			if err := w.header([]string{"table", "kind", "key", "axis", "attributes"}); err != nil {
-				return err
-			}
-			for _, t := range db.Tables() {
-				key := make([]string, len(t.Key))
-				for i, c := range t.Key {
-					key[i] = c.Name + " " + c.Type.String()
-				}
-				if err := w.row([]cell{valueCell(t.Name), valueCell(t.Kind.String()), valueCell(strings.Join(key, ", ")),
-					valueCell(t.Axis.String()), valueCell(strings.Join(db.AttrNames(t), ", "))}); err != nil {
+			return a.reading(&out, func(db *store.DB, w rowWriter) error {
+				if err := w.header([]string{"table", "kind", "key", "axis", "attributes"}); err != nil {
 					return err
 				}
-			}
-			return w.close()
+				for _, t := range db.Tables() {
+					key := make([]string, len(t.Key))
+					for i, c := range t.Key {
+						key[i] = c.Name + " " + c.Type.String()
+					}
+					if err := w.row([]cell{valueCell(t.Name), valueCell(t.Kind.String()), valueCell(strings.Join(key, ", ")),
+						valueCell(t.Axis.String()), valueCell(strings.Join(db.AttrNames(t), ", "))}); err != nil {
+						return err
+					}
+				}
+				return w.close()
+			})
 		}),
 	}
 	out.register(cmd, false)
@@ -182,30 +175,27 @@ type the table's name; otherwise (scripts) it refuses unless --yes is given.`,
 		Args: argsRange(1, 1, "a table NAME"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			db, err := a.open(false)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			t, err := a.table(db, name)
-			if err != nil {
-				return err
-			}
-			if !yes {
-				if !a.stdinTTY {
-					return usagef("drop: dropping %s deletes its whole history; give --yes to confirm (stdin is not a terminal to ask)", name)
+			return a.withStore(false, func(db *store.DB) error {
+				t, err := a.table(db, name)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(a.stderr, "Drop table %s (%s) from %s, deleting its whole history? Type its name to confirm: ", name, describeTable(t), a.db)
-				answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
-				if strings.TrimSpace(answer) != name {
-					return fmt.Errorf("drop: not confirmed; %s is left as it was", name)
+				if !yes {
+					if !a.stdinTTY {
+						return usagef("drop: dropping %s deletes its whole history; give --yes to confirm (stdin is not a terminal to ask)", name)
+					}
+					fmt.Fprintf(a.stderr, "Drop table %s (%s) from %s, deleting its whole history? Type its name to confirm: ", name, describeTable(t), a.db)
+					answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+					if strings.TrimSpace(answer) != name {
+						return fmt.Errorf("drop: not confirmed; %s is left as it was", name)
+					}
 				}
-			}
-			if err := db.DropTable(name); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "dropped table %s from %s\n", name, a.db)
-			return nil
+				if err := db.DropTable(name); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "dropped table %s from %s\n", name, a.db)
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "drop without asking")

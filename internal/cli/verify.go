@@ -22,20 +22,17 @@ most, not the records.`,
 		Example: `  bitempo verify --db ./bitempo.db`,
 		Args:    argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(true)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			rep, err := store.Verify(db)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "%s: %s\n", a.db, rep)
-			if !rep.OK() {
-				return fmt.Errorf("verify: %s has %d problems (report above)", a.db, len(rep.Problems))
-			}
-			return nil
+			return a.withStore(true, func(db *store.DB) error {
+				rep, err := store.Verify(db)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "%s: %s\n", a.db, rep)
+				if !rep.OK() {
+					return fmt.Errorf("verify: %s has %d problems (report above)", a.db, len(rep.Problems))
+				}
+				return nil
+			})
 		}),
 	}
 }
