@@ -223,26 +223,38 @@ func applyBatches(t *testing.T, open Opener, def store.TableDef, batches [][]txn
 // whose keys are one string column: valid period and attribute bytes
 // (surrogate keys depend on arrival order, so they are left out).
 func StoredVersions(t *testing.T, db *store.DB, tbl *store.Table) string {
-	s, err := db.Snapshot()
+	var b strings.Builder
+	err := eachChangesKey(db, tbl, func(s *store.Snapshot, tuple []byte) error {
+		vs, err := s.KeyVersions(tbl, tuple, store.Infinity)
+		for _, v := range vs {
+			writeVersion(&b, v.Key[0].(string), v.ValidFrom, v.ValidTo, v.Attrs)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// eachChangesKey calls fn with one snapshot and the key tuple of every key of
+// the changes table tbl, in key order, and stops at its first error.
+func eachChangesKey(db *store.DB, tbl *store.Table, fn func(s *store.Snapshot, tuple []byte) error) error {
+	s, err := db.Snapshot()
+	if err != nil {
+		return err
 	}
 	defer s.Close()
 	tuples, err := s.ChangesKeys(tbl)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	var b strings.Builder
 	for _, tuple := range tuples {
-		vs, err := s.KeyVersions(tbl, tuple, store.Infinity)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vs {
-			writeVersion(&b, v.Key[0].(string), v.ValidFrom, v.ValidTo, v.Attrs)
+		if err := fn(s, tuple); err != nil {
+			return err
 		}
 	}
-	return b.String()
+	return nil
 }
 
 func writeVersion(b *strings.Builder, key string, from, to int64, attrs store.Attrs) {
