@@ -2,7 +2,6 @@ package fuzz
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -133,34 +132,12 @@ func cdcRunArrival(t *testing.T, def store.TableDef, batches [][]txn.Event, repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	var applied []txn.Event
-	var committed []string
-	for i, batch := range batches {
-		if replays != nil && replays[i]&3 == 0 && len(committed) > 0 {
-			id := committed[replays[i]>>2%len(committed)]
-			if res, err := txn.Apply(db, "t", id, batch); err != nil || !res.Replayed {
-				t.Fatalf("replay of %s: %+v %v", id, res, err)
-			}
+	applied := enginetest.ApplyBatches(t, db, tbl, batches, func(i, n int) int {
+		if replays != nil && replays[i]&3 == 0 && n > 0 {
+			return (replays[i] >> 2) % n
 		}
-		id := fmt.Sprintf("b%d", i)
-		_, err := txn.Apply(db, "t", id, batch)
-		if def.Lateness > 0 && errors.Is(err, txn.ErrTooLate) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("apply %s %v: %v", id, batch, err)
-		}
-		committed = append(committed, id)
-		applied = append(applied, batch...)
-		got, want := enginetest.StoredVersions(t, db, tbl), enginetest.Derived(tbl, applied)
-		if got != want {
-			t.Fatalf("after batch %s (events so far %v):\ngot\n%s\nwant\n%s", id, applied, got, want)
-		}
-		rep, err := store.Verify(db)
-		if err != nil || !rep.OK() {
-			t.Fatalf("verify after batch %s: %v %v", id, err, rep)
-		}
-	}
+		return -1
+	}, func(err error) bool { return def.Lateness > 0 && errors.Is(err, txn.ErrTooLate) })
 	stored := enginetest.StoredVersions(t, db, tbl)
 	if erase >= 0 && len(applied) > 0 {
 		cdcCheckErase(t, db, tbl, applied, applied[erase%len(applied)].Key)

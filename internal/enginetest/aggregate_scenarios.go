@@ -12,7 +12,6 @@ import (
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // This file is the driver of the aggregation scenarios
@@ -27,7 +26,7 @@ import (
 func Aggregate(db *store.DB, d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
 	case "create":
-		return "", aggCreate(db, d)
+		return "", createTable(db, d)
 	case "upsert", "put", "delete", "deleteat":
 		return aggWrite(db, d)
 	case "group":
@@ -38,100 +37,6 @@ func Aggregate(db *store.DB, d *datadriven.TestData) (string, error) {
 		return aggBackfill(db, d)
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
-}
-
-func aggArg(d *datadriven.TestData, key string) string {
-	for _, a := range d.CmdArgs {
-		if a.Key == key && len(a.Vals) > 0 {
-			return a.Vals[0]
-		}
-	}
-	return ""
-}
-
-func aggCreate(db *store.DB, d *datadriven.TestData) error {
-	def := store.TableDef{Name: aggArg(d, "table"), MixedTypes: d.HasArg("mixed")}
-	for _, col := range strings.Split(aggArg(d, "key"), ",") {
-		name, typ, _ := strings.Cut(col, ":")
-		kt, err := store.ParseKeyType(typ)
-		if err != nil {
-			return err
-		}
-		def.Key = append(def.Key, store.KeyColumn{Name: name, Type: kt})
-	}
-	if g := aggArg(d, "group"); g != "" {
-		def.GroupBy = strings.Split(g, ",")
-	}
-	if aggArg(d, "axis") == "int" {
-		def.Axis = store.AxisInt
-	}
-	_, err := db.CreateTable(def)
-	return err
-}
-
-// aggTime parses a valid time: a date, a date-time, an integer or ±inf.
-func aggTime(s string) (int64, error) {
-	switch s {
-	case "-inf":
-		return store.NegInfinity, nil
-	case "+inf", "inf":
-		return store.Infinity, nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, nil
-	}
-	for _, layout := range []string{"2006-01-02", "2006-01-02T15:04", "2006-01-02T15:04:05"} {
-		if tm, err := time.Parse(layout, s); err == nil {
-			return tm.UnixMicro(), nil
-		}
-	}
-	return 0, fmt.Errorf("bad time %q", s)
-}
-
-func aggFormatTime(t int64, intAxis bool) string {
-	switch {
-	case t == store.Infinity:
-		return "+inf"
-	case t == store.NegInfinity:
-		return "-inf"
-	case intAxis:
-		return fmt.Sprint(t)
-	}
-	tm := time.UnixMicro(t).UTC()
-	if tm.Hour() == 0 && tm.Minute() == 0 && tm.Second() == 0 && tm.Nanosecond() == 0 {
-		return tm.Format("2006-01-02")
-	}
-	return tm.Format("2006-01-02T15:04:05.999999")
-}
-
-// aggValue parses an attribute value or a group key component.
-func aggValue(s string) any {
-	switch {
-	case s == "null":
-		return nil
-	case s == "true" || s == "false":
-		return s == "true"
-	case strings.HasPrefix(s, `"`):
-		u, err := strconv.Unquote(s)
-		if err == nil {
-			return u
-		}
-	case strings.HasPrefix(s, "t:"):
-		if tm, err := time.Parse(time.RFC3339Nano, s[2:]); err == nil {
-			return tm
-		}
-	case strings.HasPrefix(s, "d:"):
-		if d, err := encoding.ParseDecimal(s[2:]); err == nil {
-			return d
-		}
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return f
-	}
-	return s
 }
 
 func aggFormatValue(v any) string {
@@ -152,69 +57,11 @@ func aggFormatValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-func aggAttrs(line string) store.Attrs {
-	attrs := store.Attrs{}
-	for _, f := range strings.Fields(line) {
-		name, value, _ := strings.Cut(f, "=")
-		attrs[name] = aggValue(value)
-	}
-	return attrs
-}
-
-func aggKey(db *store.DB, table, s string) (store.Key, error) {
-	tb, err := db.Table(table)
-	if err != nil {
-		return nil, err
-	}
-	parts := strings.Split(s, ",")
-	key := make(store.Key, len(parts))
-	for i, p := range parts {
-		if i < len(tb.Key) && tb.Key[i].Type == store.Int64 {
-			n, err := strconv.ParseInt(p, 10, 64)
-			if err != nil {
-				return nil, err
-			}
-			key[i] = n
-		} else {
-			key[i] = p
-		}
-	}
-	return key, nil
-}
-
+// aggWrite runs one write command and prints its commit's tx.
 func aggWrite(db *store.DB, d *datadriven.TestData) (string, error) {
-	table := aggArg(d, "table")
-	key, err := aggKey(db, table, aggArg(d, "key"))
+	c, _, err := commitOps(db, []*datadriven.TestData{d}, false)
 	if err != nil {
 		return "", err
-	}
-	times := map[string]int64{}
-	for _, name := range []string{"at", "from", "to"} {
-		if v := aggArg(d, name); v != "" {
-			if times[name], err = aggTime(v); err != nil {
-				return "", err
-			}
-		}
-	}
-	attrs := aggAttrs(d.Input)
-	c, err := txn.Update(db, func(tx *txn.Tx) error {
-		switch d.Cmd {
-		case "upsert":
-			_, err := tx.Upsert(table, key, attrs, times["at"])
-			return err
-		case "put":
-			return tx.Put(table, key, attrs, times["from"], times["to"])
-		case "delete":
-			return tx.Delete(table, key, times["from"], times["to"])
-		}
-		_, err := tx.DeleteAt(table, key, times["at"])
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	if err := VerifyStore(db); err != nil {
-		return "", fmt.Errorf("after the write: %w", err)
 	}
 	if c.Tx == 0 {
 		return "no change\n", nil
@@ -222,9 +69,11 @@ func aggWrite(db *store.DB, d *datadriven.TestData) (string, error) {
 	return fmt.Sprintf("tx %d\n", c.Tx), nil
 }
 
-func aggTx(d *datadriven.TestData) int64 {
-	n, _ := strconv.ParseInt(aggArg(d, "tx"), 10, 64)
-	return n
+// groupArg reads the group key of a command: one component, written as a
+// value (parseValue).
+func groupArg(d *datadriven.TestData) (store.Key, error) {
+	v, err := parseValue(arg(d, "group"))
+	return store.Key{v}, err
 }
 
 func aggGroup(db *store.DB, d *datadriven.TestData) (string, error) {
@@ -233,19 +82,25 @@ func aggGroup(db *store.DB, d *datadriven.TestData) (string, error) {
 		return "", err
 	}
 	defer s.Close()
-	tb, err := s.Table(aggArg(d, "table"))
+	tb, err := s.Table(arg(d, "table"))
 	if err != nil {
 		return "", err
 	}
-	group, err := tb.AppendGroupKey(nil, store.Key{aggValue(aggArg(d, "group"))})
+	g, err := groupArg(d)
 	if err != nil {
 		return "", err
 	}
-	tx := aggTx(d)
-	if tx == 0 {
+	group, err := tb.AppendGroupKey(nil, g)
+	if err != nil {
+		return "", err
+	}
+	tx, err := timeArg(d, "tx", query.Latest)
+	if err != nil {
+		return "", err
+	}
+	if tx == query.Latest {
 		tx = s.LastTx()
 	}
-	intAxis := tb.Axis == store.AxisInt
 	var b strings.Builder
 	for r, err := range s.GroupRecords(tb, group, tx, tx) {
 		if err != nil {
@@ -259,11 +114,7 @@ func aggGroup(db *store.DB, d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		var parts []string
-		for _, n := range attrs.Names() {
-			parts = append(parts, n+"="+aggFormatValue(attrs[n]))
-		}
-		fmt.Fprintf(&b, "%s [%s, %s) tx %d %s\n", key, aggFormatTime(r.ValidFrom, intAxis), aggFormatTime(r.ValidTo, intAxis), r.TxFrom, strings.Join(parts, " "))
+		fmt.Fprintf(&b, "%s [%s, %s) tx %d %s\n", key, formatAxisTime(r.ValidFrom, tb.Axis, microClock), formatAxisTime(r.ValidTo, tb.Axis, microClock), r.TxFrom, joinAttrs(attrs, aggFormatValue))
 	}
 	if b.Len() == 0 {
 		return "empty\n", nil
@@ -292,22 +143,28 @@ func aggFormatFeatures(names []string, values []any) string {
 }
 
 func aggPoint(db *store.DB, d *datadriven.TestData) (string, error) {
-	table := aggArg(d, "table")
+	table := arg(d, "table")
 	aggs, err := aggSpecs(strings.Split(strings.TrimSpace(d.Input), "\n"))
 	if err != nil {
 		return "", err
 	}
-	ts, err := aggTime(aggArg(d, "ts"))
+	ts, err := requiredTime(d, "ts")
 	if err != nil {
 		return "", err
 	}
-	at := query.AsOf{Valid: ts, Tx: aggTx(d)}
-	row := query.LeftRow{TS: ts, Tx: at.Tx}
+	tx, err := timeArg(d, "tx", query.Latest)
+	if err != nil {
+		return "", err
+	}
+	at := query.AsOf{Valid: ts, Tx: tx}
+	row := query.LeftRow{TS: ts, Tx: tx}
 	var f query.Features
 	if d.HasArg("all") {
 		f, err = query.AggregateTable(db, table, at, aggs)
 	} else {
-		row.Group = store.Key{aggValue(aggArg(d, "group"))}
+		if row.Group, err = groupArg(d); err != nil {
+			return "", err
+		}
 		f, err = query.Aggregate(db, table, row.Group, at, aggs)
 	}
 	got := ""
@@ -345,7 +202,7 @@ func aggRunBackfill(db *store.DB, table string, rows []query.LeftRow, aggs []que
 }
 
 func aggBackfill(db *store.DB, d *datadriven.TestData) (string, error) {
-	table := aggArg(d, "table")
+	table := arg(d, "table")
 	var err error
 	var specs, labels []string
 	var rows []query.LeftRow
@@ -357,27 +214,34 @@ func aggBackfill(db *store.DB, d *datadriven.TestData) (string, error) {
 		case len(fields) >= 3 && fields[0] == "row":
 			var row query.LeftRow
 			if !d.HasArg("all") {
-				row.Group = store.Key{aggValue(fields[1])}
+				g, err := parseValue(fields[1])
+				if err != nil {
+					return "", err
+				}
+				row.Group = store.Key{g}
 			}
-			if row.TS, err = aggTime(fields[2]); err != nil {
+			if row.TS, err = parseTime(fields[2]); err != nil {
 				return "", err
 			}
 			if len(fields) > 3 {
-				if row.Tx, err = strconv.ParseInt(strings.TrimPrefix(fields[3], "tx="), 10, 64); err != nil {
+				if row.Tx, err = parseTime(strings.TrimPrefix(fields[3], "tx=")); err != nil {
 					return "", err
 				}
 			}
 			rows = append(rows, row)
 			labels = append(labels, strings.Join(fields[1:], " "))
 		default:
-			return "", fmt.Errorf("bad line %q", line)
+			return "", notationErrorf("bad backfill line %q", line)
 		}
 	}
 	aggs, err := aggSpecs(specs)
 	if err != nil {
 		return "", err
 	}
-	opts := query.BackfillOptions{Tx: aggTx(d), TableWide: d.HasArg("all")}
+	opts := query.BackfillOptions{TableWide: d.HasArg("all")}
+	if opts.Tx, err = timeArg(d, "tx", query.Latest); err != nil {
+		return "", err
+	}
 	var progress []query.BackfillProgress
 	opts.Progress = func(p query.BackfillProgress) { progress = append(progress, p) }
 	out, err := aggRunBackfill(db, table, rows, aggs, opts)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -69,93 +68,19 @@ func singleArg(d *datadriven.TestData, a datadriven.CmdArg) (string, error) {
 	return a.Vals[0], nil
 }
 
-// requiredArg returns the value of a command argument the command needs.
-func requiredArg(d *datadriven.TestData, key string) (string, error) {
-	if !d.HasArg(key) {
-		return "", fmt.Errorf("%s: %s needs argument %q", d.Pos, d.Cmd, key)
-	}
-	return arg(d, key), nil
-}
-
+// createTable runs the table command: parseTableDef's arguments over the
+// apply scenarios' defaults (a changes table keyed by id:string on an int
+// axis).
 func (h *applyScenario) createTable(db *store.DB, d *datadriven.TestData) (string, error) {
-	def := store.TableDef{Kind: store.Changes, Key: []store.KeyColumn{{Name: "id", Type: store.String}}, Axis: store.AxisInt}
-	for _, a := range d.CmdArgs {
-		var v string
-		if len(a.Vals) > 0 {
-			v = a.Vals[0]
-		}
-		var err error
-		switch a.Key {
-		case "name":
-			def.Name, err = singleArg(d, a)
-		case "mixed":
-			def.MixedTypes = true
-		case "kind":
-			def.Kind, _ = store.ParseKind(v)
-		case "key":
-			def.Key = nil
-			for _, v := range a.Vals {
-				name, typ, _ := strings.Cut(v, ":")
-				kt, err := store.ParseKeyType(typ)
-				if err != nil {
-					return "", fmt.Errorf("%s: %w", d.Pos, err)
-				}
-				def.Key = append(def.Key, store.KeyColumn{Name: name, Type: kt})
-			}
-		case "track":
-			def.Track = a.Vals
-		case "except":
-			def.TrackExcept = a.Vals
-		case "compare":
-			def.Compare, err = parseCompare(d, a.Vals)
-		case "ignore-nulls":
-			def.IgnoreNulls = true
-		case "granularity":
-			if v == "day" {
-				def.Granularity = int64(24 * time.Hour / time.Microsecond)
-			} else {
-				def.Granularity, err = strconv.ParseInt(v, 10, 64)
-			}
-		case "lateness":
-			def.Lateness, err = strconv.ParseInt(v, 10, 64)
-		case "axis":
-			def.Axis, _ = store.ParseAxis(v)
-		default:
-			err = fmt.Errorf("unknown argument %q", a.Key)
-		}
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", d.Pos, err)
-		}
+	def, err := parseTableDef(d, store.TableDef{Kind: store.Changes, Key: []store.KeyColumn{{Name: "id", Type: store.String}}, Axis: store.AxisInt})
+	if err != nil {
+		return "", err
 	}
 	if _, err := db.CreateTable(def); err != nil {
 		return "", err
 	}
 	h.last = def.Name
 	return "ok\n", nil
-}
-
-// parseCompare reads compare=(a:round2,b:trim:fold).
-func parseCompare(d *datadriven.TestData, vals []string) (map[string]store.CompareOptions, error) {
-	compare := map[string]store.CompareOptions{}
-	for _, v := range vals {
-		parts := strings.Split(v, ":")
-		var c store.CompareOptions
-		for _, o := range parts[1:] {
-			switch {
-			case o == "trim":
-				c.Trim = true
-			case o == "fold":
-				c.FoldCase = true
-			case strings.HasPrefix(o, "round"):
-				c.Round = true
-				c.Scale, _ = strconv.Atoi(strings.TrimPrefix(o, "round"))
-			default:
-				return nil, fmt.Errorf("%s: unknown compare option %q", d.Pos, o)
-			}
-		}
-		compare[parts[0]] = c
-	}
-	return compare, nil
 }
 
 func (h *applyScenario) apply(db *store.DB, d *datadriven.TestData) (string, error) {
@@ -167,15 +92,9 @@ func (h *applyScenario) apply(db *store.DB, d *datadriven.TestData) (string, err
 	if err != nil {
 		return "", err
 	}
-	var events []txn.Event
-	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			e, err := scenarioEvent(d, tbl, line)
-			if err != nil {
-				return "", err
-			}
-			events = append(events, e)
-		}
+	events, err := parseEvents(tbl, d.Input, applyKeySep)
+	if err != nil {
+		return "", err
 	}
 	res, err := txn.Apply(db, tbl.Name, batch, events)
 	if err != nil {
@@ -191,20 +110,8 @@ func (h *applyScenario) apply(db *store.DB, d *datadriven.TestData) (string, err
 	}
 	h.batches[batch] = res.Tx
 	b.WriteString(formatResult(res))
-	s, err := db.Snapshot()
-	if err != nil {
-		return "", err
-	}
-	defer s.Close()
-	tuples, err := s.ChangesKeys(tbl)
-	if err != nil {
-		return "", err
-	}
-	for _, tuple := range tuples {
+	err = eachChangesKey(db, tbl, func(s *store.Snapshot, tuple []byte) error {
 		recs, err := s.KeyRecords(tbl, tuple)
-		if err != nil {
-			return "", err
-		}
 		for _, r := range recs {
 			if r.TxTo == res.Tx {
 				fmt.Fprintf(&b, "- %s\n", formatAxisVersion(tbl, &r))
@@ -215,6 +122,10 @@ func (h *applyScenario) apply(db *store.DB, d *datadriven.TestData) (string, err
 				fmt.Fprintf(&b, "+ %s\n", formatAxisVersion(tbl, &r))
 			}
 		}
+		return err
+	})
+	if err != nil {
+		return "", err
 	}
 	return b.String(), nil
 }
@@ -252,24 +163,16 @@ func (h *applyScenario) versions(db *store.DB, d *datadriven.TestData) (string, 
 			return "", fmt.Errorf("%s: batch %q was not applied", d.Pos, batch)
 		}
 	}
-	s, err := db.Snapshot()
-	if err != nil {
-		return "", err
-	}
-	defer s.Close()
-	tuples, err := s.ChangesKeys(tbl)
-	if err != nil {
-		return "", err
-	}
 	var b strings.Builder
-	for _, tuple := range tuples {
+	err = eachChangesKey(db, tbl, func(s *store.Snapshot, tuple []byte) error {
 		vs, err := s.KeyVersions(tbl, tuple, tx)
-		if err != nil {
-			return "", err
-		}
 		for _, v := range vs {
 			fmt.Fprintf(&b, "%s\n", formatAxisVersion(tbl, &v))
 		}
+		return err
+	})
+	if err != nil {
+		return "", err
 	}
 	if b.Len() == 0 {
 		return "no versions\n", nil
@@ -278,15 +181,11 @@ func (h *applyScenario) versions(db *store.DB, d *datadriven.TestData) (string, 
 }
 
 func (h *applyScenario) events(db *store.DB, d *datadriven.TestData) (string, error) {
-	tbl, err := h.table(db, d)
+	tbl, key, err := h.tableKey(db, d)
 	if err != nil {
 		return "", err
 	}
-	keyText, err := requiredArg(d, "key")
-	if err != nil {
-		return "", err
-	}
-	tuple, err := tbl.AppendKey(nil, scenarioKey(tbl, keyText))
+	tuple, err := tbl.AppendKey(nil, key)
 	if err != nil {
 		return "", err
 	}
@@ -299,15 +198,15 @@ func (h *applyScenario) events(db *store.DB, d *datadriven.TestData) (string, er
 	if cp, ok, err := s.Checkpoint(tbl, tuple); err != nil {
 		return "", err
 	} else if ok && cp.Open {
-		fmt.Fprintf(&b, "checkpoint through %s: open since %s %s\n", formatAxisTime(tbl, cp.Through), formatAxisTime(tbl, cp.From), formatAttrs(cp.Attrs))
+		fmt.Fprintf(&b, "checkpoint through %s: open since %s %s\n", applyTime(tbl, cp.Through), applyTime(tbl, cp.From), formatAttrs(cp.Attrs))
 	} else if ok {
-		fmt.Fprintf(&b, "checkpoint through %s: nothing open\n", formatAxisTime(tbl, cp.Through))
+		fmt.Fprintf(&b, "checkpoint through %s: nothing open\n", applyTime(tbl, cp.Through))
 	}
 	for e, err := range s.KeyEvents(tbl, tuple, store.NegInfinity, store.NegInfinity) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "@%s#%d %s", formatAxisTime(tbl, e.At), e.Seq, e.Op)
+		fmt.Fprintf(&b, "@%s#%d %s", applyTime(tbl, e.At), e.Seq, e.Op)
 		if e.Op == store.EventUpsert {
 			fmt.Fprintf(&b, " %s", formatAttrs(e.Attrs))
 		}
@@ -319,42 +218,45 @@ func (h *applyScenario) events(db *store.DB, d *datadriven.TestData) (string, er
 	return b.String(), nil
 }
 
-func (h *applyScenario) put(db *store.DB, d *datadriven.TestData) (string, error) {
+// tableKey returns the command's table (h.table) and the key argument it
+// needs, written with applyKeySep.
+func (h *applyScenario) tableKey(db *store.DB, d *datadriven.TestData) (*store.Table, store.Key, error) {
 	tbl, err := h.table(db, d)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	var keyText, fromText, toText string
-	for _, p := range []struct {
-		name string
-		v    *string
-	}{{"key", &keyText}, {"from", &fromText}, {"to", &toText}} {
-		if *p.v, err = requiredArg(d, p.name); err != nil {
-			return "", err
-		}
+	k, err := requiredArg(d, "key")
+	if err != nil {
+		return nil, nil, err
 	}
-	from, err := scenarioTime(d, fromText)
+	return tbl, tableKey(tbl, k, applyKeySep), nil
+}
+
+func (h *applyScenario) put(db *store.DB, d *datadriven.TestData) (string, error) {
+	tbl, key, err := h.tableKey(db, d)
 	if err != nil {
 		return "", err
 	}
-	to, err := scenarioTime(d, toText)
+	from, to, err := periodArgs(d)
 	if err != nil {
 		return "", err
 	}
-	attrs := store.Attrs{}
+	var fields []string
 	for _, a := range d.CmdArgs {
 		if !slices.Contains([]string{"table", "key", "from", "to"}, a.Key) {
 			v, err := singleArg(d, a)
 			if err != nil {
 				return "", err
 			}
-			if attrs[a.Key], err = scenarioValue(d, v); err != nil {
-				return "", err
-			}
+			fields = append(fields, a.Key+"="+v)
 		}
 	}
+	attrs, err := attrsOf(fields)
+	if err != nil {
+		return "", err
+	}
 	_, err = txn.Update(db, func(tx *txn.Tx) error {
-		return tx.Put(tbl.Name, scenarioKey(tbl, keyText), attrs, from, to)
+		return tx.Put(tbl.Name, key, attrs, from, to)
 	})
 	if err != nil {
 		return "", err
@@ -362,174 +264,20 @@ func (h *applyScenario) put(db *store.DB, d *datadriven.TestData) (string, error
 	return "ok\n", nil
 }
 
-// scenarioEvent parses "KEY @AT[#SEQ] OP [name=value ...]".
-func scenarioEvent(d *datadriven.TestData, tbl *store.Table, line string) (txn.Event, error) {
-	fields := scenarioFields(line)
-	if len(fields) < 3 || !strings.HasPrefix(fields[1], "@") {
-		return txn.Event{}, fmt.Errorf("%s: bad event line %q", d.Pos, line)
-	}
-	e := txn.Event{Key: scenarioKey(tbl, fields[0])}
-	at, seq, hasSeq := strings.Cut(fields[1][1:], "#")
-	var err error
-	if e.At, err = scenarioTime(d, at); err != nil {
-		return txn.Event{}, err
-	}
-	if hasSeq && seq == "null" {
-		e.SeqNull = true
-	} else if hasSeq {
-		if e.Seq, err = scenarioTime(d, seq); err != nil {
-			return txn.Event{}, err
-		}
-	}
-	switch fields[2] {
-	case "upsert":
-		e.Op = txn.OpUpsert
-	case "delete":
-		e.Op = txn.OpDelete
-	default:
-		e.Op = txn.Op(9) // an operation Apply does not know: a validation scenario
-	}
-	for _, f := range fields[3:] {
-		name, value, ok := strings.Cut(f, "=")
-		if !ok {
-			return txn.Event{}, fmt.Errorf("%s: bad attribute %q", d.Pos, f)
-		}
-		if e.Attrs == nil {
-			e.Attrs = store.Attrs{}
-		}
-		if value == "<chan>" {
-			e.Attrs[name] = make(chan int) // a value no attribute can hold
-			continue
-		}
-		if e.Attrs[name], err = scenarioValue(d, value); err != nil {
-			return txn.Event{}, err
-		}
-	}
-	return e, nil
-}
-
-// scenarioFields splits on spaces outside double quotes.
-func scenarioFields(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quoted = !quoted
-			cur.WriteRune(r)
-		case r == ' ' && !quoted:
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
-}
-
-// scenarioKey parses a key written as components separated by "/"; "null" is
-// a null component. A component that does not parse as its column's type is
-// kept as a string, so that scenarios can show Apply's shape errors.
-func scenarioKey(tbl *store.Table, s string) store.Key {
-	var key store.Key
-	for i, part := range strings.Split(s, "/") {
-		switch {
-		case part == "null":
-			key = append(key, nil)
-		case i < len(tbl.Key) && tbl.Key[i].Type == store.Int64:
-			n, err := strconv.ParseInt(part, 10, 64)
-			if err != nil {
-				key = append(key, part) // a string where an int belongs: a shape error
-				continue
-			}
-			key = append(key, n)
-		default:
-			key = append(key, part)
-		}
-	}
-	return key
-}
-
-func scenarioValue(d *datadriven.TestData, s string) (any, error) {
-	switch {
-	case s == "null":
-		return nil, nil
-	case s == "true" || s == "false":
-		return s == "true", nil
-	case strings.HasPrefix(s, `"`):
-		v, err := strconv.Unquote(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: bad string %s", d.Pos, s)
-		}
-		return v, nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, nil
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return f, nil
-	}
-	return s, nil
-}
-
-// scenarioTime reads an integer, -inf, +inf, or a date (2024-03-11 or
-// 2024-03-11T10:00, UTC) as microseconds since the epoch.
-func scenarioTime(d *datadriven.TestData, s string) (int64, error) {
-	switch s {
-	case "+inf":
-		return store.Infinity, nil
-	case "-inf":
-		return store.NegInfinity, nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, nil
-	}
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02"} {
-		if ts, err := time.Parse(layout, s); err == nil {
-			return ts.UnixMicro(), nil
-		}
-	}
-	return 0, fmt.Errorf("%s: bad time %q", d.Pos, s)
-}
-
-// formatAxisTime writes a time in the notation of the table's axis: an
-// integer, or a date (with the minute when it is not midnight).
-func formatAxisTime(tbl *store.Table, v int64) string {
-	switch v {
-	case store.Infinity:
-		return "+inf"
-	case store.NegInfinity:
-		return "-inf"
-	}
-	if tbl.Axis != store.AxisDate {
-		return strconv.FormatInt(v, 10)
-	}
-	ts := time.UnixMicro(v).UTC()
-	if v%int64(24*time.Hour/time.Microsecond) == 0 {
-		return ts.Format("2006-01-02")
-	}
-	return ts.Format("2006-01-02T15:04")
+// applyTime writes a time of tbl as the apply scenarios print it: minutes.
+func applyTime(tbl *store.Table, v int64) string {
+	return formatAxisTime(v, tbl.Axis, minuteClock)
 }
 
 func formatAxisVersion(tbl *store.Table, v *store.Version) string {
-	return fmt.Sprintf("%s [%s, %s) sk %d %s", v.Key, formatAxisTime(tbl, v.ValidFrom), formatAxisTime(tbl, v.ValidTo), v.SK, formatAttrs(v.Attrs))
+	return fmt.Sprintf("%s [%s, %s) sk %d %s", v.Key, applyTime(tbl, v.ValidFrom), applyTime(tbl, v.ValidTo), v.SK, formatAttrs(v.Attrs))
 }
 
 // formatAttrs renders attributes as the apply scenarios print them:
 // {a=1 b="x y" c=null}, names sorted, strings quoted only where a bare word
 // would read as another value.
 func formatAttrs(a store.Attrs) string {
-	parts := make([]string, 0, len(a))
-	for _, name := range a.Names() {
-		parts = append(parts, name+"="+formatValue(a[name]))
-	}
-	return "{" + strings.Join(parts, " ") + "}"
+	return "{" + joinAttrs(a, formatValue) + "}"
 }
 
 func formatValue(v any) string {

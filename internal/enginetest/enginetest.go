@@ -193,56 +193,86 @@ func applyBatches(t *testing.T, open Opener, def store.TableDef, batches [][]txn
 	if err != nil {
 		t.Fatal(err)
 	}
+	ApplyBatches(t, db, tbl, batches, func(_, n int) int {
+		if n > 0 && rng.IntN(4) == 0 {
+			return rng.IntN(n)
+		}
+		return -1
+	}, nil)
+	return StoredVersions(t, db, tbl)
+}
+
+// ApplyBatches applies batches to the changes table tbl in order as batch ids
+// b0, b1, ..., checking the table after each against Derived of the events
+// applied so far and running Verify; a failed check fails the test. Before
+// batch i it replays the committed batch replay(i, n) of the n committed so
+// far, or none when that is -1; the replay must write nothing. A batch that
+// txn.Apply refuses with an error skip accepts is left out (skip may be nil);
+// any other error fails the test. It returns the events applied.
+func ApplyBatches(t *testing.T, db *store.DB, tbl *store.Table, batches [][]txn.Event, replay func(i, n int) int, skip func(error) bool) []txn.Event {
 	var applied []txn.Event
 	var committed []string
 	for i, batch := range batches {
-		if len(committed) > 0 && rng.IntN(4) == 0 {
-			id := committed[rng.IntN(len(committed))]
-			if res, err := txn.Apply(db, "t", id, batch); err != nil || !res.Replayed {
-				t.Fatalf("replay of %s: %+v %v", id, res, err)
+		if r := replay(i, len(committed)); r >= 0 {
+			if res, err := txn.Apply(db, tbl.Name, committed[r], batch); err != nil || !res.Replayed {
+				t.Fatalf("replay of %s: %+v %v", committed[r], res, err)
 			}
 		}
 		id := fmt.Sprintf("b%d", i)
-		if _, err := txn.Apply(db, "t", id, batch); err != nil {
+		if _, err := txn.Apply(db, tbl.Name, id, batch); err != nil {
+			if skip != nil && skip(err) {
+				continue
+			}
 			t.Fatalf("apply %s %v: %v", id, batch, err)
 		}
 		committed = append(committed, id)
 		applied = append(applied, batch...)
-		got, want := StoredVersions(t, db, tbl), Derived(tbl, applied)
-		if got != want {
+		if got, want := StoredVersions(t, db, tbl), Derived(tbl, applied); got != want {
 			t.Fatalf("after batch %s (events so far %v):\ngot\n%s\nwant\n%s", id, applied, got, want)
 		}
 		if err := VerifyStore(db); err != nil {
 			t.Fatalf("after batch %s: %v", id, err)
 		}
 	}
-	return StoredVersions(t, db, tbl)
+	return applied
 }
 
 // StoredVersions renders the current versions of every key of a changes table
 // whose keys are one string column: valid period and attribute bytes
 // (surrogate keys depend on arrival order, so they are left out).
 func StoredVersions(t *testing.T, db *store.DB, tbl *store.Table) string {
-	s, err := db.Snapshot()
+	var b strings.Builder
+	err := eachChangesKey(db, tbl, func(s *store.Snapshot, tuple []byte) error {
+		vs, err := s.KeyVersions(tbl, tuple, store.Infinity)
+		for _, v := range vs {
+			writeVersion(&b, v.Key[0].(string), v.ValidFrom, v.ValidTo, v.Attrs)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// eachChangesKey calls fn with one snapshot and the key tuple of every key of
+// the changes table tbl, in key order, and stops at its first error.
+func eachChangesKey(db *store.DB, tbl *store.Table, fn func(s *store.Snapshot, tuple []byte) error) error {
+	s, err := db.Snapshot()
+	if err != nil {
+		return err
 	}
 	defer s.Close()
 	tuples, err := s.ChangesKeys(tbl)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	var b strings.Builder
 	for _, tuple := range tuples {
-		vs, err := s.KeyVersions(tbl, tuple, store.Infinity)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vs {
-			writeVersion(&b, v.Key[0].(string), v.ValidFrom, v.ValidTo, v.Attrs)
+		if err := fn(s, tuple); err != nil {
+			return err
 		}
 	}
-	return b.String()
+	return nil
 }
 
 func writeVersion(b *strings.Builder, key string, from, to int64, attrs store.Attrs) {

@@ -22,17 +22,13 @@ import (
 func Reads(db *store.DB, d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
 	case "create":
-		return "", readsCreate(db, d)
+		return "", createTable(db, d)
 	case "put", "delete", "upsert", "deleteat":
 		return readsWrite(db, []*datadriven.TestData{d})
 	case "txn":
-		var ops []*datadriven.TestData
-		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-			op, err := readsOpLine(line)
-			if err != nil {
-				return "", err
-			}
-			ops = append(ops, op)
+		ops, err := parseOps(d.Input)
+		if err != nil {
+			return "", err
 		}
 		return readsWrite(db, ops)
 	case "snapshot":
@@ -42,7 +38,7 @@ func Reads(db *store.DB, d *datadriven.TestData) (string, error) {
 	case "pages":
 		return readsPages(db, d)
 	case "get":
-		return readsGet(db, d)
+		return runGet(db, d, FmtRecord)
 	case "audit":
 		return readsAudit(db, d)
 	case "changes":
@@ -57,114 +53,10 @@ func Reads(db *store.DB, d *datadriven.TestData) (string, error) {
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
 
-// parseOpLine parses "put table=T key=K from=1 to=2 city=Oslo".
-func readsOpLine(line string) (*datadriven.TestData, error) {
-	fields := strings.Fields(line)
-	if len(fields) == 0 {
-		return nil, fmt.Errorf("empty operation")
-	}
-	op := &datadriven.TestData{Cmd: fields[0]}
-	var attrs []string
-	for _, f := range fields[1:] {
-		name, value, _ := strings.Cut(f, "=")
-		switch name {
-		case "table", "key", "from", "to", "at":
-			op.CmdArgs = append(op.CmdArgs, datadriven.CmdArg{Key: name, Vals: []string{value}})
-		default:
-			attrs = append(attrs, f)
-		}
-	}
-	op.Input = strings.Join(attrs, "\n")
-	return op, nil
-}
-
-func readsCreate(db *store.DB, d *datadriven.TestData) error {
-	def := store.TableDef{Name: arg(d, "table")}
-	for _, col := range strings.Split(arg(d, "key"), ",") {
-		name, typ, _ := strings.Cut(col, ":")
-		kt, err := store.ParseKeyType(typ)
-		if err != nil {
-			return err
-		}
-		def.Key = append(def.Key, store.KeyColumn{Name: name, Type: kt})
-	}
-	_, err := db.CreateTable(def)
-	return err
-}
-
-func readsTimeArg(d *datadriven.TestData, key string, def int64) int64 {
-	if v := arg(d, key); v != "" {
-		return parseTime(v)
-	}
-	return def
-}
-
-// parseKey splits "a,2" into components typed by the table's schema; "" is nil.
-func readsKey(db *store.DB, table, s string) store.Key {
-	if s == "" {
-		return nil
-	}
-	t, err := db.Table(table)
-	if err != nil {
-		return store.Key{s}
-	}
-	var key store.Key
-	for i, part := range strings.Split(s, ",") {
-		if i < len(t.Key) && t.Key[i].Type == store.Int64 {
-			if n, err := strconv.ParseInt(part, 10, 64); err == nil {
-				key = append(key, n)
-				continue
-			}
-		}
-		key = append(key, part)
-	}
-	return key
-}
-
-func readsAttrs(input string) store.Attrs {
-	attrs := store.Attrs{}
-	for _, line := range strings.Split(input, "\n") {
-		name, value, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
-			attrs[name] = n
-		} else {
-			attrs[name] = value
-		}
-	}
-	return attrs
-}
-
+// readsWrite runs ops in one transaction and prints what the commit wrote.
 func readsWrite(db *store.DB, ops []*datadriven.TestData) (string, error) {
-	c, err := txn.Update(db, func(tx *txn.Tx) error {
-		for _, op := range ops {
-			table := arg(op, "table")
-			key := readsKey(db, table, arg(op, "key"))
-			var err error
-			switch op.Cmd {
-			case "put":
-				err = tx.Put(table, key, readsAttrs(op.Input), parseTime(arg(op, "from")), parseTime(arg(op, "to")))
-			case "delete":
-				err = tx.Delete(table, key, parseTime(arg(op, "from")), parseTime(arg(op, "to")))
-			case "upsert":
-				_, err = tx.Upsert(table, key, readsAttrs(op.Input), parseTime(arg(op, "at")))
-			case "deleteat":
-				_, err = tx.DeleteAt(table, key, parseTime(arg(op, "at")))
-			default:
-				err = fmt.Errorf("unknown operation %q", op.Cmd)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	c, _, err := commitOps(db, ops, false)
 	if err != nil {
-		return "", err
-	}
-	if err := VerifyStore(db); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("tx %d: %d asserted, %d retired\n", c.Tx, c.Asserted, c.Retired), nil
@@ -181,16 +73,23 @@ func FmtRecord(v store.Version) string {
 	return fmt.Sprintf("tx [%s, %s) %s", fmtTime(v.TxFrom), fmtTime(v.TxTo), readsVersion(v))
 }
 
-func readsKeyRange(db *store.DB, d *datadriven.TestData) query.KeyRange {
+// keyRangeArg reads the prefix, start and end arguments of a range read.
+func keyRangeArg(db *store.DB, d *datadriven.TestData) (query.KeyRange, error) {
+	var r query.KeyRange
 	table := arg(d, "table")
-	return query.KeyRange{
-		Prefix: readsKey(db, table, arg(d, "prefix")),
-		Start:  readsKey(db, table, arg(d, "start")),
-		End:    readsKey(db, table, arg(d, "end")),
+	for _, k := range []struct {
+		name string
+		key  *store.Key
+	}{{"prefix", &r.Prefix}, {"start", &r.Start}, {"end", &r.End}} {
+		var err error
+		if *k.key, err = parseKey(db, table, arg(d, k.name)); err != nil {
+			return query.KeyRange{}, err
+		}
 	}
+	return r, nil
 }
 
-// lines renders the rows of a read, or "(none)".
+// readsLines renders the rows of a read, or "(none)".
 func readsLines[T any](seq func(func(T, error) bool), render func(T) string) (string, error) {
 	var out strings.Builder
 	for v, err := range seq {
@@ -206,45 +105,67 @@ func readsLines[T any](seq func(func(T, error) bool), render func(T) string) (st
 }
 
 func readsSnapshot(db *store.DB, d *datadriven.TestData) (string, error) {
-	at := query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: readsTimeArg(d, "tx", query.Latest)}
-	return readsLines(query.Snapshot(db, arg(d, "table"), at, readsKeyRange(db, d), query.SnapshotOptions{Project: readsProject(d)}), readsVersion)
-}
-
-// projectArg reads project=a,b: the attributes a read decodes (nil: all).
-func readsProject(d *datadriven.TestData) []string {
-	if v := arg(d, "project"); v != "" {
-		return strings.Split(v, ",")
+	at, err := asOfArg(d)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	keys, err := keyRangeArg(db, d)
+	if err != nil {
+		return "", err
+	}
+	return readsLines(query.Snapshot(db, arg(d, "table"), at, keys, query.SnapshotOptions{Project: projectArg(d)}), readsVersion)
 }
 
-func readsHistoryOpts(d *datadriven.TestData) query.HistoryOptions {
-	opts := query.HistoryOptions{Tx: readsTimeArg(d, "tx", query.Latest), Clip: d.HasArg("clip"), Project: readsProject(d)}
+// historyArgs reads the arguments of a history read: the valid-time window
+// (from, to; unbounded when absent), the key range and the options.
+func historyArgs(db *store.DB, d *datadriven.TestData) (from, to int64, keys query.KeyRange, opts query.HistoryOptions, err error) {
+	if from, err = timeArg(d, "from", store.NegInfinity); err != nil {
+		return
+	}
+	if to, err = timeArg(d, "to", store.Infinity); err != nil {
+		return
+	}
+	if keys, err = keyRangeArg(db, d); err != nil {
+		return
+	}
+	opts = query.HistoryOptions{Clip: d.HasArg("clip"), Project: projectArg(d)}
+	if opts.Tx, err = timeArg(d, "tx", query.Latest); err != nil {
+		return
+	}
 	if v := arg(d, "limit"); v != "" {
-		opts.Limit, _ = strconv.Atoi(v)
+		opts.Limit, err = strconv.Atoi(v)
 	}
-	return opts
+	return
 }
 
 func readsHistory(db *store.DB, d *datadriven.TestData) (string, error) {
 	table := arg(d, "table")
-	from, to := readsTimeArg(d, "from", store.NegInfinity), readsTimeArg(d, "to", store.Infinity)
-	if k := arg(d, "key"); k != "" {
-		return readsLines(query.History(db, table, readsKey(db, table, k), from, to, readsHistoryOpts(d)), FmtRecord)
+	from, to, keys, opts, err := historyArgs(db, d)
+	if err != nil {
+		return "", err
 	}
-	return readsLines(query.HistoryRange(db, table, readsKeyRange(db, d), from, to, readsHistoryOpts(d)), FmtRecord)
+	if k := arg(d, "key"); k != "" {
+		key, err := parseKey(db, table, k)
+		if err != nil {
+			return "", err
+		}
+		return readsLines(query.History(db, table, key, from, to, opts), FmtRecord)
+	}
+	return readsLines(query.HistoryRange(db, table, keys, from, to, opts), FmtRecord)
 }
 
-// runPages reads HistoryPage to the end; with commit-between, every page is
+// readsPages reads HistoryPage to the end; with commit-between, every page is
 // followed by a commit that rewrites the whole table, which the pages must not
 // see.
 func readsPages(db *store.DB, d *datadriven.TestData) (string, error) {
 	table := arg(d, "table")
-	from, to := readsTimeArg(d, "from", store.NegInfinity), readsTimeArg(d, "to", store.Infinity)
-	opts := readsHistoryOpts(d)
+	from, to, keys, opts, err := historyArgs(db, d)
+	if err != nil {
+		return "", err
+	}
 	var out strings.Builder
 	for n := 1; ; n++ {
-		page, err := query.HistoryPage(db, table, readsKeyRange(db, d), from, to, opts)
+		page, err := query.HistoryPage(db, table, keys, from, to, opts)
 		if err != nil {
 			return "", err
 		}
@@ -274,36 +195,30 @@ func readsPages(db *store.DB, d *datadriven.TestData) (string, error) {
 	}
 }
 
-func readsGet(db *store.DB, d *datadriven.TestData) (string, error) {
+func readsAudit(db *store.DB, d *datadriven.TestData) (string, error) {
 	table := arg(d, "table")
-	at := query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: readsTimeArg(d, "tx", query.Latest)}
-	v, err := query.Get(db, table, readsKey(db, table, arg(d, "key")), at, query.GetOptions{Project: readsProject(d)})
-	var miss *query.Miss
-	if errors.As(err, &miss) {
-		return "miss: " + miss.Reason.String() + "\n", nil
-	}
+	key, err := parseKey(db, table, arg(d, "key"))
 	if err != nil {
 		return "", err
 	}
-	return FmtRecord(v) + "\n", nil
-}
-
-func readsAudit(db *store.DB, d *datadriven.TestData) (string, error) {
-	table := arg(d, "table")
-	return readsLines(query.Audit(db, table, readsKey(db, table, arg(d, "key")), query.AuditOptions{Project: readsProject(d)}), FmtRecord)
+	return readsLines(query.Audit(db, table, key, query.AuditOptions{Project: projectArg(d)}), FmtRecord)
 }
 
 func readsChanges(db *store.DB, d *datadriven.TestData) (string, error) {
-	table := arg(d, "table")
-	since, until := readsTimeArg(d, "since", 0), readsTimeArg(d, "until", query.Latest)
+	since, until, err := changesArgs(d)
+	if err != nil {
+		return "", err
+	}
 	limit := 0
 	if v := arg(d, "limit"); v != "" {
-		limit, _ = strconv.Atoi(v)
+		if limit, err = strconv.Atoi(v); err != nil {
+			return "", err
+		}
 	}
 	var out strings.Builder
 	cur := ""
 	for n := 1; ; n++ {
-		page, err := query.ChangesPage(db, table, since, until, limit, cur, query.ChangesOptions{Project: readsProject(d)})
+		page, err := query.ChangesPage(db, arg(d, "table"), since, until, limit, cur, query.ChangesOptions{Project: projectArg(d)})
 		if err != nil {
 			return "", err
 		}
@@ -324,11 +239,7 @@ func readsChanges(db *store.DB, d *datadriven.TestData) (string, error) {
 }
 
 func readsBySK(db *store.DB, d *datadriven.TestData) (string, error) {
-	sk, err := strconv.ParseUint(arg(d, "sk"), 10, 64)
-	if err != nil {
-		return "", err
-	}
-	v, err := query.GetBySK(db, arg(d, "table"), sk, readsTimeArg(d, "tx", query.Latest), query.GetOptions{Project: readsProject(d)})
+	v, err := getBySK(db, d)
 	var miss *query.SKMiss
 	if errors.As(err, &miss) {
 		return "miss: " + miss.Error() + "\n", nil
@@ -340,9 +251,19 @@ func readsBySK(db *store.DB, d *datadriven.TestData) (string, error) {
 }
 
 func readsGaps(db *store.DB, d *datadriven.TestData) (string, error) {
-	opts := query.GapOptions{Keys: readsKeyRange(db, d), Tx: readsTimeArg(d, "tx", query.Latest)}
+	keys, err := keyRangeArg(db, d)
+	if err != nil {
+		return "", err
+	}
+	opts := query.GapOptions{Keys: keys}
+	if opts.Tx, err = timeArg(d, "tx", query.Latest); err != nil {
+		return "", err
+	}
 	if v := arg(d, "starts-after"); v != "" {
-		opts.CheckStart, opts.StartsAfter = true, parseTime(v)
+		opts.CheckStart = true
+		if opts.StartsAfter, err = parseTime(v); err != nil {
+			return "", err
+		}
 	}
 	return readsLines(query.Gaps(db, arg(d, "table"), opts), func(g query.KeyGaps) string {
 		var gaps []string
@@ -368,13 +289,22 @@ func readsResolve(db *store.DB, d *datadriven.TestData) (string, error) {
 		if len(f) < 2 {
 			return "", fmt.Errorf("bad fact line %q", line)
 		}
-		fact := query.Fact{Key: readsKey(db, table, f[0]), At: parseTime(f[1])}
+		var fact query.Fact
+		var err error
+		if fact.Key, err = parseKey(db, table, f[0]); err != nil {
+			return "", err
+		}
+		if fact.At, err = parseTime(f[1]); err != nil {
+			return "", err
+		}
 		if len(f) > 2 {
-			fact.Tx = parseTime(f[2])
+			if fact.Tx, err = parseTime(f[2]); err != nil {
+				return "", err
+			}
 		}
 		facts = append(facts, fact)
 	}
-	opts := query.ResolveOptions{Attrs: d.HasArg("attrs"), Project: readsProject(d)}
+	opts := query.ResolveOptions{Attrs: d.HasArg("attrs"), Project: projectArg(d)}
 	switch arg(d, "miss") {
 	case "", "error":
 		opts.Miss = query.MissError
@@ -417,11 +347,7 @@ func readsResolve(db *store.DB, d *datadriven.TestData) (string, error) {
 			out.WriteString(" default")
 		}
 		if opts.Attrs {
-			var attrs []string
-			for _, name := range r.Attrs.Names() {
-				attrs = append(attrs, fmt.Sprintf("%s=%v", name, r.Attrs[name]))
-			}
-			fmt.Fprintf(&out, " {%s}", strings.Join(attrs, " "))
+			fmt.Fprintf(&out, " {%s}", joinAttrs(r.Attrs, plainValue))
 		}
 		out.WriteString("\n")
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/bitempo/bitempo/encoding"
-	"github.com/bitempo/bitempo/internal/ddtest"
 	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
@@ -21,13 +20,6 @@ import (
 // output. It lives here, not in package txn's tests, so that the same
 // scenarios run on every engine (Run).
 
-// The scenario notation is shared with the other packages' scenario tests.
-var (
-	arg       = ddtest.Arg
-	parseTime = ddtest.ParseTime
-	fmtTime   = ddtest.FormatTime
-)
-
 // Periods runs one command of the periods scenarios (txn/testdata/periods;
 // see TestPeriods there for the commands).
 func Periods(db *store.DB, d *datadriven.TestData) (string, error) {
@@ -35,23 +27,15 @@ func Periods(db *store.DB, d *datadriven.TestData) (string, error) {
 	case "create":
 		return "", createTable(db, d)
 	case "put", "delete", "upsert", "deleteat":
-		return runTxn(db, []string{d.Input}, []*datadriven.TestData{d}, false)
+		return runTxn(db, []*datadriven.TestData{d}, false)
 	case "txn":
-		var ops []*datadriven.TestData
-		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-			op, err := parseOpLine(line)
-			if err != nil {
-				return "", err
-			}
-			ops = append(ops, op)
+		ops, err := parseOps(d.Input)
+		if err != nil {
+			return "", err
 		}
-		inputs := make([]string, len(ops))
-		for i, op := range ops {
-			inputs[i] = op.Input
-		}
-		return runTxn(db, inputs, ops, d.HasArg("fail"))
+		return runTxn(db, ops, d.HasArg("fail"))
 	case "get":
-		return runGet(db, d)
+		return runGet(db, d, FmtVersion)
 	case "versions":
 		return runVersions(db, d)
 	case "audit":
@@ -74,156 +58,47 @@ func Periods(db *store.DB, d *datadriven.TestData) (string, error) {
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
 
-// parseOpLine parses "upsert table=T key=K at=3 city=Oslo": the op's own
-// arguments are table, key, from, to, at; the rest are attributes.
-func parseOpLine(line string) (*datadriven.TestData, error) {
-	fields := strings.Fields(line)
-	if len(fields) == 0 {
-		return nil, fmt.Errorf("empty operation")
-	}
-	op := &datadriven.TestData{Cmd: fields[0]}
-	var attrs []string
-	for _, f := range fields[1:] {
-		name, value, _ := strings.Cut(f, "=")
-		switch name {
-		case "table", "key", "from", "to", "at", "reason":
-			op.CmdArgs = append(op.CmdArgs, datadriven.CmdArg{Key: name, Vals: []string{value}})
-		default:
-			attrs = append(attrs, f)
-		}
-	}
-	op.Input = strings.Join(attrs, "\n")
-	return op, nil
-}
-
+// createTable runs a create command (parseTableDef's arguments).
 func createTable(db *store.DB, d *datadriven.TestData) error {
-	def := store.TableDef{Name: arg(d, "table")}
-	for _, col := range strings.Split(arg(d, "key"), ",") {
-		name, typ, _ := strings.Cut(col, ":")
-		kt, err := store.ParseKeyType(typ)
-		if err != nil {
-			return err
-		}
-		def.Key = append(def.Key, store.KeyColumn{Name: name, Type: kt})
+	def, err := parseTableDef(d, store.TableDef{})
+	if err != nil {
+		return err
 	}
-	def.MixedTypes = d.HasArg("mixed")
-	if v := arg(d, "track"); v != "" {
-		def.Track = strings.Split(v, ",")
-	}
-	if v := arg(d, "except"); v != "" {
-		def.TrackExcept = strings.Split(v, ",")
-	}
-	if v := arg(d, "compare"); v != "" {
-		def.Compare = map[string]store.CompareOptions{}
-		for _, spec := range strings.Split(v, ",") {
-			name, opts, _ := strings.Cut(spec, ":")
-			var c store.CompareOptions
-			for _, o := range strings.Split(opts, "|") {
-				switch {
-				case o == "trim":
-					c.Trim = true
-				case o == "fold":
-					c.FoldCase = true
-				case strings.HasPrefix(o, "round"):
-					c.Round = true
-					c.Scale, _ = strconv.Atoi(strings.TrimPrefix(o, "round"))
-				}
-			}
-			def.Compare[name] = c
-		}
-	}
-	_, err := db.CreateTable(def)
+	_, err = db.CreateTable(def)
 	return err
 }
 
-// parseKey splits "a,2" into components typed by the table's schema.
-func parseKey(db *store.DB, table, s string) (store.Key, error) {
-	t, err := db.Table(table)
+// runTxn runs ops in one transaction and prints what each reports and what
+// the commit wrote.
+func runTxn(db *store.DB, ops []*datadriven.TestData, fail bool) (string, error) {
+	c, reports, err := commitOps(db, ops, fail)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	var key store.Key
-	for i, part := range strings.Split(s, ",") {
-		if i >= len(t.Key) {
-			key = append(key, part) // deliberately malformed: more components than the schema
-			continue
-		}
-		switch t.Key[i].Type {
-		case store.Int64:
-			n, err := strconv.ParseInt(part, 10, 64)
-			if err != nil {
-				key = append(key, part) // wrong type on purpose
-				continue
-			}
-			key = append(key, n)
-		case store.Uint64:
-			n, err := strconv.ParseUint(part, 10, 64)
-			if err != nil {
-				key = append(key, part)
-				continue
-			}
-			key = append(key, n)
-		case store.Bytes:
-			key = append(key, []byte(part))
-		default:
-			key = append(key, part)
-		}
-	}
-	return key, nil
-}
-
-// parseAttrs reads name=value lines: integers, floats, true/false, null, and a
-// struct{} for "unencodable"; anything else is a string ("quoted" keeps spaces).
-func parseAttrs(input string) store.Attrs {
-	attrs := store.Attrs{}
-	for _, line := range strings.Split(input, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		name, value, _ := strings.Cut(line, "=")
-		attrs[name] = parseValue(value)
-	}
-	return attrs
-}
-
-func parseValue(s string) any {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return f
-	}
-	switch s {
-	case "true":
-		return true
-	case "false":
-		return false
-	case "null":
-		return nil
-	case "unencodable":
-		return struct{}{}
-	}
-	if uq, err := strconv.Unquote(s); err == nil {
-		return uq
-	}
-	return s
-}
-
-func runTxn(db *store.DB, inputs []string, ops []*datadriven.TestData, fail bool) (string, error) {
 	var out strings.Builder
+	for i, r := range reports {
+		if r != "" {
+			fmt.Fprintf(&out, "%s: %s\n", ops[i].Cmd, r)
+		}
+	}
+	if c.Tx == 0 {
+		out.WriteString("nothing to commit\n")
+	} else {
+		fmt.Fprintf(&out, "committed tx %d: %d asserted, %d retired\n", c.Tx, c.Asserted, c.Retired)
+	}
+	return out.String(), nil
+}
+
+// commitOps runs the write commands ops (writeOp) in one transaction, which
+// fail makes fail on purpose after them, and verifies the store. It returns
+// the commit and what each operation reports.
+func commitOps(db *store.DB, ops []*datadriven.TestData, fail bool) (txn.Commit, []string, error) {
+	reports := make([]string, len(ops))
 	c, err := txn.Update(db, func(tx *txn.Tx) error {
 		for i, op := range ops {
-			key, err := parseKey(db, arg(op, "table"), arg(op, "key"))
-			if err != nil {
+			var err error
+			if reports[i], err = writeOp(db, tx, op); err != nil {
 				return err
-			}
-			res, err := applyOp(tx, op, key, parseAttrs(inputs[i]))
-			if err != nil {
-				return err
-			}
-			if res != "" {
-				fmt.Fprintf(&out, "%s: %s\n", op.Cmd, res)
 			}
 		}
 		if fail {
@@ -232,31 +107,52 @@ func runTxn(db *store.DB, inputs []string, ops []*datadriven.TestData, fail bool
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return txn.Commit{}, nil, err
 	}
-	if c.Tx == 0 {
-		out.WriteString("nothing to commit\n")
-	} else {
-		fmt.Fprintf(&out, "committed tx %d: %d asserted, %d retired\n", c.Tx, c.Asserted, c.Retired)
-	}
-	if err := VerifyStore(db); err != nil {
-		return "", err
-	}
-	return out.String(), nil
+	return c, reports, VerifyStore(db)
 }
 
-func applyOp(tx *txn.Tx, op *datadriven.TestData, key store.Key, attrs store.Attrs) (string, error) {
+// writeOp runs one write command on tx: put, delete (from, to), upsert,
+// deleteat (at) or erase (reason), with its attributes in op.Input. It
+// returns what the operation reports: the upsert outcome, whether deleteat
+// closed a version, "erased".
+func writeOp(db *store.DB, tx *txn.Tx, op *datadriven.TestData) (string, error) {
 	table := arg(op, "table")
+	key, err := parseKey(db, table, arg(op, "key"))
+	if err != nil {
+		return "", err
+	}
 	switch op.Cmd {
-	case "put":
-		return "", tx.Put(table, key, attrs, parseTime(arg(op, "from")), parseTime(arg(op, "to")))
+	case "put", "upsert":
+		attrs, err := parseAttrs(op.Input)
+		if err != nil {
+			return "", err
+		}
+		if op.Cmd == "upsert" {
+			at, err := requiredTime(op, "at")
+			if err != nil {
+				return "", err
+			}
+			o, err := tx.Upsert(table, key, attrs, at)
+			return o.String(), err
+		}
+		from, to, err := periodArgs(op)
+		if err != nil {
+			return "", err
+		}
+		return "", tx.Put(table, key, attrs, from, to)
 	case "delete":
-		return "", tx.Delete(table, key, parseTime(arg(op, "from")), parseTime(arg(op, "to")))
-	case "upsert":
-		o, err := tx.Upsert(table, key, attrs, parseTime(arg(op, "at")))
-		return o.String(), err
+		from, to, err := periodArgs(op)
+		if err != nil {
+			return "", err
+		}
+		return "", tx.Delete(table, key, from, to)
 	case "deleteat":
-		closed, err := tx.DeleteAt(table, key, parseTime(arg(op, "at")))
+		at, err := requiredTime(op, "at")
+		if err != nil {
+			return "", err
+		}
+		closed, err := tx.DeleteAt(table, key, at)
 		if !closed && err == nil {
 			return "no version in effect", nil
 		}
@@ -264,35 +160,13 @@ func applyOp(tx *txn.Tx, op *datadriven.TestData, key store.Key, attrs store.Att
 	case "erase":
 		return "erased", tx.EraseFor(table, key, arg(op, "reason"))
 	}
-	return "", fmt.Errorf("unknown operation %q", op.Cmd)
+	return "", notationErrorf("unknown operation %q", op.Cmd)
 }
 
-func txArg(d *datadriven.TestData) int64 {
-	if v := arg(d, "tx"); v != "" {
-		return parseTime(v)
-	}
-	return query.Latest
-}
-
-func runGet(db *store.DB, d *datadriven.TestData) (string, error) {
-	key, err := parseKey(db, arg(d, "table"), arg(d, "key"))
-	if err != nil {
-		return "", err
-	}
-	v, err := query.Get(db, arg(d, "table"), key, query.AsOf{Valid: parseTime(arg(d, "valid")), Tx: txArg(d)}, query.GetOptions{})
-	var miss *query.Miss
-	if errors.As(err, &miss) {
-		return "miss: " + miss.Reason.String() + "\n", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return FmtVersion(v) + "\n", nil
-}
-
-func runVersions(db *store.DB, d *datadriven.TestData) (string, error) {
-	var out strings.Builder
-	err := txn.View(db, func(s *store.Snapshot) error {
+// viewKey runs fn on a snapshot with the table and key (and its encoded
+// tuple) that the command's table and key arguments name.
+func viewKey(db *store.DB, d *datadriven.TestData, fn func(s *store.Snapshot, t *store.Table, key store.Key, tuple []byte) error) error {
+	return txn.View(db, func(s *store.Snapshot) error {
 		t, err := s.Table(arg(d, "table"))
 		if err != nil {
 			return err
@@ -305,7 +179,40 @@ func runVersions(db *store.DB, d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return err
 		}
-		tx := txArg(d)
+		return fn(s, t, key, tuple)
+	})
+}
+
+// runGet prints the version in effect at the command's valid and tx (render
+// is the family's notation of it), or the miss reason.
+func runGet(db *store.DB, d *datadriven.TestData, render func(store.Version) string) (string, error) {
+	table := arg(d, "table")
+	key, err := parseKey(db, table, arg(d, "key"))
+	if err != nil {
+		return "", err
+	}
+	at, err := asOfArg(d)
+	if err != nil {
+		return "", err
+	}
+	v, err := query.Get(db, table, key, at, query.GetOptions{Project: projectArg(d)})
+	var miss *query.Miss
+	if errors.As(err, &miss) {
+		return "miss: " + miss.Reason.String() + "\n", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return render(v) + "\n", nil
+}
+
+func runVersions(db *store.DB, d *datadriven.TestData) (string, error) {
+	tx, err := timeArg(d, "tx", query.Latest)
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	err = viewKey(db, d, func(s *store.Snapshot, t *store.Table, _ store.Key, tuple []byte) error {
 		if tx == query.Latest {
 			tx = s.LastTx()
 		}
@@ -323,19 +230,7 @@ func runVersions(db *store.DB, d *datadriven.TestData) (string, error) {
 
 func runAudit(db *store.DB, d *datadriven.TestData) (string, error) {
 	var out strings.Builder
-	err := txn.View(db, func(s *store.Snapshot) error {
-		t, err := s.Table(arg(d, "table"))
-		if err != nil {
-			return err
-		}
-		key, err := parseKey(db, t.Name, arg(d, "key"))
-		if err != nil {
-			return err
-		}
-		tuple, err := t.AppendKey(nil, key)
-		if err != nil {
-			return err
-		}
+	err := viewKey(db, d, func(s *store.Snapshot, t *store.Table, _ store.Key, tuple []byte) error {
 		recs, err := s.KeyRecords(t, tuple)
 		for _, v := range recs {
 			fmt.Fprintf(&out, "tx [%s, %s) %s\n", fmtTime(v.TxFrom), fmtTime(v.TxTo), FmtVersion(v))
@@ -347,11 +242,7 @@ func runAudit(db *store.DB, d *datadriven.TestData) (string, error) {
 
 // FmtVersion renders a version as the scenarios print it.
 func FmtVersion(v store.Version) string {
-	var attrs []string
-	for _, name := range v.Attrs.Names() {
-		attrs = append(attrs, fmt.Sprintf("%s=%v", name, v.Attrs[name]))
-	}
-	s := fmt.Sprintf("[%s, %s) sk=%d {%s}", fmtTime(v.ValidFrom), fmtTime(v.ValidTo), v.SK, strings.Join(attrs, " "))
+	s := fmt.Sprintf("[%s, %s) sk=%d {%s}", fmtTime(v.ValidFrom), fmtTime(v.ValidTo), v.SK, joinAttrs(v.Attrs, plainValue))
 	if v.Inferred {
 		s += " inferred"
 	}
@@ -362,11 +253,6 @@ func FmtVersion(v store.Version) string {
 // TestEraseScenarios there for the commands).
 func Erase(db *store.DB, d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
-	case "create":
-		if arg(d, "kind") == "" && arg(d, "group") == "" && arg(d, "lateness") == "" {
-			return "", createTable(db, d)
-		}
-		return "", createKindTable(db, d)
 	case "apply":
 		return runApply(db, d)
 	case "events":
@@ -375,51 +261,18 @@ func Erase(db *store.DB, d *datadriven.TestData) (string, error) {
 	return Periods(db, d)
 }
 
-func createKindTable(db *store.DB, d *datadriven.TestData) error {
-	def := store.TableDef{Name: arg(d, "table")}
-	for _, col := range strings.Split(arg(d, "key"), ",") {
-		name, typ, _ := strings.Cut(col, ":")
-		kt, err := store.ParseKeyType(typ)
-		if err != nil {
-			return err
-		}
-		def.Key = append(def.Key, store.KeyColumn{Name: name, Type: kt})
-	}
-	if arg(d, "kind") == "changes" {
-		def.Kind = store.Changes
-	}
-	if g := arg(d, "group"); g != "" {
-		def.GroupBy = strings.Split(g, ",")
-	}
-	if l := arg(d, "lateness"); l != "" {
-		def.Lateness = parseTime(l)
-	}
-	_, err := db.CreateTable(def)
-	return err
-}
-
+// runApply applies the event lines of an erase scenario (parseEvent, keys
+// written with keySep) as one batch.
 func runApply(db *store.DB, d *datadriven.TestData) (string, error) {
-	table := arg(d, "table")
-	var events []txn.Event
-	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			return "", fmt.Errorf("bad event line %q", line)
-		}
-		key, err := parseKey(db, table, f[0])
-		if err != nil {
-			return "", err
-		}
-		e := txn.Event{Key: key, At: parseTime(strings.TrimPrefix(f[1], "@"))}
-		if f[2] == "delete" {
-			e.Op = txn.OpDelete
-		} else {
-			e.Op = txn.OpUpsert
-			e.Attrs = parseAttrs(strings.Join(f[3:], "\n"))
-		}
-		events = append(events, e)
+	t, err := db.Table(arg(d, "table"))
+	if err != nil {
+		return "", err
 	}
-	r, err := txn.Apply(db, table, arg(d, "batch"), events)
+	events, err := parseEvents(t, d.Input, keySep)
+	if err != nil {
+		return "", err
+	}
+	r, err := txn.Apply(db, t.Name, arg(d, "batch"), events)
 	if err != nil {
 		return "", err
 	}
@@ -434,19 +287,7 @@ func runApply(db *store.DB, d *datadriven.TestData) (string, error) {
 
 func runEvents(db *store.DB, d *datadriven.TestData) (string, error) {
 	var out strings.Builder
-	err := txn.View(db, func(s *store.Snapshot) error {
-		t, err := s.Table(arg(d, "table"))
-		if err != nil {
-			return err
-		}
-		key, err := parseKey(db, t.Name, arg(d, "key"))
-		if err != nil {
-			return err
-		}
-		tuple, err := t.AppendKey(nil, key)
-		if err != nil {
-			return err
-		}
+	err := viewKey(db, d, func(s *store.Snapshot, t *store.Table, _ store.Key, tuple []byte) error {
 		if _, ok, err := s.Checkpoint(t, tuple); err != nil {
 			return err
 		} else if ok {
@@ -498,12 +339,12 @@ func VerifyStore(db *store.DB) error {
 }
 
 func runChanges(db *store.DB, d *datadriven.TestData) (string, error) {
-	until := query.Latest
-	if v := arg(d, "until"); v != "" {
-		until = parseTime(v)
+	since, until, err := changesArgs(d)
+	if err != nil {
+		return "", err
 	}
 	var out strings.Builder
-	for c, err := range query.Changes(db, arg(d, "table"), parseTime(arg(d, "since")), until, "", query.ChangesOptions{}) {
+	for c, err := range query.Changes(db, arg(d, "table"), since, until, "", query.ChangesOptions{}) {
 		if err != nil {
 			return "", err
 		}
@@ -520,11 +361,7 @@ func runChanges(db *store.DB, d *datadriven.TestData) (string, error) {
 }
 
 func runBySK(db *store.DB, d *datadriven.TestData) (string, error) {
-	sk, err := strconv.ParseUint(arg(d, "sk"), 10, 64)
-	if err != nil {
-		return "", err
-	}
-	v, err := query.GetBySK(db, arg(d, "table"), sk, txArg(d), query.GetOptions{})
+	v, err := getBySK(db, d)
 	var miss *query.SKMiss
 	switch {
 	case errors.As(err, &miss):
@@ -542,17 +379,23 @@ func runBySK(db *store.DB, d *datadriven.TestData) (string, error) {
 	return fmt.Sprintf("%v %s\n", v.Key, FmtVersion(v)), nil
 }
 
-func runErasures(db *store.DB, d *datadriven.TestData) (string, error) {
-	key, err := parseKey(db, arg(d, "table"), arg(d, "key"))
+// getBySK reads the version of the command's sk at its tx (latest when
+// absent).
+func getBySK(db *store.DB, d *datadriven.TestData) (store.Version, error) {
+	sk, err := strconv.ParseUint(arg(d, "sk"), 10, 64)
 	if err != nil {
-		return "", err
+		return store.Version{}, err
 	}
+	tx, err := timeArg(d, "tx", query.Latest)
+	if err != nil {
+		return store.Version{}, err
+	}
+	return query.GetBySK(db, arg(d, "table"), sk, tx, query.GetOptions{Project: projectArg(d)})
+}
+
+func runErasures(db *store.DB, d *datadriven.TestData) (string, error) {
 	var out string
-	err = txn.View(db, func(s *store.Snapshot) error {
-		t, err := s.Table(arg(d, "table"))
-		if err != nil {
-			return err
-		}
+	err := viewKey(db, d, func(s *store.Snapshot, t *store.Table, key store.Key, _ []byte) error {
 		txs, err := s.Erasures(t, key)
 		out = fmt.Sprintf("erased at %v\n", txs)
 		if len(txs) == 0 {
