@@ -5,7 +5,6 @@
 package ddtest
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -24,23 +23,7 @@ func Arg(d *datadriven.TestData, key string) string {
 	return ""
 }
 
-// ParseTime reads a time: an integer, "-inf", or "+inf" ("inf"). A malformed time
-// is a bug in a scenario file, so it panics with the offending text.
-func ParseTime(s string) int64 {
-	switch s {
-	case "+inf", "inf":
-		return math.MaxInt64
-	case "-inf":
-		return math.MinInt64
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		panic(fmt.Sprintf("bad time %q", s))
-	}
-	return n
-}
-
-// FormatTime writes a time as ParseTime reads it.
+// FormatTime writes a time in the scenario files' notation.
 func FormatTime(t int64) string {
 	switch t {
 	case math.MaxInt64:
