@@ -18,6 +18,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if config := os.Getenv(loadClientEnv); config != "" {
+		os.Exit(runLoadClient(config)) // a client process of TestServeUnderLoadSurvivesKill
+	}
 	dir, err := os.MkdirTemp("", "bitempo-server-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
