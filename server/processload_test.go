@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -255,6 +256,52 @@ func writeLoadFile(dir string, id, n int) (keys []string, path string, err error
 	}
 	path = filepath.Join(dir, "load.csv")
 	return keys, path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// TestToolClientClosesItsConnection runs the tool's commands through its own
+// client code one after another in one process, as the clients of
+// TestServeUnderLoadSurvivesKill do, and requires the server to see each
+// command's connection closed once the command has ended: an answer read to
+// its end must not leave a kept-alive connection behind.
+func TestToolClientClosesItsConnection(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "s.db"), store.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, code := mustRun(db, "create", "customers", "--key", "id", "--axis", "date"); code != 0 {
+		t.Fatal("create")
+	}
+	var open atomic.Int64
+	srv := httptest.NewUnstartedServer(Handler(db, Options{Name: "s.db"}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	dir := t.TempDir()
+	writeFile(t, dir, "x.csv", "id,city,at\nc1,Oslo,2024-01-01\n")
+	run := &toolRunner{dir: dir}
+	for range 10 {
+		if r := run.tool(srv.URL, "load", "customers", filepath.Join(dir, "x.csv"), "--at", "at"); r.Status != 0 {
+			t.Fatalf("load: exit %d %s", r.Status, r.Stderr)
+		}
+		if r := run.tool(srv.URL, "get", "customers", "c1", "--valid", "2024-03-20"); r.Status != 0 {
+			t.Fatalf("get: exit %d %s", r.Status, r.Stderr)
+		}
+	}
+	// The server notices a closed connection when its read of the next request ends.
+	for deadline := time.Now().Add(10 * time.Second); open.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := open.Load(); n != 0 {
+		t.Fatalf("%d connections of 20 finished commands still open on the server", n)
+	}
 }
 
 // TestServeUnderLoadSurvivesKill runs `bitempo serve` and 8 client processes
