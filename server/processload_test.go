@@ -441,15 +441,7 @@ func startServe(t *testing.T, dir, url, logName string) *exec.Cmd {
 	defer log.Close()
 	cmd := exec.Command(binary, "serve", "--db", "s.db", "--listen", strings.TrimPrefix(url, "http://"))
 	cmd.Dir, cmd.Stderr = dir, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	startChild(t, cmd)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get(url + "/v1/stats"); err == nil {
 			resp.Body.Close()
@@ -461,6 +453,20 @@ func startServe(t *testing.T, dir, url, logName string) *exec.Cmd {
 	b, _ := os.ReadFile(log.Name())
 	t.Fatalf("bitempo serve does not answer at %s within a minute:\n%s", url, b)
 	return nil
+}
+
+// startChild starts cmd; one still running when the test ends is killed.
+func startChild(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
 }
 
 // loadClient is a running client process and its directory.
@@ -486,15 +492,7 @@ func startLoadClients(t *testing.T, dir string, n int, config func(id int) loadC
 		cmd.Env = append(os.Environ(), loadClientEnv+"="+string(b))
 		var stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stderr, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		})
+		startChild(t, cmd)
 		clients = append(clients, loadClient{cmd: cmd, dir: c.Dir, stderr: &stderr})
 	}
 	return clients
