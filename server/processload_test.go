@@ -331,6 +331,7 @@ func TestServeUnderLoadSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("8 client processes for 10 seconds: not with -short")
 	}
+	needBinary(t)
 	duration := 10 * time.Second
 	if s := os.Getenv(loadSecondsEnv); s != "" {
 		n, err := strconv.Atoi(s)
