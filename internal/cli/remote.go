@@ -84,6 +84,10 @@ func (a *app) remote(ctx context.Context, url string, args []string) (int, error
 	if err != nil {
 		return 0, err
 	}
+	// The command is the client's one request: its connection closes with it,
+	// also when the answer was read to its end (a kept-alive connection would
+	// otherwise stay open, idle, in a process that runs several commands).
+	defer client.CloseIdleConnections()
 	files, stdin := FileArgs(args, a.stdinTTY)
 	hdr := &wire.Header{Version: wire.Version, Args: args, Stdin: stdin,
 		StdoutTTY: a.stdoutTTY, StderrTTY: a.stderrTTY, StdinTTY: a.stdinTTY}

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/bitempo/bitempo/internal/cli"
+	"github.com/bitempo/bitempo/internal/toolserve"
 )
 
 func main() {
@@ -17,5 +18,5 @@ func main() {
 	if status, ran := delegate(args); ran {
 		os.Exit(status)
 	}
-	os.Exit(cli.MainWith(args, cli.Options{Serve: serve}))
+	os.Exit(cli.MainWith(args, cli.Options{Serve: toolserve.Serve}))
 }

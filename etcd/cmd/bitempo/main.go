@@ -18,8 +18,9 @@ import (
 
 	"github.com/bitempo/bitempo/etcd"
 	"github.com/bitempo/bitempo/internal/cli"
+	"github.com/bitempo/bitempo/internal/toolserve"
 )
 
 func main() {
-	os.Exit(cli.MainWith(os.Args[1:], cli.Options{Engines: map[string]cli.Opener{"etcd": etcd.OpenURL}}))
+	os.Exit(cli.MainWith(os.Args[1:], cli.Options{Engines: map[string]cli.Opener{"etcd": etcd.OpenURL}, Serve: toolserve.Serve}))
 }

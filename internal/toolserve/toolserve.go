@@ -1,4 +1,8 @@
-package main
+// Package toolserve is the serve command of the bitempo tool's builds: it
+// turns the command's flags (cli.ServeConfig) into a server.Config and serves
+// the store, so that the plain build (tools/bitempo) and the etcd build
+// (etcd/cmd/bitempo) share one server.
+package toolserve
 
 import (
 	"context"
@@ -8,8 +12,8 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// serve runs `bitempo serve`: the tool's flags become a server.Config.
-func serve(ctx context.Context, db *store.DB, c cli.ServeConfig) error {
+// Serve runs `bitempo serve` on db until ctx ends: a cli.ServeFunc.
+func Serve(ctx context.Context, db *store.DB, c cli.ServeConfig) error {
 	cfg := server.Config{
 		Options: server.Options{
 			Name: c.Name, MaxBody: c.MaxBody, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
