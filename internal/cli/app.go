@@ -42,6 +42,9 @@ type app struct {
 	sharedName     string
 	sharedReadOnly bool
 	ctx            context.Context
+	// only, when not empty, is the one command the command line runs, found
+	// before it runs (RunShared): the root is built with that command alone.
+	only string
 }
 
 // Main runs the tool on the command line args (without the program name) with the
@@ -67,7 +70,7 @@ func (a *app) run(args []string) (status int) {
 			status = exitFailure
 		}
 	}()
-	root := a.rootCmd()
+	root := a.rootCmdOf(a.only)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	if err == nil {
@@ -89,7 +92,13 @@ func (a *app) run(args []string) (status int) {
 	return status
 }
 
-func (a *app) rootCmd() *cobra.Command {
+func (a *app) rootCmd() *cobra.Command { return a.rootCmdOf("") }
+
+// rootCmdOf builds the root command with every command, or with only the
+// command named only when that is not empty: a command line whose command is
+// known (findCommand) needs no other, and building all of them costs more
+// than a point read (the server runs one command line per request).
+func (a *app) rootCmdOf(only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "bitempo",
 		Short: "Load, query, picture and check a bitempo store",
@@ -130,36 +139,51 @@ cluster; see docs/replication.md.`,
 		a.db = a.sharedName // defining --db set its default
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
-	root.AddCommand(
-		a.demoCmd(),
-		a.createCmd(),
-		a.loadCmd(),
-		a.putCmd(),
-		a.deleteCmd(),
-		a.getCmd(),
-		a.historyCmd(),
-		a.auditCmd(),
-		a.scanCmd(),
-		a.changesCmd(),
-		a.resolveCmd(),
-		a.backfillCmd(),
-		a.dumpCmd(),
-		a.verifyCmd(),
-		a.statsCmd(),
-		a.compactCmd(),
-		a.recoverCmd(),
-		a.tablesCmd(),
-		a.describeCmd(),
-		a.alterCmd(),
-		a.dropCmd(),
-		a.backupCmd(),
-		a.exportCmd(),
-		a.importCmd(),
-		a.eraseCmd(),
-		a.vacuumCmd(),
-		a.serveCmd(),
-	)
+	for _, c := range a.commands() {
+		if only == "" || c.name == only {
+			root.AddCommand(c.build())
+		}
+	}
 	return root
+}
+
+// command is one of the tool's commands: its name and its constructor.
+type command struct {
+	name  string
+	build func() *cobra.Command
+}
+
+// commands lists the tool's commands in the order help shows them.
+func (a *app) commands() []command {
+	return []command{
+		{"demo", a.demoCmd},
+		{"create", a.createCmd},
+		{"load", a.loadCmd},
+		{"put", a.putCmd},
+		{"delete", a.deleteCmd},
+		{"get", a.getCmd},
+		{"history", a.historyCmd},
+		{"audit", a.auditCmd},
+		{"scan", a.scanCmd},
+		{"changes", a.changesCmd},
+		{"resolve", a.resolveCmd},
+		{"backfill", a.backfillCmd},
+		{"dump", a.dumpCmd},
+		{"verify", a.verifyCmd},
+		{"stats", a.statsCmd},
+		{"compact", a.compactCmd},
+		{"recover", a.recoverCmd},
+		{"tables", a.tablesCmd},
+		{"describe", a.describeCmd},
+		{"alter", a.alterCmd},
+		{"drop", a.dropCmd},
+		{"backup", a.backupCmd},
+		{"export", a.exportCmd},
+		{"import", a.importCmd},
+		{"erase", a.eraseCmd},
+		{"vacuum", a.vacuumCmd},
+		{"serve", a.serveCmd},
+	}
 }
 
 // unknownCommand rewrites cobra's several-line "unknown command" error, with

@@ -4,6 +4,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,41 @@ type FileArg struct {
 	Prefix string // what precedes the path in that token ("--facts=", "-o"), "" when the token is the path
 	Path   string
 	Output bool // the command writes it; otherwise it reads it
+}
+
+// commandIndex is one tree of the tool's commands, built on first use and
+// never executed, for looking up the command and flags of a command line
+// (FileArgs, RunShared) without building a tree per request. Finding a
+// command parses no flag values into the tree, but cobra and pflag fill
+// caches in it as they look, so its users hold the lock.
+var commandIndex lookupTree
+
+type lookupTree struct {
+	sync.Mutex
+	root *cobra.Command
+}
+
+// tree returns the index's tree, building it on first use; the caller holds
+// the lock.
+func (l *lookupTree) tree() *cobra.Command {
+	if l.root == nil {
+		a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
+		l.root = a.rootCmd()
+	}
+	return l.root
+}
+
+// findCommand returns the name of the command that args run ("" when they
+// name none: the root, or a mistake that running them reports).
+func findCommand(args []string) string {
+	commandIndex.Lock()
+	defer commandIndex.Unlock()
+	root := commandIndex.tree()
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == root {
+		return ""
+	}
+	return cmd.Name()
 }
 
 // fileSpec says which arguments of a command name files.
@@ -46,8 +82,9 @@ var fileSpecs = map[string]fileSpec{
 // (stdinTTY). A command line that does not parse names none; running it
 // reports the mistake.
 func FileArgs(args []string, stdinTTY bool) (files []FileArg, stdin bool) {
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	root := a.rootCmd()
+	commandIndex.Lock()
+	defer commandIndex.Unlock()
+	root := commandIndex.tree()
 	cmd, _, err := root.Find(args)
 	if err != nil || cmd == root {
 		return nil, false

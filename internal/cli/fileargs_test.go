@@ -35,3 +35,19 @@ func TestFileArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandListNamesEachCommand(t *testing.T) {
+	a := newApp()
+	for _, c := range a.commands() {
+		if got := c.build().Name(); got != c.name {
+			t.Errorf("command listed as %q is named %q", c.name, got)
+		}
+		if name := findCommand([]string{c.name, "--help"}); name != c.name {
+			t.Errorf("findCommand(%q) = %q", c.name, name)
+		}
+		alone := a.rootCmdOf(c.name)
+		if len(alone.Commands()) == 0 || alone.Commands()[0].Name() != c.name {
+			t.Errorf("rootCmdOf(%q) holds %v", c.name, alone.Commands())
+		}
+	}
+}

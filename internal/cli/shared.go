@@ -65,10 +65,12 @@ func RunShared(args []string, s Shared) int {
 			return exitUsage
 		}
 	}
-	if cmd, _, err := a.rootCmd().Find(args); err == nil && localOnly[cmd.Name()] {
-		fmt.Fprintf(a.stderr, "bitempo: %s runs on a local store only, not through a server\n", cmd.Name())
+	name := findCommand(args)
+	if localOnly[name] {
+		fmt.Fprintf(a.stderr, "bitempo: %s runs on a local store only, not through a server\n", name)
 		return exitFailure
 	}
+	a.only = name
 	return a.run(args)
 }
 
