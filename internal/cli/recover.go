@@ -48,15 +48,7 @@ the store from a backup.`,
 			} else {
 				fmt.Fprintf(a.stdout, "%s: the write-ahead log is intact; nothing to recover\n", a.db)
 			}
-			rep, err := store.Verify(db)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "%s: %s\n", a.db, rep)
-			if !rep.OK() {
-				return fmt.Errorf("verify: %s has %d problems (report above)", a.db, len(rep.Problems))
-			}
-			return nil
+			return a.verify(db)
 		}),
 	}
 }

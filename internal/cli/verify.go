@@ -22,17 +22,21 @@ most, not the records.`,
 		Example: `  bitempo verify --db ./bitempo.db`,
 		Args:    argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			return a.withStore(true, func(db *store.DB) error {
-				rep, err := store.Verify(db)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "%s: %s\n", a.db, rep)
-				if !rep.OK() {
-					return fmt.Errorf("verify: %s has %d problems (report above)", a.db, len(rep.Problems))
-				}
-				return nil
-			})
+			return a.withStore(true, a.verify)
 		}),
 	}
+}
+
+// verify checks db's invariants and prints the report; a store that is not
+// clean is an error (exit status 1).
+func (a *app) verify(db *store.DB) error {
+	rep, err := store.Verify(db)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "%s: %s\n", a.db, rep)
+	if !rep.OK() {
+		return fmt.Errorf("verify: %s has %d problems (report above)", a.db, len(rep.Problems))
+	}
+	return nil
 }
