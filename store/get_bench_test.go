@@ -112,7 +112,7 @@ func firstErr(errs ...error) error {
 }
 
 // BenchmarkGet measures an as-of point read (what query.Get does: table lookup,
-// key encoding, VersionAt on a reused snapshot) beside the floor: a raw Pebble
+// then KeyVersionAt on a reused snapshot) beside the floor: a raw Pebble
 // SeekGE on the same current-index key with a prefix check and the value bytes,
 // on the same snapshot. ratio-to-floor is each read's time over the floor's, from
 // the floor sub-benchmark run just before it in the same process. (A floor timed
@@ -137,7 +137,7 @@ func BenchmarkGet(b *testing.B) {
 	var floor float64 // ns per read of the floor sub-benchmark, which runs first
 	read := func(tx int64) func(b *testing.B) {
 		return func(b *testing.B) {
-			var buf []byte
+			b.ReportAllocs()
 			blocks := blockReads(db)
 			defer func() { reportBlockReads(b, db, blocks) }()
 			for i := 0; b.Loop(); i++ {
@@ -145,8 +145,7 @@ func BenchmarkGet(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				buf, _ = t.AppendKey(buf[:0], keys[i%n])
-				_, reason, err := s.VersionAt(t, buf, valids[i%n], tx)
+				_, reason, err := s.KeyVersionAt(t, keys[i%n], valids[i%n], tx)
 				if err != nil || reason != Found {
 					b.Fatal(reason, err)
 				}
@@ -157,6 +156,7 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 	b.Run("floor-raw-seekge", func(b *testing.B) {
+		b.ReportAllocs()
 		it, _ := s.iter(layout.Current)
 		var buf []byte
 		blocks := blockReads(db)

@@ -22,6 +22,7 @@ type Snapshot struct {
 	iters  map[byte]engine.Iter // one reusable iterator per keyspace
 	names  map[uint32]*attrNames
 	buf    []byte
+	kbuf   []byte // the tuple of KeyVersionAt
 	closed bool
 	// horizons caches each table's retention horizon in this view (vacuum.go).
 	horizons map[uint32]int64
@@ -199,6 +200,18 @@ func (s *Snapshot) VersionAt(t *Table, tuple []byte, valid, tx int64) (Version, 
 		return Version{}, 0, err
 	}
 	return s.pastAt(t, tuple, valid, tx)
+}
+
+// KeyVersionAt is VersionAt for key, which it encodes into a buffer the
+// snapshot reuses, so a point read pays no allocation for its tuple. A key
+// that does not fit the table's is a *KeyError.
+func (s *Snapshot) KeyVersionAt(t *Table, key Key, valid, tx int64) (Version, MissReason, error) {
+	tuple, err := t.AppendKey(s.kbuf[:0], key)
+	if err != nil {
+		return Version{}, 0, err
+	}
+	s.kbuf = tuple
+	return s.VersionAt(t, tuple, valid, tx)
 }
 
 func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, MissReason, error) {
