@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -93,4 +95,54 @@ func coveringAt(live []store.Version, valid int64) (store.Version, store.MissRea
 // transaction period.
 func sameRecord(a, b *store.Version) bool {
 	return a.SameContent(b) && a.TxFrom == b.TxFrom && a.TxTo == b.TxTo && a.Key.String() == b.Key.String()
+}
+
+// KeyVersionAt reads what VersionAt reads for the key's encoding; the version
+// it returns keeps its key and tuple when a later read reuses the snapshot's
+// key buffer; a key of the wrong shape is ErrKeyShape.
+func TestKeyVersionAtMatchesVersionAt(t *testing.T) {
+	w := newScanWorld(t, 3, 40)
+	s, err := w.db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	type read struct {
+		v     store.Version
+		tuple []byte
+	}
+	var found []read
+	for _, k := range w.keys {
+		for _, tx := range []int64{w.txs[len(w.txs)/2], store.Infinity} {
+			for valid := int64(-1); valid <= 56; valid += 3 {
+				want, wantReason, err := s.VersionAt(w.tb, w.tuple(t, k), valid, tx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, reason, err := s.KeyVersionAt(w.tb, k, valid, tx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if reason != wantReason || reason == store.Found && !sameRecord(&got, &want) {
+					t.Fatalf("%v valid %d tx %d: got %v %s, want %v %s", k, valid, tx, reason, &got, wantReason, &want)
+				}
+				if reason == store.Found {
+					found = append(found, read{got, w.tuple(t, k)})
+				}
+			}
+		}
+	}
+	if len(found) == 0 {
+		t.Fatal("no read found a version")
+	}
+	for _, r := range found {
+		if !bytes.Equal(r.v.Tuple(), r.tuple) {
+			t.Fatalf("version %v: tuple %x after later reads, want %x", &r.v, r.v.Tuple(), r.tuple)
+		}
+	}
+	for _, bad := range []store.Key{{"g0"}, {"g0", "x"}, {int64(1), int64(1)}} {
+		if _, _, err := s.KeyVersionAt(w.tb, bad, 0, store.Infinity); !errors.Is(err, store.ErrKeyShape) {
+			t.Errorf("key %v: err %v, want ErrKeyShape", bad, err)
+		}
+	}
 }
