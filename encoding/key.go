@@ -196,11 +196,14 @@ func DecodeComponent(b []byte) (c any, rest []byte, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		raw := unescape(b[1 : end-1])
-		if b[0] == tagString {
-			return string(raw), b[1+end:], nil
+		payload := b[1 : end-1]
+		if b[0] == tagBytes {
+			return unescape(payload), b[1+end:], nil
 		}
-		return raw, b[1+end:], nil
+		if bytes.IndexByte(payload, escape) < 0 { // nothing to undo: one copy, not two
+			return string(payload), b[1+end:], nil
+		}
+		return string(unescape(payload)), b[1+end:], nil
 	default:
 		return nil, nil, fmt.Errorf("%w: unknown key tag 0x%02x", ErrCorrupt, b[0])
 	}

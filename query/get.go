@@ -136,12 +136,7 @@ func Get(r store.Reader, table string, key store.Key, at AsOf, opts GetOptions) 
 	}
 	defer release()
 	t = project(s, t, opts.Project)
-	var buf [64]byte
-	tuple, err := t.AppendKey(buf[:0], key)
-	if err != nil {
-		return store.Version{}, err
-	}
-	v, reason, err := s.VersionAt(t, tuple, at.Valid, resolveTx(s, at.Tx))
+	v, reason, err := s.KeyVersionAt(t, key, at.Valid, resolveTx(s, at.Tx))
 	if err != nil {
 		return store.Version{}, err
 	}

@@ -112,7 +112,7 @@ func firstErr(errs ...error) error {
 }
 
 // BenchmarkGet measures an as-of point read (what query.Get does: table lookup,
-// key encoding, VersionAt on a reused snapshot) beside the floor: a raw Pebble
+// then KeyVersionAt on a reused snapshot) beside the floor: a raw Pebble
 // SeekGE on the same current-index key with a prefix check and the value bytes,
 // on the same snapshot. ratio-to-floor is each read's time over the floor's, from
 // the floor sub-benchmark run just before it in the same process. (A floor timed
@@ -137,7 +137,7 @@ func BenchmarkGet(b *testing.B) {
 	var floor float64 // ns per read of the floor sub-benchmark, which runs first
 	read := func(tx int64) func(b *testing.B) {
 		return func(b *testing.B) {
-			var buf []byte
+			b.ReportAllocs()
 			blocks := blockReads(db)
 			defer func() { reportBlockReads(b, db, blocks) }()
 			for i := 0; b.Loop(); i++ {
@@ -145,8 +145,7 @@ func BenchmarkGet(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				buf, _ = t.AppendKey(buf[:0], keys[i%n])
-				_, reason, err := s.VersionAt(t, buf, valids[i%n], tx)
+				_, reason, err := s.KeyVersionAt(t, keys[i%n], valids[i%n], tx)
 				if err != nil || reason != Found {
 					b.Fatal(reason, err)
 				}
@@ -157,6 +156,7 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 	b.Run("floor-raw-seekge", func(b *testing.B) {
+		b.ReportAllocs()
 		it, _ := s.iter(layout.Current)
 		var buf []byte
 		blocks := blockReads(db)
@@ -189,7 +189,10 @@ func reportBlockReads(b *testing.B, db *DB, since int64) {
 
 // BenchmarkGetCorrections reads one key with 0 and one with 1,000 corrections (a
 // correction rewrites the middle of the key's timeline), at the latest and at an
-// old transaction time. At the latest transaction the cost must not grow.
+// old transaction time, before which none of the corrections was made. At the
+// latest transaction the cost must not grow; at the old one it must stay a
+// small multiple of the latest read's: ratio-to-latest is each old-time read's
+// time over the latest read of the same key and stage, run just before it.
 func BenchmarkGetCorrections(b *testing.B) {
 	db, err := Open(b.TempDir(), Options{NoSync: true})
 	if err != nil {
@@ -229,9 +232,10 @@ func BenchmarkGetCorrections(b *testing.B) {
 		}
 	}
 	// "memtable": the corrections are all in the memtable, which keeps every
-	// overwrite of the corrected version's current-index record, and a read
-	// that steps past that record steps over them all. "compacted": after a
-	// compaction, as a service's store is once its memtable has been flushed.
+	// overwrite of the corrected version's current-index record, so a read
+	// whose iterator stepped past that record would step over them all.
+	// "compacted": after a flush and a compaction, as a service's store is
+	// once its memtable has been flushed.
 	for _, stage := range []string{"memtable", "compacted"} {
 		if stage == "compacted" {
 			if err := db.Compact(context.Background()); err != nil {
@@ -240,11 +244,13 @@ func BenchmarkGetCorrections(b *testing.B) {
 		}
 		s, _ := db.Snapshot()
 		for _, id := range []string{"clean", "corrected"} {
+			var latest float64 // ns per latest read of this key and stage
 			for _, tc := range []struct {
 				name string
 				tx   int64
 			}{{"latest-tx", Infinity}, {"first-tx", firstTx}} {
 				b.Run(stage+"/"+id+"/"+tc.name, func(b *testing.B) {
+					b.ReportAllocs()
 					tuple, _ := tb.AppendKey(nil, Key{id})
 					blocks := blockReads(db)
 					defer func() { reportBlockReads(b, db, blocks) }()
@@ -253,6 +259,12 @@ func BenchmarkGetCorrections(b *testing.B) {
 						if err != nil || reason != Found {
 							b.Fatal(reason, err)
 						}
+					}
+					perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+					if tc.tx == Infinity {
+						latest = perOp
+					} else if latest > 0 {
+						b.ReportMetric(perOp/latest, "ratio-to-latest")
 					}
 				})
 			}

@@ -22,9 +22,11 @@ type Snapshot struct {
 	iters  map[byte]engine.Iter // one reusable iterator per keyspace
 	names  map[uint32]*attrNames
 	buf    []byte
+	kbuf   []byte // the tuple of KeyVersionAt
 	closed bool
 	// horizons caches each table's retention horizon in this view (vacuum.go).
 	horizons map[uint32]int64
+	walk     historyWalk // reused by every read at a past transaction time
 }
 
 // Reader is what read paths run on: a *DB, where each call takes and releases a
@@ -200,6 +202,18 @@ func (s *Snapshot) VersionAt(t *Table, tuple []byte, valid, tx int64) (Version, 
 	return s.pastAt(t, tuple, valid, tx)
 }
 
+// KeyVersionAt is VersionAt for key, which it encodes into a buffer the
+// snapshot reuses, so a point read pays no allocation for its tuple. A key
+// that does not fit the table's is a *KeyError.
+func (s *Snapshot) KeyVersionAt(t *Table, key Key, valid, tx int64) (Version, MissReason, error) {
+	tuple, err := t.AppendKey(s.kbuf[:0], key)
+	if err != nil {
+		return Version{}, 0, err
+	}
+	s.kbuf = tuple
+	return s.VersionAt(t, tuple, valid, tx)
+}
+
 func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, MissReason, error) {
 	it, err := s.iter(layout.Current)
 	if err != nil {
@@ -265,31 +279,27 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 // full, the version holds only the record's head (periods, surrogate key, flags):
 // no key and no attributes, which a caller that needs only the periods would
 // otherwise pay a map per candidate for.
+//
+// It walks the key's current records down from valid and, before it takes or
+// steps past each, looks in history at the valid_froms above it (and at its
+// own, when the current record is not alive at tx): the first record alive at
+// tx met in that order is the answer. A current record asserted after tx that
+// a later transaction rewrote (a correction) has its predecessor in history
+// at the same valid_from, so the walk ends there without stepping past the
+// current record, which until a flush is one iterator step over every
+// overwrite of it the memtable keeps.
 func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
-	best, found, err := s.currentCandidate(t, tuple, valid, tx, full)
-	if err != nil {
-		return Version{}, false, err
-	}
-	hist, hfound, err := s.historyCandidate(t, tuple, valid, tx, best.ValidFrom, found, full)
-	if err != nil {
-		return Version{}, false, err
-	}
-	if hfound && (!found || hist.ValidFrom > best.ValidFrom) {
-		best, found = hist, true
-	}
-	return best, found, nil
-}
-
-// currentCandidate returns the current record with tx_from <= tx and the greatest
-// valid_from <= valid (only its head without full).
-func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
 	it, err := s.iter(layout.Current)
+	if err != nil {
+		return Version{}, false, err
+	}
+	h, err := s.startHistoryWalk(t, tuple, valid, tx)
 	if err != nil {
 		return Version{}, false, err
 	}
 	prefix := layout.CurrentKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = layout.CurrentKeys.AppendValid(prefix, valid)
-	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); {
+	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
 		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(prefix))
 		if err != nil {
 			return Version{}, false, err
@@ -298,65 +308,103 @@ func (s *Snapshot) currentCandidate(t *Table, tuple []byte, valid, tx int64, ful
 		if err != nil {
 			return Version{}, false, err
 		}
-		if head.TxFrom <= tx { // decode the attributes of the answer only
+		alive := head.TxFrom <= tx // a current record is retired at no tx
+		if v, found, err := h.above(from, !alive, full); found || err != nil {
+			return v, found, err
+		}
+		if alive { // decode the attributes of the answer only
 			return s.candidate(t, tuple, from, 0, head, it.Value(), full)
 		}
-		// Next, not a seek to the next valid_from: on flushed tables a seek
-		// touched 3 more blocks per read at an old transaction time
-		// (BenchmarkGet, 14.5 against 11.4). Until a flush, though, the
-		// memtable keeps every overwrite of a record a later transaction
-		// rewrote (a correction), and Next steps over them one by one
-		// (BenchmarkGetCorrections "memtable").
-		ok = it.Next()
 	}
-	return Version{}, false, it.Error()
-}
-
-// historyCandidate returns the retired record alive at tx with the greatest
-// valid_from in (floor, valid] (any valid_from <= valid when !haveFloor); only
-// its head without full.
-func (s *Snapshot) historyCandidate(t *Table, tuple []byte, valid, tx, floor int64, haveFloor, full bool) (Version, bool, error) {
-	it, err := s.iter(layout.History)
-	if err != nil {
+	if err := it.Error(); err != nil {
 		return Version{}, false, err
 	}
-	prefix := layout.HistoryKeys.KeyPrefix(nil, t.ID, tuple)
-	seek := layout.HistoryKeys.AppendValid(slices.Clip(prefix), valid)
-	for ok := it.SeekPrefixGE(seek); ok && bytes.HasPrefix(it.Key(), prefix); {
-		kp, from, err := layout.HistoryKeys.Split(it.Key(), len(prefix)-len(tuple))
-		if err != nil {
+	return h.above(NegInfinity, true, full)
+}
+
+// historyWalk is pastCandidate's walk down one key's history, from the read's
+// valid time, by valid_from. History's records of one valid_from are newest
+// asserted first and at most one of them is alive at any instant, the newest
+// asserted at or before tx, if it was not retired by then: each valid_from
+// costs one seek to that record, and one to the next valid_from below. A
+// snapshot keeps one, whose buffers its reads reuse.
+type historyWalk struct {
+	s      *Snapshot
+	t      *Table
+	tuple  []byte
+	tx     int64
+	it     engine.Iter
+	on     bool  // the iterator is at the newest record of valid_from from
+	from   int64 // valid_from of the records the iterator is on
+	prefix []byte
+	group  []byte
+	seek   []byte
+}
+
+// startHistoryWalk positions the snapshot's history walk at the key's
+// greatest valid_from <= valid.
+func (s *Snapshot) startHistoryWalk(t *Table, tuple []byte, valid, tx int64) (*historyWalk, error) {
+	it, err := s.iter(layout.History)
+	if err != nil {
+		return nil, err
+	}
+	w := &s.walk
+	w.s, w.t, w.tuple, w.tx, w.it = s, t, tuple, tx, it
+	w.prefix = layout.HistoryKeys.KeyPrefix(w.prefix[:0], t.ID, tuple)
+	return w, w.seekAtOrBelow(valid)
+}
+
+// seekAtOrBelow moves the walk to the greatest valid_from <= valid.
+func (w *historyWalk) seekAtOrBelow(valid int64) error {
+	w.seek = layout.HistoryKeys.AppendValid(append(w.seek[:0], w.prefix...), valid)
+	w.on = w.it.SeekPrefixGE(w.seek) && bytes.HasPrefix(w.it.Key(), w.prefix)
+	if !w.on {
+		return w.it.Error()
+	}
+	kp, from, err := layout.HistoryKeys.Split(w.it.Key(), len(w.prefix)-len(w.tuple))
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(kp, w.prefix) {
+		// A key of another length under the key's prefix: its valid_from
+		// is not where the next seek assumes, which would find it again.
+		w.on = false
+		return fmt.Errorf("%w: table %q: history key %x is not a record key of key %x", ErrCorrupt, w.t.Name, w.it.Key(), w.tuple)
+	}
+	w.from = from
+	return nil
+}
+
+// above returns the retired record alive at tx with the greatest valid_from
+// above floor (or at it, with orAt) among the valid_froms the walk has not
+// passed; only its head without full. A walk that found one is done.
+func (w *historyWalk) above(floor int64, orAt, full bool) (Version, bool, error) {
+	for w.on && (w.from > floor || orAt && w.from == floor) {
+		w.group = layout.HistoryKeys.AppendValid(append(w.group[:0], w.prefix...), w.from)
+		w.seek = layout.HistoryKeys.Key(w.seek[:0], w.t.ID, w.tuple, w.from, w.tx)
+		if w.it.SeekPrefixGE(w.seek) && bytes.HasPrefix(w.it.Key(), w.group) {
+			keyTx, err := layout.HistoryKeys.TxFrom(w.it.Key())
+			if err != nil {
+				return Version{}, false, err
+			}
+			head, err := decodeHead(w.t, w.it.Value(), w.from, keyTx)
+			if err != nil {
+				return Version{}, false, err
+			}
+			if head.TxFrom <= w.tx && w.tx < head.TxTo {
+				w.on = false
+				return w.s.candidate(w.t, w.tuple, w.from, keyTx, head, w.it.Value(), full)
+			}
+		}
+		if w.from == NegInfinity {
+			w.on = false
+			break
+		}
+		if err := w.seekAtOrBelow(w.from - 1); err != nil {
 			return Version{}, false, err
 		}
-		if !bytes.Equal(kp, prefix) {
-			// A key of another length under the key's prefix: its valid_from
-			// is not where the next seek assumes, which would find it again.
-			return Version{}, false, fmt.Errorf("%w: table %q: history key %x is not a record key of key %x", ErrCorrupt, t.Name, it.Key(), tuple)
-		}
-		if haveFloor && from <= floor {
-			break
-		}
-		// Every record of one valid_from, newest asserted first: one seek finds
-		// the newest asserted at or before tx.
-		group := layout.HistoryKeys.AppendValid(slices.Clip(prefix), from)
-		if it.SeekPrefixGE(layout.HistoryKeys.Key(nil, t.ID, tuple, from, tx)) && bytes.HasPrefix(it.Key(), group) {
-			keyTx, err := layout.HistoryKeys.TxFrom(it.Key())
-			if err != nil {
-				return Version{}, false, err
-			}
-			head, err := decodeHead(t, it.Value(), from, keyTx)
-			if err != nil {
-				return Version{}, false, err
-			}
-			if head.TxFrom <= tx && tx < head.TxTo {
-				return s.candidate(t, tuple, from, keyTx, head, it.Value(), full)
-			}
-		}
-		if from == NegInfinity {
-			break
-		}
-		ok = it.SeekPrefixGE(layout.HistoryKeys.AppendValid(slices.Clip(prefix), from-1))
 	}
-	return Version{}, false, it.Error()
+	return Version{}, false, w.it.Error()
 }
 
 // candidate is a found candidate record: the whole version with full, else the

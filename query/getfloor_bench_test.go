@@ -1,0 +1,157 @@
+package query_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+	"github.com/bitempo/bitempo/txn"
+)
+
+// The floor store's layout, the peer harness's (tools/bench): key | 0x00 |
+// desc(valid_from) -> valid_to | tier | city.
+const (
+	floorKeys     = 2_000
+	floorVersions = 10
+	floorStep     = 1_000
+)
+
+func floorKey(i int) string { return fmt.Sprintf("customer-%07d", i) }
+
+func floorCity(i, v int) string { return fmt.Sprintf("city-%d", (i+v)%97) }
+
+func appendDesc(dst []byte, t int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, ^(uint64(t) ^ 1<<63))
+}
+
+// floorVersion is what the floor decodes: a fixed struct, no attribute map.
+type floorVersion struct {
+	from, to, tier int64
+	city           string
+}
+
+// BenchmarkGetFloor is query.Get on a reused snapshot beside raw Pebble doing
+// the minimal work of the same read (the peer harness's floor: SeekGE on
+// key | desc(valid), a prefix check, and a fixed struct decoded from the value),
+// both in memory, so the ratio is the read path's own cost (key encoding, table
+// lookup, record decoding, the Version and its attribute map), not the cache
+// misses a larger store adds to both. ratio-to-floor is each read's time over
+// the floor's, from the floor sub-benchmark run just before it.
+func BenchmarkGetFloor(b *testing.B) {
+	db, err := store.Open("", store.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.CreateTable(store.TableDef{Name: "dim", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	batch := raw.NewBatch()
+	for lo := 0; lo < floorKeys; lo += 500 {
+		_, err := txn.Update(db, func(tx *txn.Tx) error {
+			for i := lo; i < lo+500; i++ {
+				for v := range floorVersions {
+					from, to := int64(v*floorStep), int64(v*floorStep+floorStep)
+					if v == floorVersions-1 {
+						to = store.Infinity
+					}
+					attrs := store.Attrs{"city": floorCity(i, v), "tier": int64(v)}
+					if err := tx.Put("dim", store.Key{floorKey(i)}, attrs, from, to); err != nil {
+						return err
+					}
+					k := appendDesc(append([]byte(floorKey(i)), 0), from)
+					val := binary.BigEndian.AppendUint64(nil, uint64(to))
+					val = binary.BigEndian.AppendUint64(val, uint64(v))
+					if err := batch.Set(k, append(val, floorCity(i, v)...), nil); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := batch.Commit(pebble.NoSync); err != nil {
+		b.Fatal(err)
+	}
+	for _, flush := range []func() error{raw.Flush, func() error { return db.Compact(b.Context()) }} {
+		if err := flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	snap, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer snap.Close()
+	it, err := raw.NewIter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Close()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 1 << 12
+	keys := make([]string, n)
+	skeys := make([]store.Key, n)
+	valids := make([]int64, n)
+	for i := range keys {
+		keys[i] = floorKey(rng.IntN(floorKeys))
+		skeys[i] = store.Key{keys[i]}
+		valids[i] = rng.Int64N(floorVersions * floorStep)
+	}
+	var floor float64
+	report := func(b *testing.B) {
+		if floor > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/floor, "ratio-to-floor")
+		}
+	}
+	b.Run("floor-raw-pebble", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		var sink floorVersion
+		for i := 0; b.Loop(); i++ {
+			buf = append(append(buf[:0], keys[i%n]...), 0)
+			pfx := len(buf)
+			buf = appendDesc(buf, valids[i%n])
+			if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:pfx]) {
+				b.Fatal("floor read missed")
+			}
+			val := it.Value()
+			sink = floorVersion{from: valids[i%n], to: int64(binary.BigEndian.Uint64(val)),
+				tier: int64(binary.BigEndian.Uint64(val[8:])), city: string(val[16:])}
+			if valids[i%n] >= sink.to {
+				b.Fatal("floor read missed")
+			}
+		}
+		floor = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	for _, c := range []struct {
+		name string
+		opts query.GetOptions
+	}{{"get", query.GetOptions{}}, {"get-project=city", query.GetOptions{Project: []string{"city"}}}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := query.Get(snap, "dim", skeys[i%n], query.AsOf{Valid: valids[i%n]}, c.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			report(b)
+		})
+	}
+}
