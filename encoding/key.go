@@ -208,18 +208,7 @@ func DecodeComponent(b []byte) (c any, rest []byte, err error) {
 
 // unescape returns a fresh copy of an escaped payload (terminator removed) with its
 // escapes undone; escapedEnd has already validated it.
-func unescape(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for {
-		i := bytes.IndexByte(b, escape)
-		if i < 0 {
-			return append(out, b...)
-		}
-		out = append(out, b[:i]...)
-		out = append(out, 0x00)
-		b = b[i+2:]
-	}
-}
+func unescape(b []byte) []byte { return unescapeInPlace(bytes.Clone(b)) }
 
 // AppendTimeAsc appends t so that byte order equals signed integer order.
 func AppendTimeAsc(dst []byte, t int64) []byte {
