@@ -22,55 +22,29 @@ var rowAttrNames = []string{"s", "i", "f", "b", "t", "raw", "never"}
 // place has something to get wrong.
 func newRowWorld(t *testing.T, seed uint64, commits int) *scanWorld {
 	t.Helper()
-	clock := int64(1000)
-	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	tb, err := db.CreateTable(pairs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &scanWorld{db: db, tb: tb}
+	var keys []store.Key
 	for _, g := range []string{"g0", "g1", "g1\x00z", "g2"} {
 		for n := range 3 {
-			w.keys = append(w.keys, store.Key{g, int64(n - 1)})
+			keys = append(keys, store.Key{g, int64(n - 1)})
 		}
 	}
-	w.sortKeys(t)
-	rng := rand.New(rand.NewPCG(seed, 17))
-	for range commits {
-		c, err := txn.Update(db, func(tx *txn.Tx) error {
-			for range 1 + rng.IntN(3) {
-				key := w.keys[rng.IntN(len(w.keys))]
-				from := int64(rng.IntN(40))
-				to := from + 1 + int64(rng.IntN(15))
-				var err error
-				switch rng.IntN(4) {
-				case 0:
-					err = tx.Put("pairs", key, randomRowAttrs(rng), from, to)
-				case 1:
-					err = tx.Put("pairs", key, randomRowAttrs(rng), from, store.Infinity)
-				case 2:
-					_, err = tx.Upsert("pairs", key, randomRowAttrs(rng), from)
-				case 3:
-					err = tx.Delete("pairs", key, from, to)
-				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Tx != 0 {
-			w.txs = append(w.txs, c.Tx)
-		}
+	return buildWorld(t, keys, commits, rand.New(rand.NewPCG(seed, 17)), randomRowWrite)
+}
+
+// randomRowWrite puts, upserts or deletes a random period of key.
+func randomRowWrite(tx *txn.Tx, rng *rand.Rand, key store.Key) error {
+	from := int64(rng.IntN(40))
+	to := from + 1 + int64(rng.IntN(15))
+	switch rng.IntN(4) {
+	case 0:
+		return tx.Put("pairs", key, randomRowAttrs(rng), from, to)
+	case 1:
+		return tx.Put("pairs", key, randomRowAttrs(rng), from, store.Infinity)
+	case 2:
+		_, err := tx.Upsert("pairs", key, randomRowAttrs(rng), from)
+		return err
 	}
-	return w
+	return tx.Delete("pairs", key, from, to)
 }
 
 // randomRowAttrs draws each of the attributes (but "never") or leaves it out,
@@ -221,6 +195,28 @@ func checkAttr(r *store.Row, ref *store.AttrRef, attrs store.Attrs) error {
 	return nil
 }
 
+// snapshotModel is the reference snapshot: from every key's records (audit
+// order, by key), the version of each key of sp covering valid among those
+// alive at tx.
+func (w *scanWorld) snapshotModel(t *testing.T, recs [][]store.Version, sp store.Span, valid, tx int64) []store.Version {
+	var out []store.Version
+	for i, k := range w.keys {
+		if !w.inSpan(t, k, sp) {
+			continue
+		}
+		for _, v := range alive(recs[i], tx) {
+			if v.Covers(valid) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// TestScanRowsMatchScanAtAndBruteForce compares, on random stores and reads
+// (spans, valid and transaction times, projected and WithRawAttrs tables),
+// the rows of ScanRowsAt copied out with the versions of ScanAt, every
+// row's accessors with its copy, and both with the reference model.
 func TestScanRowsMatchScanAtAndBruteForce(t *testing.T) {
 	for seed := range uint64(8) {
 		w := newRowWorld(t, seed, 60)
@@ -232,16 +228,6 @@ func TestScanRowsMatchScanAtAndBruteForce(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 19))
 		for range 150 {
 			valid, tx, sp := int64(rng.IntN(60)-5), w.randomTx(rng), w.randomSpan(t, rng)
-			var want []store.Version
-			for i, k := range w.keys {
-				if w.inSpan(t, k, sp) {
-					for _, v := range alive(recs[i], tx) {
-						if v.Covers(valid) {
-							want = append(want, v)
-						}
-					}
-				}
-			}
 			tb := w.tb
 			switch rng.IntN(3) {
 			case 1:
@@ -251,11 +237,12 @@ func TestScanRowsMatchScanAtAndBruteForce(t *testing.T) {
 			}
 			mapped := collect(t, s.ScanAt(tb, sp, valid, tx))
 			rows := scanRowsCopied(t, s, tb, sp, valid, tx)
+			at := fmt.Sprintf("seed %d ScanRowsAt(span %x..%x, valid %d, tx %d)", seed, sp.Start, sp.End, valid, tx)
 			if describe(t, rows) != describe(t, mapped) {
-				t.Fatalf("seed %d ScanRowsAt(span %x..%x, valid %d, tx %d):\n%s\nScanAt:\n%s", seed, sp.Start, sp.End, valid, tx, describe(t, rows), describe(t, mapped))
+				t.Fatalf("%s:\n%s\nScanAt:\n%s", at, describe(t, rows), describe(t, mapped))
 			}
-			if tb == w.tb && render(rows) != render(want) {
-				t.Fatalf("seed %d ScanRowsAt(span %x..%x, valid %d, tx %d):\n%s\nwant\n%s", seed, sp.Start, sp.End, valid, tx, render(rows), render(want))
+			if want := w.snapshotModel(t, recs, sp, valid, tx); tb == w.tb && render(rows) != render(want) {
+				t.Fatalf("%s:\n%s\nwant\n%s", at, render(rows), render(want))
 			}
 		}
 		if err := s.Close(); err != nil {
