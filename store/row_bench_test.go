@@ -12,7 +12,8 @@ import (
 
 // BenchmarkSnapshotRows measures a whole-table snapshot over benchStore's 100k
 // keys x 10 versions at the newest valid time (every key's first record is the
-// answer) and in the middle of the keys' histories, by three paths in every
+// answer) and in the middle of the keys' histories (where the answer is four
+// or five versions back from the newest), by three paths in every
 // iteration, each first in turn so that a busy machine slows them alike: ScanAt
 // (a Version with an attribute map per key), ScanRowsAt (a reused Row, its
 // attributes read by name) and the floor, a raw engine iterator stepping with
@@ -30,7 +31,11 @@ func BenchmarkSnapshotRows(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		valid int64
-	}{{"valid-now", benchVersions * benchStep}, {"valid-mid", benchVersions*benchStep/2 + 1}} {
+	}{
+		{"valid-now", benchVersions * benchStep},
+		{"valid-mid", benchVersions*benchStep/2 + 1},   // four versions newer than the answer
+		{"valid-mid-1", benchVersions*benchStep/2 - 1}, // five
+	} {
 		paths := []func() int{
 			func() int { return scanVersions(b, s, tb, tc.valid) },
 			func() int { return scanRows(b, s, tb, tc.valid) },
