@@ -28,6 +28,14 @@ import (
 // left is cheaper to step over than to seek past; one with many costs one seek.
 const nextsBeforeSeek = 4
 
+// stepsToValid is how many Next calls a snapshot scan spends stepping from a
+// key's newest version back to the one in effect before it seeks instead
+// (stepToValid). It is larger than nextsBeforeSeek: a seek inside the key
+// also makes the scan leave the key with a second seek (skipKey), so a step
+// saves more here (BenchmarkSnapshotRows, valid-mid-1: the answer five
+// versions back).
+const stepsToValid = 8
+
 // Span is a range of natural keys of one table, as encoded tuples: every key whose
 // tuple k satisfies Start <= k < End, bytewise. A nil Start or End leaves that side
 // open. Partial keys (leading components, encoded by Table.AppendKeyPrefix) make
@@ -114,7 +122,9 @@ func (y *yielder[T]) fail(err error) {
 // snapshot at a valid time older than the keys' newest versions): it seeks,
 // since Pebble turns a seek that follows a seek to a smaller key into a few
 // steps, and a seek after NextPrefix starts over from every level.
-func skipKey(it engine.Iter, keyPfx []byte, seekNext bool) bool {
+//
+// end is the caller's buffer for the seek key, reused from call to call.
+func skipKey(it engine.Iter, keyPfx []byte, seekNext bool, end *[]byte) bool {
 	for range nextsBeforeSeek {
 		if !it.Next() {
 			return false
@@ -133,7 +143,11 @@ func skipKey(it engine.Iter, keyPfx []byte, seekNext bool) bool {
 		// Pebble refuses NextPrefix under an upper bound inside a prefix
 		// (no bound the scans set is one): seek instead, which clears it.
 	}
-	return it.SeekGE(encoding.PrefixEnd(keyPfx))
+	*end = encoding.PrefixEndInPlace(append((*end)[:0], keyPfx...))
+	if len(*end) == 0 {
+		return false // keyPfx is all 0xff: no key follows it
+	}
+	return it.SeekGE(*end)
 }
 
 // nextPrefixer is an engine iterator that can step to the first key of the
@@ -149,6 +163,7 @@ type keyCursor struct {
 	pfxLen int
 	ok     bool
 	keyPfx []byte // keyspace | table id | tuple of the current key
+	end    []byte // skipKey's seek key
 }
 
 func (s *Snapshot) newKeyCursor(keys layout.RecordCodec, t *Table, span Span) (*keyCursor, error) {
@@ -175,7 +190,7 @@ func (c *keyCursor) load() error {
 func (c *keyCursor) tuple() []byte { return c.keyPfx[c.pfxLen:] }
 
 func (c *keyCursor) advance() error {
-	c.ok = skipKey(c.it, c.keyPfx, false)
+	c.ok = skipKey(c.it, c.keyPfx, false, &c.end)
 	return c.load()
 }
 
@@ -325,7 +340,7 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, each func(*Ro
 	defer func() { err = firstError(err, it.Close()) }()
 	pfxLen := len(lower) - len(span.Start)
 	r := s.newRow(t)
-	var keyPfx, seek []byte
+	var keyPfx, seek, end []byte
 	for ok := it.First(); ok; {
 		kp, from, err := layout.CurrentKeys.Split(it.Key(), pfxLen)
 		if err != nil {
@@ -362,7 +377,7 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, each func(*Ro
 				return err
 			}
 		}
-		ok = skipKey(it, keyPfx, seeked)
+		ok = skipKey(it, keyPfx, seeked, &end)
 	}
 	return it.Error()
 }
@@ -379,12 +394,12 @@ const (
 
 // stepToValid steps a current-index iterator from a version of the key keyPfx
 // that starts after valid towards the version in effect at valid, with at most
-// nextsBeforeSeek Next calls. A key's versions are newest first, so a snapshot
+// stepsToValid Next calls. A key's versions are newest first, so a snapshot
 // at a valid time a few versions back costs a few steps instead of a seek, and
 // the scan then leaves the key with NextPrefix rather than a second seek. from
 // is the valid_from of the version found.
 func stepToValid(it engine.Iter, keyPfx []byte, pfxLen int, valid int64) (step stepResult, from int64, err error) {
-	for range nextsBeforeSeek {
+	for range stepsToValid {
 		if !it.Next() {
 			return stepEnd, 0, nil
 		}
