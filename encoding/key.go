@@ -178,50 +178,23 @@ func escapedEnd(b []byte) (int, error) {
 
 // DecodeComponent decodes one component from the front of b.
 func DecodeComponent(b []byte) (c any, rest []byte, err error) {
-	if len(b) == 0 {
-		return nil, nil, fmt.Errorf("%w: empty key component", ErrCorrupt)
+	var v Value
+	rest, fresh, err := DecodeComponentValue(b, &v, nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	switch b[0] {
-	case tagInt64, tagUint64:
-		if len(b) < 9 {
-			return nil, nil, fmt.Errorf("%w: truncated integer component", ErrCorrupt)
-		}
-		u := binary.BigEndian.Uint64(b[1:9])
-		if b[0] == tagInt64 {
-			return int64(u ^ (1 << 63)), b[9:], nil
-		}
-		return u, b[9:], nil
-	case tagString, tagBytes:
-		end, err := escapedEnd(b[1:])
-		if err != nil {
-			return nil, nil, err
-		}
-		payload := b[1 : end-1]
-		if b[0] == tagBytes {
-			return unescape(payload), b[1+end:], nil
-		}
-		if bytes.IndexByte(payload, escape) < 0 { // nothing to undo: one copy, not two
-			return string(payload), b[1+end:], nil
-		}
-		return string(unescape(payload)), b[1+end:], nil
-	default:
-		return nil, nil, fmt.Errorf("%w: unknown key tag 0x%02x", ErrCorrupt, b[0])
+	switch v.Kind {
+	case KindInt:
+		return v.Int, rest, nil
+	case KindUint:
+		return v.Uint, rest, nil
+	case KindString:
+		return string(v.Bytes), rest, nil
 	}
-}
-
-// unescape returns a fresh copy of an escaped payload (terminator removed) with its
-// escapes undone; escapedEnd has already validated it.
-func unescape(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	for {
-		i := bytes.IndexByte(b, escape)
-		if i < 0 {
-			return append(out, b...)
-		}
-		out = append(out, b[:i]...)
-		out = append(out, 0x00)
-		b = b[i+2:]
+	if fresh == nil { // v.Bytes aliases b
+		return bytes.Clone(v.Bytes), rest, nil
 	}
+	return v.Bytes, rest, nil
 }
 
 // AppendTimeAsc appends t so that byte order equals signed integer order.

@@ -75,13 +75,17 @@ func Split(k []byte) int {
 // and so splits as itself. (Pebble's default, a | 0x00, would be a key of
 // prefix a, sorting before a's versions: NextPrefix would stay on the key.)
 // For any other prefix key, a | 0x00 is one.
+// It builds both candidates in dst, allocating nothing when dst has room
+// (NextPrefix passes the same buffer every time).
 func ImmediateSuccessor(dst, a []byte) []byte {
-	if t := TableIDEnd(a); t > 0 && len(a) > t && Split(append(a[:len(a):len(a)], 0)) == len(a) {
-		if end := encoding.PrefixEnd(a); end != nil {
-			return append(dst, end...)
+	n := len(dst)
+	dst = append(append(dst, a...), 0x00)
+	if t := TableIDEnd(a); t > 0 && len(a) > t && Split(dst[n:]) == len(a) {
+		if end := encoding.PrefixEndInPlace(dst[n : n+len(a)]); len(end) > 0 {
+			return dst[:n+len(end)]
 		}
 	}
-	return append(append(dst, a...), 0x00)
+	return dst
 }
 
 // Tags of key components and the escape bytes of string components, as

@@ -40,3 +40,24 @@ func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange, opts Snapsho
 		rows(s.ScanAt(t, sp, at.Valid, resolveTx(s, at.Tx)), yield)
 	}
 }
+
+// SnapshotRows is Snapshot reading each version in place: it calls fn with
+// the version of every key, in key order, as a store.Row that is the same
+// every time and valid until fn returns (Row.Version copies one out), and
+// stops when fn returns false. Read attributes with the Row's typed accessors
+// and a store.AttrRef per attribute made before the scan, or with Row.Walk
+// (projected by opts.Project). At the latest transaction time it allocates
+// nothing per row; Snapshot is the same scan with every row copied out.
+func SnapshotRows(r store.Reader, table string, at AsOf, keys KeyRange, opts SnapshotOptions, fn func(*store.Row) bool) error {
+	s, t, release, err := open(r, table)
+	if err != nil {
+		return err
+	}
+	defer release()
+	t = project(s, t, opts.Project)
+	sp, err := keys.span(t)
+	if err != nil {
+		return err
+	}
+	return s.ScanRowsAt(t, sp, at.Valid, resolveTx(s, at.Tx), fn)
+}

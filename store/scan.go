@@ -28,6 +28,14 @@ import (
 // left is cheaper to step over than to seek past; one with many costs one seek.
 const nextsBeforeSeek = 4
 
+// stepsToValid is how many Next calls a snapshot scan spends stepping from a
+// key's newest version back to the one in effect before it seeks instead
+// (stepToValid). It is larger than nextsBeforeSeek: a seek inside the key
+// also makes the scan leave the key with a second seek (skipKey), so a step
+// saves more here (BenchmarkSnapshotRows, valid-mid-1: the answer five
+// versions back).
+const stepsToValid = 8
+
 // Span is a range of natural keys of one table, as encoded tuples: every key whose
 // tuple k satisfies Start <= k < End, bytewise. A nil Start or End leaves that side
 // open. Partial keys (leading components, encoded by Table.AppendKeyPrefix) make
@@ -114,7 +122,9 @@ func (y *yielder[T]) fail(err error) {
 // snapshot at a valid time older than the keys' newest versions): it seeks,
 // since Pebble turns a seek that follows a seek to a smaller key into a few
 // steps, and a seek after NextPrefix starts over from every level.
-func skipKey(it engine.Iter, keyPfx []byte, seekNext bool) bool {
+//
+// end is the caller's buffer for the seek key, reused from call to call.
+func skipKey(it engine.Iter, keyPfx []byte, seekNext bool, end *[]byte) bool {
 	for range nextsBeforeSeek {
 		if !it.Next() {
 			return false
@@ -133,7 +143,11 @@ func skipKey(it engine.Iter, keyPfx []byte, seekNext bool) bool {
 		// Pebble refuses NextPrefix under an upper bound inside a prefix
 		// (no bound the scans set is one): seek instead, which clears it.
 	}
-	return it.SeekGE(encoding.PrefixEnd(keyPfx))
+	*end = encoding.PrefixEndInPlace(append((*end)[:0], keyPfx...))
+	if len(*end) == 0 {
+		return false // keyPfx is all 0xff: no key follows it
+	}
+	return it.SeekGE(*end)
 }
 
 // nextPrefixer is an engine iterator that can step to the first key of the
@@ -149,6 +163,7 @@ type keyCursor struct {
 	pfxLen int
 	ok     bool
 	keyPfx []byte // keyspace | table id | tuple of the current key
+	end    []byte // skipKey's seek key
 }
 
 func (s *Snapshot) newKeyCursor(keys layout.RecordCodec, t *Table, span Span) (*keyCursor, error) {
@@ -175,7 +190,7 @@ func (c *keyCursor) load() error {
 func (c *keyCursor) tuple() []byte { return c.keyPfx[c.pfxLen:] }
 
 func (c *keyCursor) advance() error {
-	c.ok = skipKey(c.it, c.keyPfx, false)
+	c.ok = skipKey(c.it, c.keyPfx, false, &c.end)
 	return c.load()
 }
 
@@ -254,32 +269,69 @@ func (tk *tableKeys) close() error {
 
 // ScanAt yields, in key order, the version of every key of span in effect at
 // valid time valid as known at transaction time tx; keys with no such version are
-// left out. At or after LastTx it reads the current-state index with at most two
-// seeks per key: one to the version in effect, unless a few steps from the
-// key's newest reach it, and one past the key's older versions, unless a few
-// steps reach the next key (after steps, Pebble's NextPrefix rather than a seek).
-// At an older transaction time it walks the keys of both indexes and costs a few
-// seeks per key. It never walks through a key's history.
+// left out. It is ScanRowsAt with each row copied out (Row.Version).
 func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Version, error] {
 	return func(yield func(Version, error) bool) {
 		y := &yielder[Version]{yield: yield}
-		switch {
-		case s.closed:
-			y.fail(ErrClosed)
-		case span.empty():
-		case tx >= s.lastTx:
-			y.fail(s.scanCurrentAt(t, span, valid, y))
-		default:
-			if err := s.checkHorizon(t, tx); err != nil {
-				y.fail(err)
-				return
-			}
-			y.fail(s.scanPastAt(t, span, valid, tx, y))
+		if tx < s.lastTx && !s.closed && !span.empty() {
+			// A past row is a Version already: yield it as read.
+			y.fail(s.scanPast(t, span, valid, tx, func(v *Version) (bool, error) { return y.emit(*v), nil }))
+			return
 		}
+		y.fail(s.scanRows(t, span, valid, tx, func(r *Row) (bool, error) {
+			v, err := r.Version()
+			if err != nil {
+				return false, err
+			}
+			return y.emit(v), nil
+		}))
 	}
 }
 
-func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Version]) (err error) {
+// ScanRowsAt calls fn, in key order, with the version of every key of span in
+// effect at valid time valid as known at transaction time tx, as a Row read in
+// place; keys with no such version are left out. fn gets the same Row every
+// time, valid until it returns; it returns false to stop the scan. A malformed
+// record that fn's reads of the row find ends the scan with their error.
+//
+// At or after LastTx it reads the current-state index with at most two seeks
+// per key: one to the version in effect, unless a few steps from the key's
+// newest reach it, and one past the key's older versions, unless a few steps
+// reach the next key (after steps, Pebble's NextPrefix rather than a seek), and
+// it allocates nothing per row. At an older transaction time it walks the keys
+// of both indexes and costs a few seeks per key and the allocations of a point
+// read. It never walks through a key's history.
+func (s *Snapshot) ScanRowsAt(t *Table, span Span, valid, tx int64, fn func(*Row) bool) error {
+	return s.scanRows(t, span, valid, tx, func(r *Row) (bool, error) {
+		more := fn(r)
+		return more && r.err == nil, r.err
+	})
+}
+
+// scanRows is ScanRowsAt with a callback that may fail.
+func (s *Snapshot) scanRows(t *Table, span Span, valid, tx int64, each func(*Row) (bool, error)) error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case span.empty():
+		return nil
+	case tx >= s.lastTx:
+		return s.scanCurrentAt(t, span, valid, each)
+	}
+	tr := t
+	if !t.rawAttrs {
+		tr = t.WithRawAttrs()
+	}
+	r := s.newRow(t)
+	return s.scanPast(tr, span, valid, tx, func(v *Version) (bool, error) {
+		if err := r.fillPast(v); err != nil {
+			return false, err
+		}
+		return each(r)
+	})
+}
+
+func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, each func(*Row) (bool, error)) (err error) {
 	lower, upper := span.bounds(layout.CurrentKeys, t.ID)
 	it, err := s.newIter(lower, upper)
 	if err != nil {
@@ -287,7 +339,8 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 	}
 	defer func() { err = firstError(err, it.Close()) }()
 	pfxLen := len(lower) - len(span.Start)
-	var keyPfx, seek []byte
+	r := s.newRow(t)
+	var keyPfx, seek, end []byte
 	for ok := it.First(); ok; {
 		kp, from, err := layout.CurrentKeys.Split(it.Key(), pfxLen)
 		if err != nil {
@@ -316,20 +369,15 @@ func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, y *yielder[Ve
 				}
 			}
 		}
-		head, err := decodeHead(t, it.Value(), from, 0)
-		if err != nil {
+		if err := r.fillCurrent(keyPfx[pfxLen:], it.Value(), from); err != nil {
 			return err
 		}
-		if valid < head.ValidTo {
-			v, err := s.decodeVersion(t, keyPfx[pfxLen:], from, 0, it.Value())
-			if err != nil {
+		if valid < r.ValidTo {
+			if more, err := each(r); !more || err != nil {
 				return err
 			}
-			if !y.emit(v) {
-				return nil
-			}
 		}
-		ok = skipKey(it, keyPfx, seeked)
+		ok = skipKey(it, keyPfx, seeked, &end)
 	}
 	return it.Error()
 }
@@ -346,12 +394,12 @@ const (
 
 // stepToValid steps a current-index iterator from a version of the key keyPfx
 // that starts after valid towards the version in effect at valid, with at most
-// nextsBeforeSeek Next calls. A key's versions are newest first, so a snapshot
+// stepsToValid Next calls. A key's versions are newest first, so a snapshot
 // at a valid time a few versions back costs a few steps instead of a seek, and
 // the scan then leaves the key with NextPrefix rather than a second seek. from
 // is the valid_from of the version found.
 func stepToValid(it engine.Iter, keyPfx []byte, pfxLen int, valid int64) (step stepResult, from int64, err error) {
-	for range nextsBeforeSeek {
+	for range stepsToValid {
 		if !it.Next() {
 			return stepEnd, 0, nil
 		}
@@ -365,13 +413,18 @@ func stepToValid(it engine.Iter, keyPfx []byte, pfxLen int, valid int64) (step s
 	return stepSeek, 0, nil
 }
 
-func (s *Snapshot) scanPastAt(t *Table, span Span, valid, tx int64, y *yielder[Version]) error {
+// scanPast calls each with the version of every key of span in effect at
+// valid as known at the past transaction time tx.
+func (s *Snapshot) scanPast(t *Table, span Span, valid, tx int64, each func(*Version) (bool, error)) error {
+	if err := s.checkHorizon(t, tx); err != nil {
+		return err
+	}
 	return s.eachTableKey(t, span, func(tuple []byte) (bool, error) {
 		v, found, err := s.pastCandidate(t, tuple, valid, tx, true)
-		if err != nil {
-			return false, err
+		if err != nil || !found || valid >= v.ValidTo {
+			return err == nil, err
 		}
-		return !found || valid >= v.ValidTo || y.emit(v), nil
+		return each(&v)
 	})
 }
 

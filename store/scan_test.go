@@ -28,6 +28,19 @@ var pairs = store.TableDef{Name: "pairs", Key: []store.KeyColumn{{Name: "g", Typ
 
 func newScanWorld(t *testing.T, seed uint64, commits int) *scanWorld {
 	t.Helper()
+	var keys []store.Key
+	for g := range 3 {
+		for n := range 4 {
+			keys = append(keys, store.Key{fmt.Sprintf("g%d", g), int64(n - 1)})
+		}
+	}
+	return buildWorld(t, keys, commits, rand.New(rand.NewPCG(seed, 7)), randomWrite)
+}
+
+// buildWorld writes commits random transactions of one to three writes
+// (write, each on a random key of keys) to a new in-memory store.
+func buildWorld(t *testing.T, keys []store.Key, commits int, rng *rand.Rand, write func(*txn.Tx, *rand.Rand, store.Key) error) *scanWorld {
+	t.Helper()
 	clock := int64(1000)
 	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
 	if err != nil {
@@ -38,18 +51,12 @@ func newScanWorld(t *testing.T, seed uint64, commits int) *scanWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &scanWorld{db: db, tb: tb}
-	for g := range 3 {
-		for n := range 4 {
-			w.keys = append(w.keys, store.Key{fmt.Sprintf("g%d", g), int64(n - 1)})
-		}
-	}
+	w := &scanWorld{db: db, tb: tb, keys: keys}
 	w.sortKeys(t)
-	rng := rand.New(rand.NewPCG(seed, 7))
 	for range commits {
 		c, err := txn.Update(db, func(tx *txn.Tx) error {
 			for range 1 + rng.IntN(3) {
-				if err := randomWrite(tx, rng, w.keys[rng.IntN(len(w.keys))]); err != nil {
+				if err := write(tx, rng, w.keys[rng.IntN(len(w.keys))]); err != nil {
 					return err
 				}
 			}

@@ -109,8 +109,8 @@ func TestSelectWorkloads(t *testing.T) {
 	if got := ids; len(got) != 4 || got[0] != 1 || got[1] != 3 || got[2] != 5 || got[3] != 6 {
 		t.Fatalf("ids = %v, want [1 3 5 6]", got)
 	}
-	if _, err := selectWorkloads([]string{"10"}); err == nil {
-		t.Fatal("workload 10 accepted")
+	if _, err := selectWorkloads([]string{"11"}); err == nil {
+		t.Fatal("workload 11 accepted")
 	}
 }
 

@@ -58,6 +58,7 @@ type dataset struct {
 	oldProbes []probe    // workload 4
 	facts     []probe    // workload 5
 	snapAt    int64      // workload 6
+	snapNow   int64      // workload 10: after every change
 	cdc       []cdcEvent // workload 7, in arrival order
 	agg       *aggData   // workload 8
 }
@@ -100,6 +101,7 @@ func generate(sc scale, seed uint64) *dataset {
 	d.oldProbes = d.probes(rand.New(rand.NewPCG(seed, 5)), d.old.keys, sc.lookups, sc.corrections)
 	d.facts = d.probes(rand.New(rand.NewPCG(seed, 6)), d.keys, sc.facts, 0)
 	d.snapAt = int64(sc.versions/2)*step + step/4
+	d.snapNow = int64(sc.versions) * step
 	d.cdc = d.cdcFeed(rand.New(rand.NewPCG(seed, 7)))
 	d.agg = d.aggData(rand.New(rand.NewPCG(seed, 8)))
 	return d

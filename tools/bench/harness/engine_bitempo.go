@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/bitempo/bitempo/encoding"
 	bpebble "github.com/bitempo/bitempo/engine/pebble"
 
 	"github.com/bitempo/bitempo/query"
@@ -214,18 +215,27 @@ func (e *bitempoEngine) resolveAfter(commits int, out []answer) error {
 	return e.resolveFacts(facts, out)
 }
 
+// snapshot reads the rows in place (query.SnapshotRows): the key and the
+// city are copied into strings for fn, as the floor copies them, and nothing
+// else is allocated per row.
 func (e *bitempoEngine) snapshot(valid int64, fn func(string, version)) error {
-	for v, err := range query.Snapshot(e.snap, dimTable, query.AsOf{Valid: valid}, query.KeyRange{}, query.SnapshotOptions{}) {
-		if err != nil {
-			return err
+	city, tier := store.NewAttrRef("city"), store.NewAttrRef("tier")
+	var key encoding.Value
+	var err error
+	scanErr := query.SnapshotRows(e.snap, dimTable, query.AsOf{Valid: valid}, query.KeyRange{}, query.SnapshotOptions{}, func(r *store.Row) bool {
+		if err = r.KeyValue(0, &key); err != nil {
+			return false
 		}
-		bv, err := fromStore(&v)
-		if err != nil {
-			return err
+		c, ok1 := r.Text(city)
+		t, ok2 := r.Int64(tier)
+		if !ok1 || !ok2 {
+			err = fmt.Errorf("key %q valid from %d: no city or tier", key.Bytes, r.ValidFrom)
+			return false
 		}
-		fn(v.Key[0].(string), bv)
-	}
-	return nil
+		fn(string(key.Bytes), version{from: r.ValidFrom, to: r.ValidTo, attrs: attrs{city: string(c), tier: t}})
+		return true
+	})
+	return errors.Join(scanErr, err)
 }
 
 func (e *bitempoEngine) createChanges() error {

@@ -349,4 +349,5 @@ var workloads = []*workload{
 	{id: 7, name: "cdc-apply", unit: "events", run: runCDC},
 	{id: 8, name: "aggregate-backfill", unit: "rows", run: runBackfill},
 	{id: 9, name: "resolve-old-tx", unit: "facts", engines: []string{"bitempo"}, run: runResolveOldTx},
+	{id: 10, name: "snapshot-newest", unit: "keys", run: runSnapshotNewest},
 }

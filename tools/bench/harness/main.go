@@ -14,7 +14,8 @@
 // Workloads: 1 scd2-ingest, 2 scd2-ingest-late, 3 lookup-latest, 4 lookup-old-tx,
 // 5 resolve, 6 snapshot, 7 cdc-apply, 8 aggregate-backfill, 9 resolve-old-tx
 // (workload 5's facts at one past transaction time; bitempo only, checked
-// against the model). Each engine gets a
+// against the model), 10 snapshot-newest (workload 6 at the newest valid
+// time). Each engine gets a
 // 64 MiB cache budget and durable (fsynced) commits. The exit status is 1 when an
 // engine fails a workload or the engines' checksums of a workload differ; see
 // BENCHMARKS.md at the repository root for what each engine does per workload.

@@ -4,7 +4,10 @@ package main
 // of facts (random keys and valid times, unsorted) to the version in effect at
 // each fact's time, delivering every answer to Go; the facts are staged where
 // each engine reads them (Go memory, or a table for SQL engines) before timing.
-// Workload 6 reads every key's version in effect at one valid time. Checksums:
+// Workload 6 reads every key's version in effect at one valid time in the middle
+// of the keys' histories; workload 10 at the newest valid time, after every
+// change, where each key's newest version is the answer (the snapshot most
+// readers take). Checksums:
 // workload 5 covers each fact's index and the attributes it resolved to (bitempo
 // returns attributes and a surrogate key, not the period); workload 6 covers
 // each key's version.
@@ -44,6 +47,14 @@ type keyVersion struct {
 }
 
 func runSnapshot(h *harness, k engineKind) (measurement, error) {
+	return snapshotAt(h, k, h.d.snapAt)
+}
+
+func runSnapshotNewest(h *harness, k engineKind) (measurement, error) {
+	return snapshotAt(h, k, h.d.snapNow)
+}
+
+func snapshotAt(h *harness, k engineKind, valid int64) (measurement, error) {
 	e, err := h.baseFor(k)
 	if err != nil {
 		return measurement{}, err
@@ -53,7 +64,7 @@ func runSnapshot(h *harness, k engineKind) (measurement, error) {
 		rows = rows[:0]
 		return nil
 	}, func(int) error {
-		return e.snapshot(h.d.snapAt, func(key string, v version) { rows = append(rows, keyVersion{key: key, v: v}) })
+		return e.snapshot(valid, func(key string, v version) { rows = append(rows, keyVersion{key: key, v: v}) })
 	})
 	m := measurement{ops: len(h.d.keys), times: times}
 	for _, r := range rows {
