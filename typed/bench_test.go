@@ -191,6 +191,43 @@ func BenchmarkResolve(b *testing.B) {
 	})
 }
 
+// BenchmarkSnapshot compares a snapshot of every account through the map API
+// and through the typed Snapshot, which decodes each stored row straight into
+// the struct.
+func BenchmarkSnapshot(b *testing.B) {
+	db, accounts := benchStore(b)
+	at := query.AsOf{Valid: 150}
+	b.Run("map+struct", func(b *testing.B) {
+		b.ReportAllocs()
+		defer cpuPerOp(b)()
+		for b.Loop() {
+			n := 0
+			for v, err := range query.Snapshot(db, "accounts", at, query.KeyRange{}, query.SnapshotOptions{}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = fromMap(&v)
+				n++
+			}
+			b.ReportMetric(float64(n), "rows/op")
+		}
+	})
+	b.Run("typed", func(b *testing.B) {
+		b.ReportAllocs()
+		defer cpuPerOp(b)()
+		for b.Loop() {
+			n := 0
+			for _, err := range accounts.Snapshot(db, at, query.KeyRange{}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(n), "rows/op")
+		}
+	})
+}
+
 // TestBenchmarkPathsAgree checks that the benchmarks' paths read the same
 // accounts, so the comparison is of equal work.
 func TestBenchmarkPathsAgree(t *testing.T) {

@@ -219,15 +219,33 @@ func (t *Table[T]) version(v *store.Version) (Version[T], error) {
 // fields are set to new values.
 func (t *Table[T]) decode(out *Version[T], v *store.Version) error {
 	*out = Version[T]{ValidFrom: v.ValidFrom, ValidTo: v.ValidTo, TxFrom: v.TxFrom, TxTo: v.TxTo, SK: v.SK, Inferred: v.Inferred}
-	rv := reflect.ValueOf(&out.Value).Elem()
-	d := decoder{s: t.s, key: v.Key}
-	if err := d.setKey(rv, v.Key); err != nil {
+	return t.decodeValue(out, v.Key, v.RawAttrs(), v.Attrs)
+}
+
+// decodeRow is decode for a row of a scan read in place (store.Row): its
+// attributes are decoded from the stored bytes, whose values the decoder
+// copies, so nothing of out aliases the row.
+func (t *Table[T]) decodeRow(out *Version[T], r *store.Row) error {
+	key, err := r.Key()
+	if err != nil {
 		return err
 	}
-	if raw := v.RawAttrs(); !raw.IsZero() {
+	*out = Version[T]{ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, TxFrom: r.TxFrom, TxTo: r.TxTo, SK: r.SK, Inferred: r.Inferred}
+	return t.decodeValue(out, key, r.RawAttrs(), nil)
+}
+
+// decodeValue fills out.Value from a version's key and its attributes, raw
+// when not zero, else attrs.
+func (t *Table[T]) decodeValue(out *Version[T], key store.Key, raw store.RawAttrs, attrs store.Attrs) error {
+	rv := reflect.ValueOf(&out.Value).Elem()
+	d := decoder{s: t.s, key: key}
+	if err := d.setKey(rv, key); err != nil {
+		return err
+	}
+	if !raw.IsZero() {
 		return d.decodeRaw(rv, raw)
 	}
-	return d.decodeMap(rv, v.Attrs)
+	return d.decodeMap(rv, attrs)
 }
 
 // yieldAll decodes the versions of seq and yields them, stopping at the first
@@ -269,7 +287,8 @@ func (t *Table[T]) versions(r store.Reader, read func(s *store.Snapshot) iter.Se
 }
 
 // Snapshot is query.Snapshot as T values: the version of every key of keys in
-// effect at at, in key order. Records are decoded straight into the structs.
+// effect at at, in key order. Records are decoded straight from the stored
+// bytes into the structs (store.Snapshot.ScanRowsAt), with no Version between.
 func (t *Table[T]) Snapshot(r store.Reader, at query.AsOf, keys query.KeyRange) iter.Seq2[Version[T], error] {
 	return func(yield func(Version[T], error) bool) {
 		s, release, err := r.AcquireSnapshot()
@@ -292,7 +311,22 @@ func (t *Table[T]) Snapshot(r store.Reader, at query.AsOf, keys query.KeyRange) 
 		if tx == query.Latest {
 			tx = s.LastTx()
 		}
-		t.yieldAll(s.ScanAt(c.raw, sp, at.Valid, tx), yield)
+		out := new(Version[T])
+		var failed error
+		stopped := false
+		err = s.ScanRowsAt(c.raw, sp, at.Valid, tx, func(row *store.Row) bool {
+			if failed = t.decodeRow(out, row); failed != nil {
+				return false
+			}
+			stopped = !yield(*out, nil)
+			return !stopped
+		})
+		if failed == nil {
+			failed = err
+		}
+		if failed != nil && !stopped {
+			yield(Version[T]{}, failed)
+		}
 	}
 }
 
