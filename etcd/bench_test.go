@@ -119,6 +119,52 @@ func TestPointReadRoundTrips(t *testing.T) {
 	}
 }
 
+// TestScanRoundTrips: a snapshot scan and a resolve of every key read the
+// store in pages, a bounded number of requests per page of keys, not one per
+// key. The iterator's pages grow from 64 keys at a seek to Config.PageSize
+// (256 here): 1,000 keys take 6 pages.
+func TestScanRoundTrips(t *testing.T) {
+	cli, rpcs := countingClient(t)
+	const n = 1000
+	db := pointReadStore(t, cli, n)
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	const maxRequests = 6 + 2 // the pages, and room for the table's open
+	before, rows := rpcs.Load(), 0
+	for v, err := range query.Snapshot(s, "t", query.AsOf{Valid: 0}, query.KeyRange{}, query.SnapshotOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Attrs["round"] != int64(1) {
+			t.Fatalf("%v: round %v, want 1", v.Key, v.Attrs["round"])
+		}
+		rows++
+	}
+	if got := rpcs.Load() - before; rows != n || got > maxRequests {
+		t.Fatalf("snapshot scan of %d keys: %d rows in %d requests, want %d rows in at most %d", n, rows, got, n, maxRequests)
+	}
+	facts := make([]query.Fact, n)
+	for i := range facts {
+		facts[i] = query.Fact{Key: store.Key{fmt.Sprint("k", i)}, At: 5}
+	}
+	before = rpcs.Load()
+	res, err := query.Resolve(s, "t", facts, query.ResolveOptions{Attrs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rpcs.Load() - before; len(res) != n || got > maxRequests {
+		t.Fatalf("resolve of %d facts: %d resolutions in %d requests, want %d in at most %d", n, len(res), got, n, maxRequests)
+	}
+	for i, r := range res {
+		if r.Attrs["round"] != int64(1) {
+			t.Fatalf("fact %d (%v): round %v, want 1", i, facts[i].Key, r.Attrs["round"])
+		}
+	}
+}
+
 // BenchmarkPointRead is query.Get of the latest version of one of 1,000 keys
 // on the 3-member cluster, beside the floor: one linearizable etcd range read
 // of one key. It reports requests per read and the ratio to the floor.
