@@ -94,6 +94,9 @@ type iter struct {
 	// keys below it: SeekPrefixGE sets it to the end of its key's engine
 	// prefix (layout.Split), which every positioning call but Next clears.
 	prefixEnd []byte
+	// st streams the pages after the current one to a Next that leaves it
+	// (stream.go); every request for a page of its own ends it.
+	st *stream
 }
 
 // firstPage is how many keys a seek reads: a balance between point lookups,
@@ -102,6 +105,7 @@ type iter struct {
 const firstPage = 64
 
 func (it *iter) SetBounds(lower, upper []byte) {
+	it.dropStream()
 	it.lower, it.upper = bytes.Clone(lower), bytes.Clone(upper)
 	it.page, it.pos = nil, -1
 	it.loDone, it.hiDone = false, false
@@ -112,6 +116,7 @@ func (it *iter) SetBounds(lower, upper []byte) {
 // prefix's end, not at the range's.
 func (it *iter) widen() {
 	if it.prefixEnd != nil {
+		it.dropStream()
 		it.prefixEnd, it.page, it.pos = nil, nil, -1
 		it.loDone, it.hiDone = false, false
 	}
@@ -123,7 +128,7 @@ func (it *iter) Value() []byte {
 	return it.page[it.pos].Value
 }
 func (it *iter) Error() error { return it.err }
-func (it *iter) Close() error { it.page = nil; return it.err }
+func (it *iter) Close() error { it.dropStream(); it.page = nil; return it.err }
 
 // fetch reads one page: ascending from from (inclusive), or descending below
 // to (exclusive), within the bounds.
@@ -137,6 +142,7 @@ func (it *iter) next(from, to []byte, descend bool) bool {
 }
 
 func (it *iter) fetchN(from, to []byte, descend bool, limit int) bool {
+	it.dropStream()
 	it.limit = limit
 	e := it.v.e
 	lo := e.etcdKey(it.lower)
@@ -246,6 +252,11 @@ func (it *iter) Next() bool {
 		return false
 	}
 	after := append(bytes.Clone(it.Key()), 0)
+	if it.prefixEnd == nil {
+		if ok, handled := it.streamNext(after); handled {
+			return ok
+		}
+	}
 	if !it.next(after, nil, false) {
 		return false
 	}
