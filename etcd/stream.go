@@ -86,50 +86,90 @@ func (it *iter) dropStream() {
 // returns handled false when the cluster cannot stream, for Next to read a
 // unary page instead.
 func (it *iter) streamNext(after []byte) (ok, handled bool) {
+	if it.st != nil && !bytes.Equal(it.st.from, after) {
+		it.dropStream()
+	}
+	return it.streamTo(after)
+}
+
+// streamSeek moves a forward seek past the page to key through the stream: it
+// takes the stream's chunks until one reaches key, skipping at most
+// maxSkippedChunks, and otherwise streams again from key. Without a stream it
+// opens one at key when the page it leaves was itself reached by a forward
+// seek past a page (it.scanning): a scan that seeks from key to key; a first
+// such seek reads a unary page, as a lookup does.
+func (it *iter) streamSeek(key []byte) (ok, handled bool) {
+	if it.st == nil && !it.scanning {
+		return false, false
+	}
+	return it.streamTo(key)
+}
+
+// maxSkippedChunks is how many chunks a seek through the stream passes over
+// before it streams again from its key: a chunk is up to the member's
+// --max-request-bytes, and a new stream costs one request.
+const maxSkippedChunks = 1
+
+// streamTo positions the iterator at the first key >= key (which lies past
+// the page) through the stream, opening one at key if it has none.
+func (it *iter) streamTo(key []byte) (ok, handled bool) {
 	e := it.v.e
 	if e.noStreams.Load() {
 		return false, false
 	}
-	if it.st != nil && string(it.st.from) != string(after) {
-		it.dropStream()
-	}
-	if it.st == nil {
-		lo, hi := e.etcdKey(after), e.rangeEnd(it.upper)
-		if lo >= hi {
+	for skipped := 0; ; skipped++ {
+		if it.st != nil && skipped > maxSkippedChunks {
+			it.dropStream()
+		}
+		if it.st == nil && !it.openStream(key) {
 			return false, false
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		ch, err := e.cli.GetStream(ctx, lo, clientv3.WithRange(hi), clientv3.WithRev(it.v.rev), clientv3.WithSerializable())
-		if err != nil {
-			cancel()
+		r, err := it.st.recv(e.cfg.RequestTimeout)
+		switch {
+		case errors.Is(err, errStreamEnd):
+			it.dropStream()
+			it.hiDone = true
+			it.pos = len(it.page)
+			return false, true
+		case err != nil && !it.st.got && unsupported(err):
 			if status.Code(err) == codes.Unimplemented {
 				e.noStreams.Store(true)
 			}
+			it.dropStream()
 			return false, false
+		case err != nil:
+			it.dropStream()
+			it.err = e.rpcErr("read", err)
+			return false, true
 		}
-		it.st = &stream{ch: ch, cancel: cancel}
+		it.page = r.Kvs
+		it.loDone, it.hiDone = false, false
+		last := it.page[len(it.page)-1].Key[len(e.data):]
+		it.st.from = append(bytes.Clone(last), 0)
+		if bytes.Compare(last, key) >= 0 {
+			it.pos = it.search(key)
+			return true, true
+		}
 	}
-	r, err := it.st.recv(e.cfg.RequestTimeout)
-	switch {
-	case errors.Is(err, errStreamEnd):
-		it.dropStream()
-		it.hiDone = true
-		it.pos = len(it.page)
-		return false, true
-	case err != nil && !it.st.got && unsupported(err):
+}
+
+// openStream opens a stream of the range from key to the upper bound. It
+// returns false if the range is empty or the request could not be made.
+func (it *iter) openStream(key []byte) bool {
+	e := it.v.e
+	lo, hi := e.etcdKey(key), e.rangeEnd(it.upper)
+	if lo >= hi {
+		return false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := e.cli.GetStream(ctx, lo, clientv3.WithRange(hi), clientv3.WithRev(it.v.rev), clientv3.WithSerializable())
+	if err != nil {
+		cancel()
 		if status.Code(err) == codes.Unimplemented {
 			e.noStreams.Store(true)
 		}
-		it.dropStream()
-		return false, false
-	case err != nil:
-		it.dropStream()
-		it.err = e.rpcErr("read", err)
-		return false, true
+		return false
 	}
-	it.page, it.pos = r.Kvs, 0
-	it.loDone, it.hiDone = false, false
-	last := it.page[len(it.page)-1].Key[len(e.data):]
-	it.st.from = append(bytes.Clone(last), 0)
-	return true, true
+	it.st = &stream{ch: ch, cancel: cancel}
+	return true
 }

@@ -94,9 +94,12 @@ type iter struct {
 	// keys below it: SeekPrefixGE sets it to the end of its key's engine
 	// prefix (layout.Split), which every positioning call but Next clears.
 	prefixEnd []byte
-	// st streams the pages after the current one to a Next that leaves it
-	// (stream.go); every request for a page of its own ends it.
-	st *stream
+	// st streams the pages after the current one to a Next or a forward
+	// seek that leaves it (stream.go); every request for a page of its own
+	// ends it. scanning says the page was read by a forward seek past the
+	// page before it.
+	st       *stream
+	scanning bool
 }
 
 // firstPage is how many keys a seek reads: a balance between point lookups,
@@ -143,6 +146,7 @@ func (it *iter) next(from, to []byte, descend bool) bool {
 
 func (it *iter) fetchN(from, to []byte, descend bool, limit int) bool {
 	it.dropStream()
+	it.scanning = false
 	it.limit = limit
 	e := it.v.e
 	lo := e.etcdKey(it.lower)
@@ -302,6 +306,7 @@ func (it *iter) seekGE(key []byte) bool {
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
+	forward := false // key lies past the page
 	if len(it.page) > 0 {
 		n := len(it.v.e.data)
 		first, last := it.page[0].Key[n:], it.page[len(it.page)-1].Key[n:]
@@ -313,10 +318,17 @@ func (it *iter) seekGE(key []byte) bool {
 			it.pos = len(it.page)
 			return false
 		}
+		forward = bytes.Compare(key, last) > 0 && it.prefixEnd == nil
+	}
+	if forward {
+		if ok, handled := it.streamSeek(key); handled {
+			return ok
+		}
 	}
 	if !it.fetch(key, nil, false) {
 		return false
 	}
+	it.scanning = forward
 	it.pos = 0
 	return true
 }
