@@ -17,8 +17,9 @@ import (
 // range in chunks, each read without counting the keys after it (a unary
 // range request counts every key to its end), and gRPC's flow control holds
 // it while the iterator has not taken the chunks it sent. An iterator whose
-// Next leaves a page it did not reach by a seek of one engine prefix takes
-// the next page from its stream (docs/design/etcd-scan-streams.md).
+// Next, or forward seek, leaves a page it did not reach by a seek of one
+// engine prefix takes the next page from its stream
+// (docs/design/etcd-scan-streams.md).
 type stream struct {
 	ch     clientv3.GetStreamChan
 	cancel context.CancelFunc
