@@ -124,6 +124,23 @@ func TestPointReadRoundTrips(t *testing.T) {
 	}
 }
 
+// snapshotRows reads the snapshot of table "t" at valid time valid, requires
+// attribute attr of every row to be want, and returns the number of rows.
+func snapshotRows(t *testing.T, s *store.Snapshot, valid int64, attr string, want int64) int {
+	t.Helper()
+	rows := 0
+	for v, err := range query.Snapshot(s, "t", query.AsOf{Valid: valid}, query.KeyRange{}, query.SnapshotOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Attrs[attr] != want {
+			t.Fatalf("%v at valid time %d: %s %v, want %d", v.Key, valid, attr, v.Attrs[attr], want)
+		}
+		rows++
+	}
+	return rows
+}
+
 // TestScanRoundTrips: a snapshot scan and a resolve of every key read the
 // store in a bounded number of requests, not one per key: a seek reads a page
 // of 64 keys, and the Next that leaves it streams the rest of the range
@@ -139,16 +156,8 @@ func TestScanRoundTrips(t *testing.T) {
 	}
 	defer func() { _ = s.Close() }()
 	const maxRequests = 4 // the first page, the stream, and room for the table's open
-	before, rows := rpcs.Load(), 0
-	for v, err := range query.Snapshot(s, "t", query.AsOf{Valid: 0}, query.KeyRange{}, query.SnapshotOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Attrs["round"] != int64(1) {
-			t.Fatalf("%v: round %v, want 1", v.Key, v.Attrs["round"])
-		}
-		rows++
-	}
+	before := rpcs.Load()
+	rows := snapshotRows(t, s, 0, "round", 1)
 	if got := rpcs.Load() - before; rows != n || got > maxRequests {
 		t.Fatalf("snapshot scan of %d keys: %d rows in %d requests, want %d rows in at most %d", n, rows, got, n, maxRequests)
 	}
@@ -208,16 +217,8 @@ func TestPastSnapshotRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	before, rows := rpcs.Load(), 0
-	for v, err := range query.Snapshot(s, "t", query.AsOf{Valid: 15}, query.KeyRange{}, query.SnapshotOptions{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Attrs["v"] != int64(1) {
-			t.Fatalf("%v at valid time 15: v %v, want 1", v.Key, v.Attrs["v"])
-		}
-		rows++
-	}
+	before := rpcs.Load()
+	rows := snapshotRows(t, s, 15, "v", 1)
 	if got := rpcs.Load() - before; rows != n || got > 6 {
 		t.Fatalf("snapshot at a past valid time of %d keys: %d rows in %d requests, want %d rows in at most 6", n, rows, got, n)
 	}
