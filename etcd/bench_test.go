@@ -42,9 +42,9 @@ func countingClient(tb testing.TB) (*clientv3.Client, *atomic.Int64) {
 	return cli, &n
 }
 
-// pointReadStore opens a store of keys "k0".."k<n-1>" through cli, each with
-// two versions.
-func pointReadStore(tb testing.TB, cli *clientv3.Client, n int) *store.DB {
+// tableStore opens a store under the test's name through cli, with table "t"
+// (keyDef) created; the test's cleanup closes it.
+func tableStore(tb testing.TB, cli *clientv3.Client) *store.DB {
 	tb.Helper()
 	db, err := etcd.Open(context.Background(), etcd.Config{
 		Client: cli, Prefix: "/test/" + tb.Name(),
@@ -57,6 +57,14 @@ func pointReadStore(tb testing.TB, cli *clientv3.Client, n int) *store.DB {
 	if _, err := db.CreateTable(keyDef); err != nil {
 		tb.Fatal(err)
 	}
+	return db
+}
+
+// pointReadStore opens a store of keys "k0".."k<n-1>" through cli, each with
+// two versions.
+func pointReadStore(tb testing.TB, cli *clientv3.Client, n int) *store.DB {
+	tb.Helper()
+	db := tableStore(tb, cli)
 	for round := range 2 {
 		for lo := 0; lo < n; lo += 200 {
 			if _, err := txn.Update(db, func(tx *txn.Tx) error {
@@ -188,17 +196,7 @@ func TestScanRoundTrips(t *testing.T) {
 // 22, and streaming only after a Next 51.
 func TestPastSnapshotRoundTrips(t *testing.T) {
 	cli, rpcs := countingClient(t)
-	db, err := etcd.Open(context.Background(), etcd.Config{
-		Client: cli, Prefix: "/test/" + t.Name(),
-		MaxTxnOps: testMaxTxnOps, MaxRequestBytes: testMaxRequestBytes,
-	}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	if _, err := db.CreateTable(keyDef); err != nil {
-		t.Fatal(err)
-	}
+	db := tableStore(t, cli)
 	const n, versions = 200, 12
 	for v := range versions {
 		if _, err := txn.Update(db, func(tx *txn.Tx) error {
