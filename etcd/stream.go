@@ -128,9 +128,15 @@ func (it *iter) streamTo(key []byte) (ok, handled bool) {
 		r, err := it.st.recv(e.cfg.RequestTimeout)
 		switch {
 		case errors.Is(err, errStreamEnd):
+			// Nothing from key to the upper bound. The page's run reaches
+			// the bound only if the stream began right after the page.
+			if len(it.page) > 0 && bytes.Equal(it.st.from, append(bytes.Clone(it.page[len(it.page)-1].Key[len(e.data):]), 0)) {
+				it.hiDone, it.pos = true, len(it.page)
+			} else {
+				it.page, it.pos = nil, -1
+				it.loDone, it.hiDone = false, false
+			}
 			it.dropStream()
-			it.hiDone = true
-			it.pos = len(it.page)
 			return false, true
 		case err != nil && !it.st.got && unsupported(err):
 			if status.Code(err) == codes.Unimplemented {
@@ -171,6 +177,6 @@ func (it *iter) openStream(key []byte) bool {
 		}
 		return false
 	}
-	it.st = &stream{ch: ch, cancel: cancel}
+	it.st = &stream{ch: ch, cancel: cancel, from: bytes.Clone(key)}
 	return true
 }
