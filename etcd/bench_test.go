@@ -17,8 +17,9 @@ import (
 	"github.com/bitempo/bitempo/txn"
 )
 
-// countingClient returns a client of testCluster that counts the unary
-// requests it sends (every Range, Txn and lease grant is one round trip).
+// countingClient returns a client of testCluster that counts the requests it
+// sends: every unary request (Range, Txn, lease grant) and every stream it
+// opens (a RangeStream) is one.
 func countingClient(tb testing.TB) (*clientv3.Client, *atomic.Int64) {
 	tb.Helper()
 	var n atomic.Int64
@@ -26,9 +27,13 @@ func countingClient(tb testing.TB) (*clientv3.Client, *atomic.Int64) {
 		n.Add(1)
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
+	countStream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		n.Add(1)
+		return streamer(ctx, desc, cc, method, opts...)
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: testCluster.Endpoints(), Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count)},
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(count), grpc.WithChainStreamInterceptor(countStream)},
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -37,9 +42,9 @@ func countingClient(tb testing.TB) (*clientv3.Client, *atomic.Int64) {
 	return cli, &n
 }
 
-// pointReadStore opens a store of keys "k0".."k<n-1>" through cli, each with
-// two versions.
-func pointReadStore(tb testing.TB, cli *clientv3.Client, n int) *store.DB {
+// tableStore opens a store under the test's name through cli, with table "t"
+// (keyDef) created; the test's cleanup closes it.
+func tableStore(tb testing.TB, cli *clientv3.Client) *store.DB {
 	tb.Helper()
 	db, err := etcd.Open(context.Background(), etcd.Config{
 		Client: cli, Prefix: "/test/" + tb.Name(),
@@ -52,6 +57,14 @@ func pointReadStore(tb testing.TB, cli *clientv3.Client, n int) *store.DB {
 	if _, err := db.CreateTable(keyDef); err != nil {
 		tb.Fatal(err)
 	}
+	return db
+}
+
+// pointReadStore opens a store of keys "k0".."k<n-1>" through cli, each with
+// two versions.
+func pointReadStore(tb testing.TB, cli *clientv3.Client, n int) *store.DB {
+	tb.Helper()
+	db := tableStore(tb, cli)
 	for round := range 2 {
 		for lo := 0; lo < n; lo += 200 {
 			if _, err := txn.Update(db, func(tx *txn.Tx) error {
@@ -116,6 +129,96 @@ func TestPointReadRoundTrips(t *testing.T) {
 	}
 	if n := read("k3", 7); n > 2 {
 		t.Fatalf("point read after the reload: %d requests, want at most 2", n)
+	}
+}
+
+// snapshotRows reads the snapshot of table "t" at valid time valid, requires
+// attribute attr of every row to be want, and returns the number of rows.
+func snapshotRows(t *testing.T, s *store.Snapshot, valid int64, attr string, want int64) int {
+	t.Helper()
+	rows := 0
+	for v, err := range query.Snapshot(s, "t", query.AsOf{Valid: valid}, query.KeyRange{}, query.SnapshotOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Attrs[attr] != want {
+			t.Fatalf("%v at valid time %d: %s %v, want %d", v.Key, valid, attr, v.Attrs[attr], want)
+		}
+		rows++
+	}
+	return rows
+}
+
+// TestScanRoundTrips: a snapshot scan and a resolve of every key read the
+// store in a bounded number of requests, not one per key: a seek reads a page
+// of 64 keys, and the Next that leaves it streams the rest of the range
+// (stream.go). As unary pages growing to Config.PageSize (256 here), 1,000
+// keys were 6 requests.
+func TestScanRoundTrips(t *testing.T) {
+	cli, rpcs := countingClient(t)
+	const n = 1000
+	db := pointReadStore(t, cli, n)
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	const maxRequests = 4 // the first page, the stream, and room for the table's open
+	before := rpcs.Load()
+	rows := snapshotRows(t, s, 0, "round", 1)
+	if got := rpcs.Load() - before; rows != n || got > maxRequests {
+		t.Fatalf("snapshot scan of %d keys: %d rows in %d requests, want %d rows in at most %d", n, rows, got, n, maxRequests)
+	}
+	facts := make([]query.Fact, n)
+	for i := range facts {
+		facts[i] = query.Fact{Key: store.Key{fmt.Sprint("k", i)}, At: 5}
+	}
+	before = rpcs.Load()
+	res, err := query.Resolve(s, "t", facts, query.ResolveOptions{Attrs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rpcs.Load() - before; len(res) != n || got > maxRequests {
+		t.Fatalf("resolve of %d facts: %d resolutions in %d requests, want %d in at most %d", n, len(res), got, n, maxRequests)
+	}
+	for i, r := range res {
+		if r.Attrs["round"] != int64(1) {
+			t.Fatalf("fact %d (%v): round %v, want 1", i, facts[i].Key, r.Attrs["round"])
+		}
+	}
+}
+
+// TestPastSnapshotRoundTrips: a snapshot at a past valid time seeks from key to
+// key through the versions of the current index (each key's newest version
+// starts after the valid time); the seeks past a page take the stream's chunks
+// rather than a request each: 200 keys of 12 versions each are 2 requests
+// (the first page and the stream), where unary pages of 64 to 256 keys were
+// 22, and streaming only after a Next 51.
+func TestPastSnapshotRoundTrips(t *testing.T) {
+	cli, rpcs := countingClient(t)
+	db := tableStore(t, cli)
+	const n, versions = 200, 12
+	for v := range versions {
+		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+			for i := range n {
+				if _, err := tx.Upsert("t", store.Key{fmt.Sprintf("k%03d", i)}, store.Attrs{"v": int64(v)}, int64(10*v)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	before := rpcs.Load()
+	rows := snapshotRows(t, s, 15, "v", 1)
+	if got := rpcs.Load() - before; rows != n || got > 6 {
+		t.Fatalf("snapshot at a past valid time of %d keys: %d rows in %d requests, want %d rows in at most 6", n, rows, got, n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -75,6 +76,10 @@ type Engine struct {
 	pointsMu  sync.Mutex
 	pointsGen int64
 	points    map[string]point
+
+	// noStreams is set once the cluster refused a RangeStream as
+	// unimplemented (etcd before v3.7): iterators then read unary pages only.
+	noStreams atomic.Bool
 }
 
 // point is a cached answer of view.Get.

@@ -150,6 +150,49 @@ func TestIterMatchesModel(t *testing.T) {
 	}
 }
 
+// TestSeekPastTheEndKeepsTheGap: a scan's forward seek that streams from its
+// key and finds nothing after it says nothing of the keys between the page it
+// left and that key; a seek back into them finds them.
+func TestSeekPastTheEndKeepsTheGap(t *testing.T) {
+	e := newEngine(t, 2)
+	var ws []engine.Write
+	for i := range 10 {
+		ws = append(ws, engine.Write{Key: []byte{1, byte(10 * i)}, Value: []byte{byte(i)}})
+	}
+	commit(t, e, ws...)
+	v, err := e.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	it, err := v.NewIter([]byte{1}, []byte{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for _, seek := range []struct {
+		key  []byte
+		want []byte // nil: no key at or after it
+	}{
+		{[]byte{1, 0}, []byte{1, 0}},
+		{[]byte{1, 50}, []byte{1, 50}}, // past the page: a page of its own
+		{[]byte{1, 255}, nil},          // past it again: a stream from 1,255 on
+		{[]byte{1, 70}, []byte{1, 70}}, // between that page and the stream's start
+	} {
+		ok := it.SeekGE(seek.key)
+		var at []byte
+		if ok {
+			at = it.Key()
+		}
+		if ok != (seek.want != nil) || !bytes.Equal(at, seek.want) {
+			t.Fatalf("SeekGE(%x): ok %v at %x, want %x", seek.key, ok, at, seek.want)
+		}
+	}
+	if err := it.Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCommitTooLarge: a commit over the cluster's limits fails before writing,
 // naming both limits; one exactly at them commits.
 func TestCommitTooLarge(t *testing.T) {

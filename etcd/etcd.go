@@ -25,6 +25,11 @@
 //     range whole before cutting it to the limit; so a SeekPrefixGE reads only
 //     its key's engine prefix (layout.Split), and a backward step reads within
 //     the engine prefix of the key it steps back from before it reads further.
+//     A Next that leaves a page (not one of a SeekPrefixGE), or the second of
+//     two forward seeks in a row that leave one, streams the rest of the range
+//     in one RangeStream request (etcd v3.7; unary pages on an older cluster),
+//     whose chunks are read without that count and become the iterator's next
+//     pages; forward seeks then take the chunks up to their key (stream.go).
 //   - Point reads (View.Get: the store's meta keys, which every snapshot reads)
 //     are cached per generation: the data under the prefix is the same at every
 //     revision of one generation, so a view of the generation the cache holds

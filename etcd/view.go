@@ -94,6 +94,12 @@ type iter struct {
 	// keys below it: SeekPrefixGE sets it to the end of its key's engine
 	// prefix (layout.Split), which every positioning call but Next clears.
 	prefixEnd []byte
+	// st streams the pages after the current one to a Next or a forward
+	// seek that leaves it (stream.go); every request for a page of its own
+	// ends it. scanning says the page was read by a forward seek past the
+	// page before it.
+	st       *stream
+	scanning bool
 }
 
 // firstPage is how many keys a seek reads: a balance between point lookups,
@@ -102,6 +108,7 @@ type iter struct {
 const firstPage = 64
 
 func (it *iter) SetBounds(lower, upper []byte) {
+	it.dropStream()
 	it.lower, it.upper = bytes.Clone(lower), bytes.Clone(upper)
 	it.page, it.pos = nil, -1
 	it.loDone, it.hiDone = false, false
@@ -112,6 +119,7 @@ func (it *iter) SetBounds(lower, upper []byte) {
 // prefix's end, not at the range's.
 func (it *iter) widen() {
 	if it.prefixEnd != nil {
+		it.dropStream()
 		it.prefixEnd, it.page, it.pos = nil, nil, -1
 		it.loDone, it.hiDone = false, false
 	}
@@ -123,7 +131,7 @@ func (it *iter) Value() []byte {
 	return it.page[it.pos].Value
 }
 func (it *iter) Error() error { return it.err }
-func (it *iter) Close() error { it.page = nil; return it.err }
+func (it *iter) Close() error { it.dropStream(); it.page = nil; return it.err }
 
 // fetch reads one page: ascending from from (inclusive), or descending below
 // to (exclusive), within the bounds.
@@ -137,6 +145,8 @@ func (it *iter) next(from, to []byte, descend bool) bool {
 }
 
 func (it *iter) fetchN(from, to []byte, descend bool, limit int) bool {
+	it.dropStream()
+	it.scanning = false
 	it.limit = limit
 	e := it.v.e
 	lo := e.etcdKey(it.lower)
@@ -246,6 +256,11 @@ func (it *iter) Next() bool {
 		return false
 	}
 	after := append(bytes.Clone(it.Key()), 0)
+	if it.prefixEnd == nil {
+		if ok, handled := it.streamNext(after); handled {
+			return ok
+		}
+	}
 	if !it.next(after, nil, false) {
 		return false
 	}
@@ -291,6 +306,7 @@ func (it *iter) seekGE(key []byte) bool {
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
+	forward := false // key lies past the page
 	if len(it.page) > 0 {
 		n := len(it.v.e.data)
 		first, last := it.page[0].Key[n:], it.page[len(it.page)-1].Key[n:]
@@ -302,10 +318,17 @@ func (it *iter) seekGE(key []byte) bool {
 			it.pos = len(it.page)
 			return false
 		}
+		forward = bytes.Compare(key, last) > 0 && it.prefixEnd == nil
+	}
+	if forward {
+		if ok, handled := it.streamSeek(key); handled {
+			return ok
+		}
 	}
 	if !it.fetch(key, nil, false) {
 		return false
 	}
+	it.scanning = forward
 	it.pos = 0
 	return true
 }

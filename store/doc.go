@@ -52,7 +52,10 @@
 // Every error wraps one of the sentinels in errors.go (or, for Compact, the
 // context's error); those an engine returns are package engine's, re-exported
 // here. What the Pebble engine detects and does on damaged files, full disks
-// and failed writes is its package documentation's failure model.
+// and failed writes is its package documentation's failure model. No read
+// error is taken for a missing key: a failed read returns its error, and on
+// Pebble a failed table read fails the store (ErrFailed) so that no
+// compaction can lose data behind it.
 //
 // # Engines
 //

@@ -103,6 +103,14 @@
 //     ErrIO; Pebble's commit pipeline is held by the waiting commit): free space
 //     and restart the process. Pebble's error lines are rate-limited to 10 per 10
 //     seconds, with a count of those suppressed.
+//   - A table file that fails to open or read (an I/O error, not damage in
+//     its contents): the read that met it fails with ErrIO, and the store
+//     fails (ErrFailed, everything refused until reopened; a reopen reads the
+//     table again). From then on the store changes nothing in its directory,
+//     and neither does it after a corruption: Pebble v2.1.7 drops the error of
+//     a compaction's first read of its inputs' range keys (bitempo writes
+//     them when it purges) and would install the compaction with no output,
+//     deleting every input table (fence.go, docs/design/failed-table-reads.md).
 //   - A value the decoders would refuse (over MaxValueSize; attributes over
 //     MaxAttrsSize): the write fails with ErrTooLarge and nothing of its
 //     transaction is written.

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,14 @@ import (
 // failure. (Rejected: recovering Pebble's panics, which leave its commit
 // pipeline locked and, on the rotation path, cannot be recovered at all.)
 
+// A failed open or read of a table file fails the store too, before Pebble
+// sees the error, and so does a corruption (health.corrupt): Pebble v2.1.7
+// drops some read errors of a compaction (one met when its range-key
+// iterator first opens an input table) and then installs a compaction with
+// no output, deleting its inputs. With the store failed the MANIFEST write
+// that would install it, and the removal of the inputs, are refused, and a
+// reopen reads them all again (docs/design/failed-table-reads.md).
+
 // failedPause is how long a refused change waits before it fails, once the
 // store has failed: Pebble retries a failed flush at once, and without the
 // pause its background goroutines would spin until Close.
@@ -47,9 +56,21 @@ func (f fenceFS) fenced(name string) error {
 		time.Sleep(fencePause)
 		return fmt.Errorf("%w: %s: the store stopped writing: %s", engine.ErrIO, name, *msg)
 	}
-	if msg := f.h.failed.Load(); msg != nil {
+	if err := stoppedWriting(f.h, name); err != nil {
 		time.Sleep(failedPause)
+		return err
+	}
+	return nil
+}
+
+// stoppedWriting returns the error a change to the store's files gets once
+// the store has failed or met a corruption, or nil.
+func stoppedWriting(h *health, name string) error {
+	if msg := h.failed.Load(); msg != nil {
 		return fmt.Errorf("%w: %s: the store stopped writing: %s", engine.ErrFailed, name, *msg)
+	}
+	if c := h.corrupt.Load(); c != nil {
+		return fmt.Errorf("%w: %s: the store stopped writing: %s: %s", engine.ErrCorrupt, name, c.path, c.detail)
 	}
 	return nil
 }
@@ -151,6 +172,45 @@ func (f fenceFS) wrap(name string, file vfs.File) vfs.File {
 	return lf
 }
 
+func isTableName(name string) bool { return strings.HasSuffix(name, ".sst") }
+
+// Open opens a file for reading. A table file that fails to open fails the
+// store (see the top of this file).
+func (f fenceFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	file, err := f.FS.Open(name, opts...)
+	if !isTableName(name) {
+		return file, err
+	}
+	if err != nil {
+		f.h.ioFail("open "+name, err)
+		return nil, err
+	}
+	return tableFile{File: file, h: f.h, name: name}, nil
+}
+
+// tableFile is a table file open for reading: a failed read fails the store.
+type tableFile struct {
+	vfs.File
+	h    *health
+	name string
+}
+
+func (f tableFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	if err != nil && (n < len(p) || !errors.Is(err, io.EOF)) {
+		f.h.ioFail("read "+f.name, err)
+	}
+	return n, err
+}
+
+func (f tableFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.h.ioFail("read "+f.name, err)
+	}
+	return n, err
+}
+
 func (f fenceFS) OpenDir(name string) (vfs.File, error) {
 	d, err := f.FS.OpenDir(name)
 	if err != nil {
@@ -206,12 +266,7 @@ type fencedFile struct {
 	name string
 }
 
-func (f fencedFile) check() error {
-	if msg := f.h.failed.Load(); msg != nil {
-		return fmt.Errorf("%w: %s: the store stopped writing: %s", engine.ErrFailed, f.name, *msg)
-	}
-	return nil
-}
+func (f fencedFile) check() error { return stoppedWriting(f.h, f.name) }
 
 func (f fencedFile) Write(p []byte) (int, error) {
 	if err := f.check(); err != nil {
