@@ -342,18 +342,21 @@ func (t *Table) AppendKeyStringPrefix(dst []byte, prefix Key) ([]byte, error) {
 	return encoding.AppendComponentPrefix(dst, c)
 }
 
+// coerceComponent returns key component v as column type typ holds it, or ok
+// false. A value already of that type is returned as is: boxing it again would
+// allocate per key.
 func coerceComponent(typ KeyType, v any) (any, bool) {
 	switch typ {
 	case String:
-		s, ok := v.(string)
-		return s, ok
+		_, ok := v.(string)
+		return v, ok
 	case Bytes:
-		b, ok := v.([]byte)
-		return b, ok
+		_, ok := v.([]byte)
+		return v, ok
 	case Int64:
 		switch x := v.(type) {
 		case int64:
-			return x, true
+			return v, true
 		case int:
 			return int64(x), true
 		case int32:
@@ -362,7 +365,7 @@ func coerceComponent(typ KeyType, v any) (any, bool) {
 	case Uint64:
 		switch x := v.(type) {
 		case uint64:
-			return x, true
+			return v, true
 		case uint:
 			return uint64(x), true
 		case uint32:
