@@ -220,4 +220,17 @@ func BenchmarkBackfillRows(b *testing.B) {
 		}
 		reportPer(b, len(rows), "row", before)
 	})
+	b.Run("rows", func(b *testing.B) {
+		before := mallocs()
+		sums := make([]int64, len(rows))
+		for b.Loop() {
+			for r, err := range query.BackfillRows(s, "contracts", rows, aggs, query.BackfillOptions{}) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				sums[r.Index], _ = r.Int(1)
+			}
+		}
+		reportPer(b, len(rows), "row", before)
+	})
 }

@@ -274,3 +274,66 @@ func checkResolveRows(t *testing.T, s *store.Snapshot, tb *store.Table, facts []
 		}
 	}
 }
+
+// TestBackfillRowsMatchesGeneric backfills random rows of a store holding
+// integers, floats, decimals, strings and nulls with BackfillRows and checks
+// every feature its typed accessors read against Backfill on the generic path
+// (each version's attributes decoded into a map, every value boxed): Value
+// gives the same value of the same type, Int and Float report exactly the
+// int64 and float64 results, Null exactly the nulls.
+func TestBackfillRowsMatchesGeneric(t *testing.T) {
+	for _, seed := range testlong.Size([]uint64{1, rand.Uint64()}, []uint64{rand.Uint64()}) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		db := pathStore(t, rng)
+		rows := make([]query.LeftRow, 300)
+		for i := range rows {
+			rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(5))}, TS: (rng.Int64N(80) - 5) * pathMinute}
+			if rng.IntN(3) == 0 {
+				rows[i].Tx = 1 + rng.Int64N(db.LastTx())
+			}
+		}
+		checked := 0
+		for _, aggs := range pathSpecs(t) {
+			var want [][]any
+			var wantErr error
+			for r, err := range query.BackfillOn(query.GenericPath, db, "c", rows, aggs, query.BackfillOptions{}) {
+				if err != nil {
+					wantErr = err
+					break
+				}
+				want = append(want, r.Values)
+			}
+			n := 0
+			var gotErr error
+			for r, err := range query.BackfillRows(db, "c", rows, aggs, query.BackfillOptions{}) {
+				if err != nil {
+					gotErr = err
+					break
+				}
+				if r.Index != n || r.Len() != len(want[n]) {
+					t.Fatalf("seed %d %v: row %d of %d features, want row %d of %d", seed, aggs, r.Index, r.Len(), n, len(want[n]))
+				}
+				for k, w := range want[n] {
+					i, isInt := r.Int(k)
+					f, isFloat := r.Float(k)
+					wi, wantInt := w.(int64)
+					wf, wantFloat := w.(float64)
+					v := r.Value(k)
+					if fmtAttr(v) != fmtAttr(w) || isInt != wantInt || (isInt && i != wi) ||
+						isFloat != wantFloat || (isFloat && math.Float64bits(f) != math.Float64bits(wf)) || r.Null(k) != (w == nil) {
+						t.Fatalf("seed %d %v: row %d feature %d: value %s int %d %v float %v %v null %v, generic %s",
+							seed, aggs, n, k, fmtAttr(v), i, isInt, f, isFloat, r.Null(k), fmtAttr(w))
+					}
+					checked++
+				}
+				n++
+			}
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || (gotErr == nil && n != len(rows)) {
+				t.Fatalf("seed %d %v: %d rows, error %v; generic %d rows, error %v", seed, aggs, n, gotErr, len(want), wantErr)
+			}
+		}
+		if checked == 0 {
+			t.Fatalf("seed %d: no feature checked", seed)
+		}
+	}
+}
