@@ -281,9 +281,27 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe,
 	}
 	slices.SortFunc(probes, bt.compare)
 	lookups = slices.Grow(lookups[:0], len(probes))[:len(probes)]
+	// The keys are gathered in merge order, each once: the encoded keys lie
+	// in input order, so reading them in merge order (LookupSorted compares
+	// each probe's key with the one before) would miss the cache per probe
+	// more than once. Probes of one key share one slice.
+	n := 0
+	for i := range probes {
+		n += int(probes[i].n)
+	}
+	tuples := make([]byte, 0, n)
+	var prev []byte
 	for i := range probes {
 		p := &probes[i]
-		lookups[i] = store.Probe{Tuple: bt.tuple(p), Valid: p.valid, Tx: p.tx}
+		t := bt.tuple(p)
+		if i == 0 || !bytes.Equal(t, prev) {
+			start := len(tuples)
+			tuples = append(tuples, t...)
+			lookups[i].Tuple = tuples[start:len(tuples):len(tuples)]
+		} else {
+			lookups[i].Tuple = lookups[i-1].Tuple
+		}
+		lookups[i].Valid, lookups[i].Tx, prev = p.valid, p.tx, t
 	}
 	var fnErr error
 	view := row.Attrs
