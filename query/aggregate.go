@@ -461,7 +461,7 @@ type accum struct {
 	floats   int64     // float values in the set
 	dsum     *decSum   // decimal values, once one arrived
 	heap     []int32   // min, max, latest, earliest: members, best on top
-	distinct map[distinctKey]int32
+	distinct distinctSet
 	ints     bool // the input column holds int64s (aggint.go)
 	decs     bool // the input column holds decimals and int64s (aggint.go)
 	// scaled: ints holds the coefficients of decimals all of scale scale
@@ -494,10 +494,8 @@ func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
 			*accs[k].dsum = decSum{}
 		}
 		if f.op == AggCountDistinct {
-			if accs[k].distinct = old.distinct; accs[k].distinct == nil {
-				accs[k].distinct = map[distinctKey]int32{}
-			}
-			clear(accs[k].distinct)
+			accs[k].distinct = old.distinct
+			accs[k].distinct.reset()
 		}
 	}
 	return accs
@@ -533,7 +531,7 @@ func (a *accum) add(id int32) error {
 		a.push(id)
 	case AggCountDistinct:
 		if v := a.value(id); v != nil {
-			a.distinct[keyOf(v)]++
+			a.distinct.add(keyOf(v))
 		}
 	}
 	return nil
@@ -559,10 +557,7 @@ func (a *accum) remove(id int32) {
 		}
 	case AggCountDistinct:
 		if v := a.value(id); v != nil {
-			k := keyOf(v)
-			if a.distinct[k]--; a.distinct[k] == 0 {
-				delete(a.distinct, k)
-			}
+			a.distinct.remove(keyOf(v))
 		}
 	}
 }
@@ -615,7 +610,7 @@ func (a *accum) result() (val, error) {
 	case AggExists:
 		return val{kind: valBool, n: uint64(boolInt(a.n > 0))}, nil
 	case AggCountDistinct:
-		return intVal(int64(len(a.distinct))), nil
+		return intVal(int64(a.distinct.len())), nil
 	case AggSum:
 		if a.n == 0 {
 			return val{}, nil
