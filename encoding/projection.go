@@ -100,14 +100,21 @@ func DecodeRecordProjectedAt(b []byte, validFrom, keyTxFrom int64, name func(ord
 // WalkAttrsProjected is WalkAttrsPositional calling fn only for the attributes
 // p keeps; it stops after the last attribute p can keep. A nil p keeps all.
 func WalkAttrsProjected(b []byte, name func(ord uint32) (string, bool), p *Projection, fn func(name string, v *Value) error) error {
-	var v Value
+	return WalkAttrsProjectedInto(b, name, p, new(Value), fn)
+}
+
+// WalkAttrsProjectedInto is WalkAttrsProjected reporting each value in v, which
+// the caller owns: a caller that walks many records with one Value allocates
+// nothing per record (WalkAttrsProjected allocates a Value per call, since fn
+// may keep it).
+func WalkAttrsProjectedInto(b []byte, name func(ord uint32) (string, bool), p *Projection, v *Value, fn func(name string, v *Value) error) error {
 	var fnErr error
 	err := walkProjected(b, name, p, func(nm string, b []byte) ([]byte, error) {
-		rest, err := scanValue(b, &v)
+		rest, err := scanValue(b, v)
 		if err != nil {
 			return nil, err
 		}
-		if fnErr = fn(nm, &v); fnErr != nil {
+		if fnErr = fn(nm, v); fnErr != nil {
 			return nil, fnErr
 		}
 		return rest, nil

@@ -119,7 +119,27 @@ func (p *plan) fillRaw(m *member, raw store.RawAttrs, key store.Key) error {
 		p.walk = p.walkAttr // one method value per plan, not a closure per record
 	}
 	p.walking = m
-	return raw.Walk(p.walk)
+	return raw.WalkInto(&p.scratch, p.walk)
+}
+
+// maxInterned bounds the distinct strings a plan interns.
+const maxInterned = 1 << 12
+
+// str returns the attribute value of string b, boxed: the same value for equal
+// contents while the plan has interned fewer than maxInterned, so a column of
+// few distinct strings (a status) costs no allocation per version.
+func (p *plan) str(b []byte) any {
+	if s, ok := p.strs[string(b)]; ok {
+		return s
+	}
+	var s any = string(b)
+	if len(p.strs) < maxInterned {
+		if p.strs == nil {
+			p.strs = map[string]any{}
+		}
+		p.strs[string(b)] = s
+	}
+	return s
 }
 
 // walkAttr sets the attribute name of p.walking from its stored value v.
@@ -134,6 +154,8 @@ func (p *plan) walkAttr(name string, v *encoding.Value) error {
 		m.ints[i], m.vals[i] = v.Int, intHeld{}
 	case v.Kind == encoding.KindDecimal && p.ints():
 		m.ints[i], m.vals[i] = v.Int, decHeld(v.Scale)
+	case v.Kind == encoding.KindString:
+		m.vals[i] = p.str(v.Bytes)
 	default:
 		m.vals[i] = v.Any()
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -226,6 +227,8 @@ type plan struct {
 	// (aggint.go).
 	walking *member
 	walk    func(string, *encoding.Value) error
+	scratch encoding.Value // the value walks report through
+	strs    map[string]any // interned string values (str)
 }
 
 // feature is one output column.
@@ -403,7 +406,7 @@ func ValueTypeName(v any) string { return store.ValueTypeName(v) }
 func (p *plan) point(ms []member, ts int64) (Features, error) {
 	cols := make([]colPath, len(p.attrs))
 	p.settleInts(ms, p.boxedCols(), cols)
-	accs := p.newAccums(ms, cols)
+	accs := p.newAccums(nil, ms, cols)
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		state := make([]uint8, len(ms))
@@ -458,7 +461,7 @@ type accum struct {
 	floats   int64     // float values in the set
 	dsum     *decSum   // decimal values, once one arrived
 	heap     []int32   // min, max, latest, earliest: members, best on top
-	distinct map[distinctKey]int32
+	distinct distinctSet
 	ints     bool // the input column holds int64s (aggint.go)
 	decs     bool // the input column holds decimals and int64s (aggint.go)
 	// scaled: ints holds the coefficients of decimals all of scale scale
@@ -468,32 +471,31 @@ type accum struct {
 }
 
 // newAccums returns the running state of every feature over ms. cols, when
-// not nil, says which input columns hold unboxed values (aggint.go).
-func (p *plan) newAccums(ms []member, cols []colPath) []accum {
-	accs := make([]accum, len(p.feats))
-	sums := 0
+// not nil, says which input columns hold unboxed values (aggint.go). It reuses
+// reuse's array, heaps, distinct-value maps and decimal sums (nil: none), so a
+// backfill's sweeps do not allocate them per group.
+func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
+	accs := slices.Grow(reuse[:0], len(p.feats))[:len(p.feats)]
 	for k := range accs {
+		old := accs[k]
 		f := &p.feats[k]
 		path := colBoxed
 		if cols != nil && f.input >= 0 && intOp(f.op) {
 			path = cols[f.input]
 		}
-		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt || path >= colDecAt, decs: path == colDec}
+		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt || path >= colDecAt, decs: path == colDec, heap: old.heap[:0]}
 		if path >= colDecAt {
 			accs[k].scaled, accs[k].scale = true, uint8(path-colDecAt)
 		}
 		if accs[k].decs && (f.op == AggSum || f.op == AggAvg) {
-			sums++
+			if accs[k].dsum = old.dsum; accs[k].dsum == nil {
+				accs[k].dsum = &decSum{}
+			}
+			*accs[k].dsum = decSum{}
 		}
-	}
-	dsums := make([]decSum, sums) // one allocation for the decimal path's sums
-	for k := range accs {
-		f := &p.feats[k]
-		if accs[k].decs && (f.op == AggSum || f.op == AggAvg) {
-			accs[k].dsum, dsums = &dsums[0], dsums[1:]
-		}
-		if p.feats[k].op == AggCountDistinct {
-			accs[k].distinct = map[distinctKey]int32{}
+		if f.op == AggCountDistinct {
+			accs[k].distinct = old.distinct
+			accs[k].distinct.reset()
 		}
 	}
 	return accs
@@ -529,7 +531,7 @@ func (a *accum) add(id int32) error {
 		a.push(id)
 	case AggCountDistinct:
 		if v := a.value(id); v != nil {
-			a.distinct[keyOf(v)]++
+			a.distinct.add(keyOf(v))
 		}
 	}
 	return nil
@@ -555,10 +557,7 @@ func (a *accum) remove(id int32) {
 		}
 	case AggCountDistinct:
 		if v := a.value(id); v != nil {
-			k := keyOf(v)
-			if a.distinct[k]--; a.distinct[k] == 0 {
-				delete(a.distinct, k)
-			}
+			a.distinct.remove(keyOf(v))
 		}
 	}
 }
@@ -611,7 +610,7 @@ func (a *accum) result() (val, error) {
 	case AggExists:
 		return val{kind: valBool, n: uint64(boolInt(a.n > 0))}, nil
 	case AggCountDistinct:
-		return intVal(int64(len(a.distinct))), nil
+		return intVal(int64(a.distinct.len())), nil
 	case AggSum:
 		if a.n == 0 {
 			return val{}, nil
@@ -625,8 +624,8 @@ func (a *accum) result() (val, error) {
 		if a.floats > 0 {
 			return floatVal(a.fsum.float64()), nil
 		}
-		if v, ok := a.isum.value(); ok {
-			return valueOf(v), nil
+		if v, ok := a.isum.result(); ok {
+			return v, nil
 		}
 		return val{}, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, overflow: true, Reason: "integer sum overflows int64 and uint64"}
 	case AggAvg:

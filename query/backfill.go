@@ -68,27 +68,100 @@ type BackfillRow struct {
 // table, an invalid spec or group key, a value an aggregation cannot take) is
 // yielded once and ends the backfill. Table-wide backfills read every version of
 // the table alive at each distinct transaction time into memory.
+//
+// Backfill is BackfillRows with each row's features boxed into a fresh slice.
 func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[BackfillRow, error] {
 	return backfillOn(r, table, rows, aggs, opts, intPath)
+}
+
+// BackfillRows is Backfill yielding each row as a view of its computed
+// features (FeatureRow), valid until the next iteration: the features are read
+// with typed accessors, and nothing is allocated per row. Rows come in input
+// order, as Backfill's do.
+func BackfillRows(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
+	return backfillRowsOn(r, table, rows, aggs, opts, intPath)
 }
 
 // backfillOn is Backfill on the given path.
 func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[BackfillRow, error] {
 	return func(yield func(BackfillRow, error) bool) {
+		for row, err := range backfillRowsOn(r, table, rows, aggs, opts, path) {
+			if err != nil {
+				yield(BackfillRow{}, err)
+				return
+			}
+			out := BackfillRow{Index: row.Index, Values: make([]any, row.Len())}
+			for k := range out.Values {
+				out.Values[k] = row.Value(k)
+			}
+			if !yield(out, nil) {
+				return
+			}
+		}
+	}
+}
+
+// backfillRowsOn is BackfillRows on the given path.
+func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[*FeatureRow, error] {
+	return func(yield func(*FeatureRow, error) bool) {
 		s, release, err := r.AcquireSnapshot()
 		if err != nil {
-			yield(BackfillRow{}, err)
+			yield(nil, err)
 			return
 		}
 		defer release()
 		b, err := newBackfill(s, table, rows, aggs, opts, path)
 		if err != nil {
-			yield(BackfillRow{}, err)
+			yield(nil, err)
 			return
 		}
 		b.run(yield)
 	}
 }
+
+// FeatureRow is one row of BackfillRows: the features of one left row, in
+// FeatureNames(aggs) order, as a view valid until the next iteration.
+type FeatureRow struct {
+	// Index is the row's position in the input.
+	Index int
+	cells []cell
+	refs  []any
+}
+
+// Len returns the number of features.
+func (r *FeatureRow) Len() int { return len(r.cells) }
+
+// val returns feature k.
+func (r *FeatureRow) val(k int) val {
+	c := r.cells[k]
+	v := val{kind: c.kind, n: c.n}
+	if c.kind == valRef {
+		v.ref = r.refs[c.n]
+	}
+	return v
+}
+
+// Null reports whether feature k is null (SUM, MIN and the like of an empty set).
+func (r *FeatureRow) Null(k int) bool { return r.cells[k].kind == valNull }
+
+// Int returns feature k when it is an int64 (COUNT, COUNT_DISTINCT, a SUM of
+// integers, MIN or MAX of an integer column, ...); ok is false for a null or
+// a value of another type.
+func (r *FeatureRow) Int(k int) (int64, bool) {
+	c := r.cells[k]
+	return int64(c.n), c.kind == valInt
+}
+
+// Float returns feature k when it is a float64 (AVG, a SUM of floats); ok is
+// false for a null or a value of another type.
+func (r *FeatureRow) Float(k int) (float64, bool) {
+	c := r.cells[k]
+	return math.Float64frombits(c.n), c.kind == valFloat
+}
+
+// Value returns feature k as Backfill's Values hold it (nil, bool, int64,
+// uint64, float64, time.Time, encoding.Decimal or an attribute's value).
+func (r *FeatureRow) Value(k int) any { return r.val(k).any() }
 
 type backfill struct {
 	s      *store.Snapshot
@@ -119,6 +192,8 @@ type backfill struct {
 	cols         []colPath // per plan.attrs: how the loaded members hold the column
 	starts, ends [][]edge
 	states       [][]uint8
+	accs         []accum  // the running states of the last sweep
+	next2        [][2]int // per filter: the sweep's next start and end
 }
 
 // cell is a computed feature value waiting for its row to be yielded: a val
@@ -204,23 +279,17 @@ func (b *backfill) bucket() error {
 	return nil
 }
 
-func (b *backfill) run(yield func(BackfillRow, error) bool) {
+func (b *backfill) run(yield func(*FeatureRow, error) bool) {
+	row := &FeatureRow{}
 	for g := range b.groups {
 		b.swept = g
 		if err := b.group(g); err != nil {
-			yield(BackfillRow{}, err)
+			yield(nil, err)
 			return
 		}
 		b.progress(g+1, false)
 		for b.next < len(b.rows) && b.ready[b.next] {
-			row := BackfillRow{Index: b.next, Values: make([]any, b.nf)}
-			for k, c := range b.cells[b.next*b.nf : (b.next+1)*b.nf] {
-				v := val{kind: c.kind, n: c.n}
-				if c.kind == valRef {
-					v.ref = b.refs[c.n]
-				}
-				row.Values[k] = v.any()
-			}
+			row.Index, row.cells, row.refs = b.next, b.cells[b.next*b.nf:(b.next+1)*b.nf], b.refs
 			b.next++
 			if !yield(row, nil) {
 				return
@@ -346,7 +415,8 @@ func (b *backfill) loadTable(tx, minTS, maxTS int64) ([]member, error) {
 // time) over ms, the versions alive at that time.
 func (b *backfill) sweep(ms []member, run []int32) error {
 	p := b.p
-	accs := p.newAccums(ms, b.cols)
+	b.accs = p.newAccums(b.accs, ms, b.cols)
+	accs := b.accs
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		starts, ends := b.starts[fi][:0], b.ends[fi][:0]
@@ -371,7 +441,9 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 			accs[k].state = state
 		}
 	}
-	next := make([][2]int, len(p.filters)) // per filter: next start, next end
+	next := slices.Grow(b.next2[:0], len(p.filters))[:len(p.filters)] // per filter: next start, next end
+	clear(next)
+	b.next2 = next
 	for _, ri := range run {
 		// Progress counts rows: checked before each row, so a group's last
 		// rows are reported with the group once it is finished.

@@ -83,35 +83,73 @@ func (bt *batch) compare(a, b probe) int {
 	return cmp.Compare(b.valid, a.valid)
 }
 
-// resolveBatch resolves every fact on snapshot s, leaving each miss with its
-// reason. It encodes the facts' keys (a slice of the input per core), deals them
-// into disjoint key ranges cut at sampled keys, so that every fact of a key lands
-// in one range, then each core takes ranges one at a time, sorts each and merges
-// it, on its own fork of s.
-func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool) ([]Resolution, error) {
+// resolveBatch resolves every fact on snapshot s, calling fn with the answer
+// of each, misses included (with their reason). It encodes the facts' keys (a
+// slice of the input per core), deals them into disjoint key ranges cut at
+// sampled keys, so that every fact of a key lands in one range, then each core
+// takes ranges one at a time, sorts each and merges it, on its own fork of s.
+// fn runs on those goroutines, concurrently, each with a row of its own; with
+// attrs, each row views the version's attributes (read through t, which may
+// leave them encoded) in the projection names.
+func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, names []string, fn func(*ResolvedRow) error) error {
 	if len(facts) > math.MaxUint32 {
-		return nil, fmt.Errorf("bitempo: resolve: %d facts in one batch, at most %d", len(facts), uint32(math.MaxUint32))
+		return fmt.Errorf("bitempo: resolve: %d facts in one batch, at most %d", len(facts), uint32(math.MaxUint32))
 	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), maxWorkers, len(facts)/minPerWorker))
-	return resolveSplit(s, t, facts, attrs, workers, min(maxRanges, max(workers, (len(facts)+rangeSize-1)/rangeSize)))
+	return resolveEach(s, t, facts, attrs, names, workers, min(maxRanges, max(workers, (len(facts)+rangeSize-1)/rangeSize)), fn)
 }
 
-// resolveSplit is resolveBatch with its number of goroutines and key ranges.
+// resolveSplit is Resolve's batch join with its number of goroutines and key
+// ranges, collecting the answers: attributes as t reads them (encoded, for a
+// WithRawAttrs table; a copy, since rows are views).
 func resolveSplit(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, workers, nranges int) ([]Resolution, error) {
 	out := make([]Resolution, len(facts))
+	err := resolveEach(s, t, facts, attrs, nil, workers, nranges, func(row *ResolvedRow) error {
+		return collect(&out[row.Index], row, attrs, true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// collect sets res to the answer row; with attrs, the attributes as a map, or
+// with raw a copy of them as stored when the row holds them so.
+func collect(res *Resolution, row *ResolvedRow, attrs, raw bool) error {
+	res.Index, res.Reason, res.SK, res.Inferred = row.Index, row.Reason, row.SK, row.Inferred
+	if !attrs || !row.Found() {
+		return nil
+	}
+	if raw && row.Attrs.attrs == nil {
+		res.raw = row.Attrs.raw.Clone() // the row is a view
+		return nil
+	}
+	var err error
+	res.Attrs, err = row.Attrs.Map()
+	return err
+}
+
+// resolveEach is resolveBatch with its number of goroutines and key ranges.
+func resolveEach(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, names []string, workers, nranges int, fn func(*ResolvedRow) error) error {
 	bt := &batch{s: s, t: t, facts: facts, keys: make([][]byte, workers), chunks: make([][]probe, workers)}
 	errs := make([]error, workers)
 	parallel(workers, func(c int) { errs[c] = bt.encode(c, c*len(facts)/workers, (c+1)*len(facts)/workers) })
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return err
 	}
 	ranges := bt.chunks
 	if nranges > 1 {
 		ranges = bt.deal(bt.splitters(nranges))
 	}
 	var next atomic.Int64
-	parallel(workers, func(w int) { errs[w] = bt.mergeRanges(ranges, &next, attrs, out, workers > 1) })
-	return out, errors.Join(errs...)
+	var stop atomic.Bool // a goroutine failed: the others stop at their next range
+	parallel(workers, func(w int) {
+		row := &ResolvedRow{Attrs: newAttrRow(names)}
+		if errs[w] = bt.mergeRanges(ranges, &next, &stop, attrs, row, fn, workers > 1); errs[w] != nil {
+			stop.Store(true)
+		}
+	})
+	return errors.Join(errs...)
 }
 
 // parallel runs fn(0..n-1), each on its own goroutine when n > 1.
@@ -213,8 +251,10 @@ func (bt *batch) deal(splitters []probe) [][]probe {
 }
 
 // mergeRanges sorts and merges key ranges, taking the next range not yet taken
-// until none is left, on a fork of the snapshot when other goroutines do the same.
-func (bt *batch) mergeRanges(ranges [][]probe, next *atomic.Int64, attrs bool, out []Resolution, fork bool) (err error) {
+// until none is left or stop is set, on a fork of the snapshot when other
+// goroutines do the same. row is the goroutine's row, passed to fn.
+func (bt *batch) mergeRanges(ranges [][]probe, next *atomic.Int64, stop *atomic.Bool, attrs bool, row *ResolvedRow,
+	fn func(*ResolvedRow) error, fork bool) (err error) {
 	s := bt.s
 	if fork {
 		if s, err = s.Fork(); err != nil {
@@ -223,8 +263,8 @@ func (bt *batch) mergeRanges(ranges [][]probe, next *atomic.Int64, attrs bool, o
 		defer func() { err = errors.Join(err, s.Close()) }()
 	}
 	var lookups []store.Probe
-	for r := next.Add(1) - 1; r < int64(len(ranges)); r = next.Add(1) - 1 {
-		if lookups, err = bt.merge(s, ranges[r], lookups, attrs, out); err != nil {
+	for r := next.Add(1) - 1; r < int64(len(ranges)) && !stop.Load(); r = next.Add(1) - 1 {
+		if lookups, err = bt.merge(s, ranges[r], lookups, attrs, row, fn); err != nil {
 			return err
 		}
 	}
@@ -232,27 +272,52 @@ func (bt *batch) mergeRanges(ranges [][]probe, next *atomic.Int64, attrs bool, o
 }
 
 // merge sorts one key range and resolves it with one forward pass of one
-// iterator. lookups is a buffer it reuses and returns.
-func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe, attrs bool, out []Resolution) ([]store.Probe, error) {
+// iterator, calling fn with row set to each answer. lookups is a buffer it
+// reuses and returns. An error from fn stops the merge: fn is not called again.
+func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe, attrs bool, row *ResolvedRow,
+	fn func(*ResolvedRow) error) ([]store.Probe, error) {
 	if len(probes) == 0 {
 		return lookups, nil
 	}
 	slices.SortFunc(probes, bt.compare)
 	lookups = slices.Grow(lookups[:0], len(probes))[:len(probes)]
+	// The keys are gathered in merge order, each once: the encoded keys lie
+	// in input order, so reading them in merge order (LookupSorted compares
+	// each probe's key with the one before) would miss the cache per probe
+	// more than once. Probes of one key share one slice.
+	n := 0
+	for i := range probes {
+		n += int(probes[i].n)
+	}
+	tuples := make([]byte, 0, n)
+	var prev []byte
 	for i := range probes {
 		p := &probes[i]
-		lookups[i] = store.Probe{Tuple: bt.tuple(p), Valid: p.valid, Tx: p.tx}
+		t := bt.tuple(p)
+		if i == 0 || !bytes.Equal(t, prev) {
+			start := len(tuples)
+			tuples = append(tuples, t...)
+			lookups[i].Tuple = tuples[start:len(tuples):len(tuples)]
+		} else {
+			lookups[i].Tuple = lookups[i-1].Tuple
+		}
+		lookups[i].Valid, lookups[i].Tx, prev = p.valid, p.tx, t
 	}
+	var fnErr error
+	view := row.Attrs
 	err := s.LookupSorted(bt.t, lookups, attrs, func(i int, v *store.Version, reason store.MissReason) {
-		index := int(probes[i].index)
-		res := &out[index]
-		res.Index, res.Reason = index, reason
+		if fnErr != nil {
+			return
+		}
+		*row = ResolvedRow{Index: int(probes[i].index), Reason: reason, Attrs: view}
+		view.reset(store.RawAttrs{}, nil)
 		if reason == store.Found {
-			res.SK, res.Inferred, res.Attrs = v.SK, v.Inferred, v.Attrs
-			if raw := v.RawAttrs(); !raw.IsZero() {
-				res.raw = raw.Clone() // v is valid only during the callback
+			row.SK, row.Inferred, row.ValidFrom, row.ValidTo = v.SK, v.Inferred, v.ValidFrom, v.ValidTo
+			if attrs {
+				view.reset(v.RawAttrs(), v.Attrs)
 			}
 		}
+		fnErr = fn(row)
 	})
-	return lookups, err
+	return lookups, cmp.Or(err, fnErr)
 }

@@ -43,13 +43,19 @@ func (x *int128) subUint(u uint64) {
 // value returns x as an attribute value: an int64, or a uint64 above
 // math.MaxInt64; ok false if it fits neither.
 func (x int128) value() (any, bool) {
+	v, ok := x.result()
+	return v.any(), ok
+}
+
+// result is value unboxed (a result a backfill holds without allocating).
+func (x int128) result() (val, bool) {
 	switch {
 	case x.hi == int64(x.lo)>>63:
-		return int64(x.lo), true
+		return intVal(int64(x.lo)), true
 	case x.hi == 0:
-		return x.lo, true
+		return val{kind: valUint, n: x.lo}, true
 	}
-	return nil, false
+	return val{}, false
 }
 
 func (x int128) bigInt() *big.Int {
@@ -60,11 +66,11 @@ func (x int128) bigInt() *big.Int {
 
 // float64 rounds x to the nearest float64.
 func (x int128) float64() float64 {
-	if v, ok := x.value(); ok {
-		if i, isInt := v.(int64); isInt {
-			return float64(i)
+	if v, ok := x.result(); ok {
+		if v.kind == valInt {
+			return float64(int64(v.n))
 		}
-		return float64(v.(uint64))
+		return float64(v.n)
 	}
 	f, _ := new(big.Float).SetInt(x.bigInt()).Float64()
 	return f

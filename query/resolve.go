@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -97,41 +98,86 @@ func (r Resolution) Found() bool { return r.Reason == store.Found }
 // history: each key's versions alive at that time are read once for all its
 // facts. Resolve reads one consistent snapshot and writes nothing.
 func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([]Resolution, error) {
-	s, t, release, err := open(r, table)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Attrs {
-		t = project(s, t, opts.Project)
-	}
-	if opts.Attrs && opts.RawAttrs {
-		t = t.WithRawAttrs()
-	}
-	out, err := resolveBatch(s, t, facts, opts.Attrs)
-	release()
+	out := make([]Resolution, len(facts))
+	err := resolveRows(r, table, facts, opts, func(row *ResolvedRow) error {
+		return collect(&out[row.Index], row, opts.Attrs, opts.RawAttrs)
+	})
 	if err != nil {
 		return nil, err
 	}
 	switch opts.Miss {
-	case MissError:
-		for i := range out {
-			if !out[i].Found() {
-				f := facts[i]
-				return nil, fmt.Errorf("bitempo: resolve fact %d: %w", i,
-					newMiss(t, table, f.Key, AsOf{Valid: f.At, Tx: f.Tx}, out[i].Reason))
-			}
-		}
 	case MissSkip:
 		out = slices.DeleteFunc(out, func(r Resolution) bool { return !r.Found() })
-	case MissNull:
 	case MissDefault:
 		for i := range out {
 			if !out[i].Found() {
 				out[i].SK, out[i].Default = opts.Default, true
 			}
 		}
-	default:
-		return nil, fmt.Errorf("bitempo: resolve: unknown miss policy %d", opts.Miss)
 	}
 	return out, nil
+}
+
+// ResolveRows is Resolve delivering each answer to fn as a row view instead of
+// collecting Resolutions: with opts.Attrs, the row reads the version's
+// attributes straight from the stored record (opts.RawAttrs is implied), and
+// row.Attrs.Value(i) reads opts.Project[i]. Neither the row nor anything in it
+// is allocated per fact: the row is valid only during the call. This is the
+// batch join's own output; Resolve is a thin layer over it.
+//
+// fn runs on the goroutines that merge the batch (one per core for a batch of
+// tens of thousands of facts or more), concurrently, each with its own row, so
+// it must be safe for concurrent use: writing to a slice element by
+// row.Index is. Facts come in key order within a goroutine, not in input
+// order. Misses are handled by opts.Miss: MissSkip leaves them out, MissNull
+// and MissDefault deliver them; under MissError fn also sees the facts that
+// resolved, and ResolveRows returns the miss first in input order (a *Miss)
+// once the batch is done. An error from fn stops the batch and is returned.
+func ResolveRows(r store.Reader, table string, facts []Fact, opts ResolveOptions, fn func(row *ResolvedRow) error) error {
+	return resolveRows(r, table, facts, opts, func(row *ResolvedRow) error {
+		if row.Found() {
+			return fn(row)
+		}
+		switch opts.Miss {
+		case MissError, MissSkip:
+			return nil
+		case MissDefault:
+			row.SK, row.Default = opts.Default, true
+		}
+		return fn(row)
+	})
+}
+
+// resolveRows resolves facts, delivering every answer, misses included, to fn
+// (see resolveBatch), after checking opts.Miss. Under MissError it fails with
+// the miss first in input order.
+func resolveRows(r store.Reader, table string, facts []Fact, opts ResolveOptions, fn func(row *ResolvedRow) error) error {
+	if opts.Miss > MissDefault {
+		return fmt.Errorf("bitempo: resolve: unknown miss policy %d", opts.Miss)
+	}
+	s, t, release, err := open(r, table)
+	if err != nil {
+		return err
+	}
+	if opts.Attrs {
+		t = project(s, t, opts.Project).WithRawAttrs()
+	}
+	var mu sync.Mutex
+	first, reason := -1, store.Found
+	err = resolveBatch(s, t, facts, opts.Attrs, opts.Project, func(row *ResolvedRow) error {
+		if opts.Miss == MissError && !row.Found() {
+			mu.Lock()
+			if first < 0 || row.Index < first {
+				first, reason = row.Index, row.Reason
+			}
+			mu.Unlock()
+		}
+		return fn(row)
+	})
+	if err == nil && first >= 0 {
+		f := facts[first]
+		err = fmt.Errorf("bitempo: resolve fact %d: %w", first, newMiss(t, table, f.Key, AsOf{Valid: f.At, Tx: f.Tx}, reason))
+	}
+	release()
+	return err
 }

@@ -94,6 +94,9 @@ type attrNames struct {
 	s     *Snapshot
 	tid   uint32
 	names []string
+	// nameFn is the method value a.name, made once: a RawAttrs holds it, and
+	// a method value made per record would be an allocation per record.
+	nameFn func(ord uint32) (string, bool)
 }
 
 // name returns the name of ordinal ord, reading the snapshot's own view when
@@ -121,6 +124,7 @@ func (s *Snapshot) attrNames(t *Table) *attrNames {
 	list := s.db.attrList[t.ID] // append-only: the elements it holds never change
 	s.db.mu.RUnlock()
 	a := &attrNames{s: s, tid: t.ID, names: list}
+	a.nameFn = a.name
 	if s.names == nil {
 		s.names = map[uint32]*attrNames{}
 	}

@@ -181,7 +181,7 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 		if _, b, err = decodeHeadSplit(m.t, m.it.Value(), from, 0); err != nil {
 			return Version{}, 0, err
 		}
-		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).name, proj: m.t.proj}
+		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).nameFn, proj: m.t.proj}
 	case m.attrs:
 		if head, err = m.s.decodeRecord(m.t, m.it.Value(), from, 0); err != nil {
 			return Version{}, 0, err

@@ -112,18 +112,28 @@ func (m *pastMerge) lookup(p *Probe) (Version, MissReason, error) {
 // version builds the answer from a timeline record, with its attributes when
 // the merge reads them.
 func (m *pastMerge) version(r *pastRec) (Version, MissReason, error) {
+	h := &r.head
+	head := Version{
+		ValidFrom: r.from, ValidTo: h.ValidTo, TxFrom: h.TxFrom, TxTo: h.TxTo, SK: h.SK,
+		Inferred: h.Flags&encoding.FlagInferred != 0, tuple: m.tuple,
+	}
 	if !m.attrs {
-		h := &r.head
-		return Version{
-			ValidFrom: r.from, ValidTo: h.ValidTo, TxFrom: h.TxFrom, TxTo: h.TxTo, SK: h.SK,
-			Inferred: h.Flags&encoding.FlagInferred != 0, tuple: bytes.Clone(m.tuple),
-		}, Found, nil
+		return head, Found, nil
 	}
 	value := m.vals[r.off : r.off+r.n]
 	if encoding.SharesAttrs(value) {
 		if v, ok, err := m.fromSuccessor(r); ok || err != nil {
 			return v, Found, err
 		}
+	} else if m.t.rawAttrs {
+		// The attributes as stored, aliasing the timeline: valid until the
+		// next lookup, as the version is.
+		_, b, err := decodeHeadSplit(m.t, value, r.from, r.keyTx)
+		if err != nil {
+			return Version{}, 0, err
+		}
+		head.raw = RawAttrs{b: b, name: m.s.attrNames(m.t).nameFn, proj: m.t.proj}
+		return head, Found, nil
 	}
 	v, err := m.s.decodeVersion(m.t, m.tuple, r.from, r.keyTx, value)
 	if err != nil {

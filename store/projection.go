@@ -176,5 +176,5 @@ func (r *GroupRecord) RawAttrs() (RawAttrs, bool, error) {
 	if err != nil {
 		return RawAttrs{}, false, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
 	}
-	return RawAttrs{b: b, name: r.names.name, proj: r.t.proj}, true, nil
+	return RawAttrs{b: b, name: r.names.nameFn, proj: r.t.proj}, true, nil
 }

@@ -322,7 +322,7 @@ func (a *app) runBackfill(db *store.DB, w rowWriter, job *backfillJob) (groups i
 	}
 	cols := featureColumns(job.t.Name, job.in.cols, job.names)
 	started := false
-	for r, err := range query.Backfill(db, job.t.Name, job.rows, job.aggs, job.opts) {
+	for r, err := range query.BackfillRows(db, job.t.Name, job.rows, job.aggs, job.opts) {
 		if err != nil {
 			return 0, backfillError(job, err)
 		}
@@ -336,8 +336,8 @@ func (a *app) runBackfill(db *store.DB, w rowWriter, job *backfillJob) (groups i
 		for _, v := range job.in.rows[r.Index].vals {
 			cells = append(cells, inputCell(v))
 		}
-		for _, v := range r.Values {
-			cells = append(cells, valueCell(v))
+		for k := range r.Len() {
+			cells = append(cells, valueCell(r.Value(k)))
 		}
 		if err := w.row(cells); err != nil {
 			return 0, err

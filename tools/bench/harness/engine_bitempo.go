@@ -8,7 +8,6 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	bpebble "github.com/bitempo/bitempo/engine/pebble"
-
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -181,23 +180,26 @@ func (e *bitempoEngine) stageFacts(facts []probe) error {
 func (e *bitempoEngine) resolve(out []answer) error { return e.resolveFacts(e.facts, out) }
 
 // resolveFacts resolves facts against the base table with their attributes
-// and writes the answers found into out, by fact index.
+// and writes the answers found into out, by fact index. It reads each answer
+// as a row view (query.ResolveRows) on the merge's goroutines: each fact's
+// slot of out is written once, by one of them.
 func (e *bitempoEngine) resolveFacts(facts []query.Fact, out []answer) error {
-	res, err := query.Resolve(e.snap, dimTable, facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
-	if err != nil {
-		return err
-	}
-	for i := range res {
-		if !res[i].Found() {
-			continue
-		}
-		a, err := toAttrs(res[i].Attrs)
+	opts := query.ResolveOptions{Miss: query.MissSkip, Attrs: true, Project: []string{"city", "tier"}}
+	return query.ResolveRows(e.snap, dimTable, facts, opts, func(row *query.ResolvedRow) error {
+		city, err := row.Attrs.Value(0)
 		if err != nil {
 			return err
 		}
-		out[res[i].Index] = answer{found: true, v: version{attrs: a}}
-	}
-	return nil
+		tier, err := row.Attrs.Value(1)
+		if err != nil {
+			return err
+		}
+		if city.Kind != encoding.KindString || tier.Kind != encoding.KindInt {
+			return fmt.Errorf("unexpected attributes %v %v", city.Any(), tier.Any())
+		}
+		out[row.Index] = answer{found: true, v: version{attrs: attrs{city: string(city.Bytes), tier: tier.Int}}}
+		return nil
+	})
 }
 
 // resolveAfter resolves the staged facts as known after the first commits
@@ -307,12 +309,14 @@ func (e *bitempoEngine) loadAggregates(a *aggData) error {
 }
 
 func (e *bitempoEngine) backfill(out []features) error {
-	for r, err := range query.Backfill(e.snap, aggTable, e.rows, e.aggs, query.BackfillOptions{}) {
+	for r, err := range query.BackfillRows(e.snap, aggTable, e.rows, e.aggs, query.BackfillOptions{}) {
 		if err != nil {
 			return err
 		}
-		for i, v := range r.Values {
-			if out[r.Index][i], err = featureValue(v); err != nil {
+		for k := range r.Len() {
+			if x, ok := r.Int(k); ok {
+				out[r.Index][k] = x
+			} else if out[r.Index][k], err = featureValue(r.Value(k)); err != nil {
 				return err
 			}
 		}
