@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/internal/callstack"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -64,16 +65,31 @@ func (f fenceFS) fenced(name string) error {
 }
 
 // stoppedWriting returns the error a change to the store's files gets once
-// the store has failed or met a corruption, or nil.
+// the store has failed or met a corruption, or nil. Pebble's Open itself is
+// let through: when one of its own file operations fails, Open releases its
+// file cache without waiting for the compactions it has already started,
+// which then panic on a background goroutine (Pebble v2.1.7) and end the
+// process. Open's own writes (the new write-ahead log, the OPTIONS file, the
+// format marker) change no data; the compactions' installs and removals run
+// on other goroutines and are refused, and the store, failed, refuses every
+// call once Open returns.
 func stoppedWriting(h *health, name string) error {
-	if msg := h.failed.Load(); msg != nil {
+	msg, c := h.failed.Load(), h.corrupt.Load()
+	if (msg == nil && c == nil) || inPebbleOpen() {
+		return nil
+	}
+	if msg != nil {
 		return fmt.Errorf("%w: %s: the store stopped writing: %s", engine.ErrFailed, name, *msg)
 	}
-	if c := h.corrupt.Load(); c != nil {
-		return fmt.Errorf("%w: %s: the store stopped writing: %s: %s", engine.ErrCorrupt, name, c.path, c.detail)
-	}
-	return nil
+	return fmt.Errorf("%w: %s: the store stopped writing: %s: %s", engine.ErrCorrupt, name, c.path, c.detail)
 }
+
+// pebbleOpenName is Pebble's Open as runtime.Frame.Function spells it
+// (TestInPebbleOpen checks it).
+const pebbleOpenName = "github.com/cockroachdb/pebble/v2.Open"
+
+// inPebbleOpen reports whether the calling goroutine is inside Pebble's Open.
+func inPebbleOpen() bool { return callstack.Has(pebbleOpenName) }
 
 // waitUnlessFailed runs fn, a call into Pebble that may wait for a flush (a
 // flush, a compaction), on its own goroutine, and waits for it or for the

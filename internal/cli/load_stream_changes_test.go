@@ -53,6 +53,7 @@ func cdcFile(t *testing.T, dir, name string, n, keys int, lo, hi int, seed uint6
 // bytes: versions, surrogate keys, event log and batch ids. The quick run
 // (without BITEMPO_LONG=1) loads only the group-by table.
 func TestLoadChangesStreamedSameAsInMemory(t *testing.T) {
+	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	for _, c := range []struct {
 		name   string
 		create []string
@@ -254,6 +255,7 @@ func writeParquetGroups(t *testing.T, dir, name string, cols []pqColumn, groupRo
 // hold the same versions (twinLoad); into a changes table the stores hold the
 // same bytes. A file whose key column is a DOUBLE is refused the same way.
 func TestLoadParquetStreamed(t *testing.T) {
+	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	dir := t.TempDir()
 	cols := []pqColumn{{name: "id", kind: pqString}, {name: "at", kind: pqInt64}, {name: "seq", kind: pqInt64}, {name: "op", kind: pqString},
 		{name: "tier", kind: pqString}, {name: "score", kind: pqDouble}, {name: "vip", kind: pqBool}, {name: "seen", kind: pqTimestamp}}

@@ -102,6 +102,7 @@ func mixedFile(t *testing.T, dir, name string, n, keys int, seed uint64, jsonl b
 // and JSONL, with inference, --types and deletions), for a second load over
 // the first, and for version rows.
 func TestLoadStreamedSameVersions(t *testing.T) {
+	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	dir := t.TempDir()
 	// when is text in a.csv and a time in b.jsonl: mixed types, on purpose.
 	create := []string{"create", "t", "--key", "id", "--axis", "int", "--mixed-types"}
@@ -143,6 +144,7 @@ func TestLoadStreamedSameVersions(t *testing.T) {
 // that does not split into fields, a bad type at the end of the file and a
 // bad first row.
 func TestLoadStreamedBadRows(t *testing.T) {
+	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	dir := t.TempDir()
 	create := []string{"create", "t", "--key", "id", "--axis", "int"}
 	good := changesFile(t, dir, "good.csv", 3000, 300, 9)

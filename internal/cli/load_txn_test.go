@@ -47,6 +47,7 @@ func dumpState(t *testing.T, dir, db string) (string, map[string]bool) {
 }
 
 func TestLoadIsOneTransaction(t *testing.T) {
+	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	dir := t.TempDir()
 	changesFile(t, dir, "c.csv", 25_000, 2_000, 1)
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
@@ -249,6 +250,7 @@ func csvToParquet(t *testing.T, csvPath, pqPath string) {
 // second one that changes and retires what the first wrote. The files have
 // 10,000 rows with BITEMPO_LONG=1, 3,000 over fewer keys in the quick run.
 func TestLoadSpillSameVersions(t *testing.T) {
+	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	dir := t.TempDir()
 	rows, keys := testlong.Size(10_000, 3_000), testlong.Size(1_000, 300)
 	changesFile(t, dir, "a.csv", rows, keys*3/2, 4)

@@ -12,6 +12,7 @@ import (
 // Parquet, in memory, streamed through sorted runs and in batches, with a late
 // row, and for a changes table.
 func TestReloadWithDuplicateRowsChangesNothing(t *testing.T) {
+	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	const csv = "id,on,price\n" +
 		"k1,2024-01-01,10\n" +
 		"k1,2024-02-01,11\n" +
