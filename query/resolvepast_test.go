@@ -14,6 +14,22 @@ import (
 	"github.com/bitempo/bitempo/txn"
 )
 
+// tickingStore returns an in-memory store whose clock advances 10 ticks per
+// commit from 1000, with an empty table "d" keyed by an int64 id.
+func tickingStore(t *testing.T) *store.DB {
+	t.Helper()
+	clock := int64(1000)
+	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock += 10; return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.CreateTable(store.TableDef{Name: "d", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}}); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // TestResolveAtPastTxMatchesVersionAt resolves batches whose facts share one
 // past transaction time (and batches mixing several, and the newest) with the
 // merged path, and checks every answer against the per-fact path,
@@ -25,15 +41,7 @@ func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
-			clock := int64(1000)
-			db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock += 10; return clock }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := db.CreateTable(store.TableDef{Name: "d", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}}); err != nil {
-				t.Fatal(err)
-			}
+			db := tickingStore(t)
 			const keys = 60
 			var txs []int64
 			for c := range 80 {

@@ -79,15 +79,7 @@ func TestResolveRowsMatchesVersionAt(t *testing.T) {
 	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{3, rand.Uint64()}) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
-			clock := int64(1000)
-			db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock += 10; return clock }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := db.CreateTable(store.TableDef{Name: "d", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}}); err != nil {
-				t.Fatal(err)
-			}
+			db := tickingStore(t)
 			const keys = 50
 			var txs []int64
 			inferred := 0
