@@ -117,10 +117,12 @@ func Open(dir string, opts Options) (e *Engine, err error) {
 		}
 	}
 	var pdb *pebble.DB
+	h.opening.Store(true)
 	err = h.guard(func() (err error) {
 		pdb, err = pebble.Open(dir, popts)
 		return err
 	})
+	h.opening.Store(false)
 	if err != nil {
 		return nil, openError(fsys, dir, err, h)
 	}

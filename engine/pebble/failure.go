@@ -40,6 +40,8 @@ type health struct {
 	// flush succeeds; stuck is set when a commit gave up waiting behind it.
 	bgFail atomic.Pointer[bgFailure]
 	stuck  atomic.Pointer[string]
+	// opening is set while Pebble's Open runs (fence.go, stoppedWriting).
+	opening atomic.Bool
 }
 
 // bgFailure is a failed flush or compaction.

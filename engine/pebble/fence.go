@@ -72,10 +72,11 @@ func (f fenceFS) fenced(name string) error {
 // process. Open's own writes (the new write-ahead log, the OPTIONS file, the
 // format marker) change no data; the compactions' installs and removals run
 // on other goroutines and are refused, and the store, failed, refuses every
-// call once Open returns.
+// call once Open returns. The call stack is looked at only while Open runs
+// (health.opening): a failed store's writes after it are refused cheaply.
 func stoppedWriting(h *health, name string) error {
 	msg, c := h.failed.Load(), h.corrupt.Load()
-	if (msg == nil && c == nil) || inPebbleOpen() {
+	if (msg == nil && c == nil) || (h.opening.Load() && inPebbleOpen()) {
 		return nil
 	}
 	if msg != nil {
