@@ -6,17 +6,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/internal/testutil"
 )
 
-func testDecimal(t *testing.T, s string) encoding.Decimal {
-	t.Helper()
-	d, err := encoding.ParseDecimal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+// testDecimal parses a decimal of a test (testutil.Decimal).
+var testDecimal = testutil.Decimal
 
 // TestDecimalOrderAndDistinct checks compareValues and COUNT_DISTINCT's keys
 // of decimals against the other numbers: numeric order, exact against floats,

@@ -24,14 +24,8 @@ func openSchemaStore(t *testing.T, dir string) *store.DB {
 	return db
 }
 
-func mustDecimal(t *testing.T, s string) encoding.Decimal {
-	t.Helper()
-	d, err := encoding.ParseDecimal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+// mustDecimal parses a decimal of a test (testutil.Decimal).
+var mustDecimal = testutil.Decimal
 
 var productsDef = store.TableDef{
 	Name: "products", Key: []store.KeyColumn{{Name: "sku", Type: store.String}},

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
@@ -21,14 +23,8 @@ type Invoice struct {
 	Rate  float64           `bitempo:"rate"`
 }
 
-func dec(t *testing.T, s string) encoding.Decimal {
-	t.Helper()
-	d, err := encoding.ParseDecimal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+// dec parses a decimal of a test (testutil.Decimal).
+var dec = testutil.Decimal
 
 // TestDecimalFields writes decimal fields (negative, zero, 18 digits, scales
 // 0 to 18, a nil pointer) and reads them back identically, scale included,

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/internal/testutil"
 )
 
 // These tests check the model against the reference scenarios of docs/semantics.md and rules
@@ -306,11 +306,5 @@ func TestValuesEqual(t *testing.T) {
 	}
 }
 
-func dec(t *testing.T, s string) encoding.Decimal {
-	t.Helper()
-	d, err := encoding.ParseDecimal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+// dec parses a decimal of a test (testutil.Decimal).
+var dec = testutil.Decimal

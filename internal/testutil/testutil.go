@@ -13,6 +13,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
 
@@ -60,4 +61,14 @@ func Run(t testing.TB, cmd *exec.Cmd) Result {
 		t.Fatalf("run %v: %v", cmd.Args[1:], err)
 	}
 	return Result{Stdout: out.String(), Stderr: errb.String(), Code: code}
+}
+
+// Decimal parses s as an encoding.Decimal, failing the test if it is not one.
+func Decimal(t testing.TB, s string) encoding.Decimal {
+	t.Helper()
+	d, err := encoding.ParseDecimal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
