@@ -269,6 +269,31 @@ func (v *Value) Any() any {
 	return nil
 }
 
+// ValueOf returns canonical attribute value x as a Value, the inverse of Any:
+// KindNull for nil or a value of no attribute type. The Bytes of a []byte
+// alias it; a string is copied.
+func ValueOf(x any) Value {
+	switch x := x.(type) {
+	case bool:
+		return Value{Kind: KindBool, Bool: x}
+	case int64:
+		return Value{Kind: KindInt, Int: x}
+	case uint64:
+		return Value{Kind: KindUint, Uint: x}
+	case float64:
+		return Value{Kind: KindFloat, Float: x}
+	case string:
+		return Value{Kind: KindString, Bytes: []byte(x)}
+	case []byte:
+		return Value{Kind: KindBytes, Bytes: x}
+	case time.Time:
+		return Value{Kind: KindTime, Time: x}
+	case Decimal:
+		return Value{Kind: KindDecimal, Int: x.coef, Scale: x.scale}
+	}
+	return Value{}
+}
+
 // WalkAttrs decodes an attribute record written by AppendAttrs and calls fn for
 // each attribute in stored order, with the name and the value aliasing b. It
 // allocates nothing itself, which is what decoding a record straight into a Go

@@ -2,7 +2,6 @@ package query
 
 import (
 	"slices"
-	"time"
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
@@ -83,7 +82,7 @@ func (r *AttrRow) Walk(fn func(name string, v *encoding.Value) error) error {
 		return r.raw.WalkInto(&r.scratch, fn)
 	}
 	for _, name := range r.attrs.Names() {
-		setValue(&r.scratch, r.attrs[name])
+		r.scratch = encoding.ValueOf(r.attrs[name])
 		if err := fn(name, &r.scratch); err != nil {
 			return err
 		}
@@ -102,29 +101,6 @@ func (r *AttrRow) Map() (store.Attrs, error) {
 		return nil
 	})
 	return m, err
-}
-
-// setValue sets v to the canonical attribute value x.
-func setValue(v *encoding.Value, x any) {
-	*v = encoding.Value{}
-	switch x := x.(type) {
-	case bool:
-		v.Kind, v.Bool = encoding.KindBool, x
-	case int64:
-		v.Kind, v.Int = encoding.KindInt, x
-	case uint64:
-		v.Kind, v.Uint = encoding.KindUint, x
-	case float64:
-		v.Kind, v.Float = encoding.KindFloat, x
-	case string:
-		v.Kind, v.Bytes = encoding.KindString, []byte(x)
-	case []byte:
-		v.Kind, v.Bytes = encoding.KindBytes, x
-	case time.Time:
-		v.Kind, v.Time = encoding.KindTime, x
-	case encoding.Decimal:
-		v.Kind, v.Int, v.Scale = encoding.KindDecimal, x.Coef(), uint8(x.Scale())
-	}
 }
 
 // ResolvedRow is one answer of ResolveRows: a view valid only during the call

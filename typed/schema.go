@@ -447,7 +447,7 @@ func (d *decoder) decodeMap(v reflect.Value, attrs store.Attrs) error {
 			fv.SetString(str)
 			continue
 		}
-		val := valueOf(x)
+		val := encoding.ValueOf(x)
 		if f.exact && setExact(unsafe.Add(base, f.offset), f.kind, &val) {
 			continue
 		}
@@ -456,29 +456,6 @@ func (d *decoder) decodeMap(v reflect.Value, attrs store.Attrs) error {
 		}
 	}
 	return nil
-}
-
-// valueOf turns a canonical attribute value into an encoding.Value.
-func valueOf(x any) encoding.Value {
-	switch x := x.(type) {
-	case bool:
-		return encoding.Value{Kind: encoding.KindBool, Bool: x}
-	case int64:
-		return encoding.Value{Kind: encoding.KindInt, Int: x}
-	case uint64:
-		return encoding.Value{Kind: encoding.KindUint, Uint: x}
-	case float64:
-		return encoding.Value{Kind: encoding.KindFloat, Float: x}
-	case string:
-		return encoding.Value{Kind: encoding.KindString, Bytes: []byte(x)}
-	case []byte:
-		return encoding.Value{Kind: encoding.KindBytes, Bytes: x}
-	case time.Time:
-		return encoding.Value{Kind: encoding.KindTime, Time: x}
-	case encoding.Decimal:
-		return encoding.Value{Kind: encoding.KindDecimal, Int: x.Coef(), Scale: uint8(x.Scale())}
-	}
-	return encoding.Value{}
 }
 
 var valueKindNames = [...]string{encoding.KindNull: "null", encoding.KindBool: "bool", encoding.KindInt: "int64",
