@@ -83,8 +83,16 @@ func (h *health) noteBackground(what string, err error) {
 // listener returns the Pebble event listener of a store with health h.
 func (h *health) listener() *pebble.EventListener {
 	return &pebble.EventListener{
-		DataCorruption:  h.noteCorruption,
-		BackgroundError: func(err error) { h.noteBackground("background error", err) },
+		DataCorruption: h.noteCorruption,
+		BackgroundError: func(err error) {
+			h.noteBackground("background error", err)
+			// Pebble v2.1.7 reschedules a failed compaction at once, with no
+			// backoff: a compaction that keeps failing (a failed store's
+			// refused MANIFEST, a full disk) would spin, each failure
+			// formatted and reported, until Close. The pause bounds it at
+			// about 50 retries a second.
+			time.Sleep(failedPause)
+		},
 		FlushEnd: func(info pebble.FlushInfo) {
 			// A flush whose keys all cancelled out writes no table and reports
 			// "pebble: empty table", which is no failure. Pebble does not
