@@ -41,9 +41,9 @@ func ExampleResolveRows() {
 	db := openCustomers()
 	defer db.Close()
 	facts := []query.Fact{
-		{Key: store.Key{101}, At: day("2023-01-12")},
-		{Key: store.Key{102}, At: day("2021-01-01")}, // before Bob's first version
-		{Key: store.Key{101}, At: day("2021-06-10")},
+		{Key: store.Key{102}, At: day("2024-02-29")},
+		{Key: store.Key{101}, At: day("2019-12-31")}, // before Alice's first version
+		{Key: store.Key{101}, At: day("2022-03-01")},
 	}
 	region := store.NewAttrRef("region")
 	out := make([]string, len(facts))
@@ -64,7 +64,7 @@ func ExampleResolveRows() {
 		fmt.Println(line)
 	}
 	// Output:
-	// sk 2 West from 2022-03-01
+	// sk 3 North from 2021-05-01
 	// before the first version
-	// sk 1 East from 2020-01-01
+	// sk 2 West from 2022-03-01
 }

@@ -375,14 +375,11 @@ func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], er
 // record between; a record that does not fit T fails the batch with the
 // error of the first such fact in input order.
 func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
-	s, release, err := r.AcquireSnapshot()
+	s, release, err := t.acquire(r)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if _, err := t.table(s.DB()); err != nil {
-		return nil, err
-	}
 	skip := opts.Miss == query.MissSkip
 	if skip {
 		opts.Miss = query.MissNull // the misses are left out below, keeping input order
@@ -421,14 +418,11 @@ func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.Resolv
 // members for the keys unknown at the newest commit, in one transaction on
 // the store r reads. An inferred member's struct holds only its key.
 func (t *Table[T]) ResolveInferred(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
-	s, release, err := r.AcquireSnapshot()
+	s, release, err := t.acquire(r)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if _, err := t.table(s.DB()); err != nil {
-		return nil, err
-	}
 	opts.Attrs, opts.RawAttrs, opts.Project = true, true, t.s.project(opts.Project)
 	res, err := txn.ResolveInferred(s, t.s.table, facts, opts)
 	if err != nil {
@@ -447,6 +441,20 @@ func (t *Table[T]) ResolveInferred(r store.Reader, facts []query.Fact, opts quer
 		}
 	}
 	return out, nil
+}
+
+// acquire acquires a snapshot of r and checks that the table fits T there;
+// the caller releases the snapshot.
+func (t *Table[T]) acquire(r store.Reader) (*store.Snapshot, func(), error) {
+	s, release, err := r.AcquireSnapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := t.table(s.DB()); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return s, release, nil
 }
 
 // missOf is the query.Miss of a read of key in table (named as the caller
