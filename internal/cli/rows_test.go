@@ -68,7 +68,7 @@ func TestScanAndResolveRowsMatchMapReads(t *testing.T) {
 				}
 				withTx := rng.IntN(2) == 0
 				facts := filepath.Join(dir, fmt.Sprintf("facts%d.csv", q))
-				writeRowsFacts(t, rng, facts)
+				writeRowsFacts(t, rng, facts, 40)
 				for _, format := range []string{"csv", "json", "table"} {
 					args := append([]string{"scan", "d", "--valid", fmt.Sprint(valid), "--format", format}, common...)
 					for _, p := range prefix {
@@ -93,6 +93,12 @@ func TestScanAndResolveRowsMatchMapReads(t *testing.T) {
 				}
 				runs = append(runs, run{args: args, want: want, file: out})
 			}
+			// Enough facts for the batch join to lay out rows on several
+			// goroutines at once on a machine with two or more cores.
+			facts := filepath.Join(dir, "many.csv")
+			writeRowsFacts(t, rng, facts, 40_000)
+			args := []string{"resolve", "d", "--facts", facts, "--key", "s,b,n", "--at", "at", "--miss", "null", "--format", "csv", "--db", filepath.Join(dir, "db")}
+			runs = append(runs, run{args: args, want: mapResolve(t, db, tb, facts, &outputFlags{format: "csv"}, 0, nil, false)})
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -212,13 +218,13 @@ func rowsAttrs(rng *rand.Rand) store.Attrs {
 	return a
 }
 
-// writeRowsFacts writes a facts file of 40 facts for resolve --key s,b,n --at
+// writeRowsFacts writes a facts file of n facts for resolve --key s,b,n --at
 // at, keys known and unknown.
-func writeRowsFacts(t *testing.T, rng *rand.Rand, path string) {
+func writeRowsFacts(t *testing.T, rng *rand.Rand, path string, n int) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("s,b,n,at,v0\n")
-	for range 40 {
+	for range n {
 		k := rowsKey(rng)
 		if rng.IntN(8) == 0 {
 			k[0] = "unknown"
