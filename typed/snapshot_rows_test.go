@@ -1,6 +1,7 @@
 package typed_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -133,5 +134,56 @@ func TestResolveMatchesMapResolve(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResolveFailsWithTheFirstFactThatDoesNotFit checks that a batch whose
+// answers include records that do not fit the struct fails with the
+// FieldError of the first such fact in input order, however the batch join
+// orders and spreads its answers.
+func TestResolveFailsWithTheFirstFactThatDoesNotFit(t *testing.T) {
+	db, accounts := openTable[Account](t, "accounts", func(def *store.TableDef) {
+		def.MixedTypes = true // stored values of other types than the fields'
+	})
+	bad := map[int64]bool{13: true, 29: true}
+	if _, err := txn.Update(db, func(tx *txn.Tx) error {
+		for id := range int64(40) {
+			orders := any(id)
+			if bad[id] {
+				orders = "many"
+			}
+			if _, err := tx.Upsert("accounts", store.Key{id}, store.Attrs{"orders": orders}, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	for _, n := range []int{2, 300, 40_000} {
+		facts := make([]query.Fact, n)
+		first := -1
+		for i := range facts {
+			id := int64(rng.IntN(40))
+			for i < n/2 && bad[id] { // the first half fits
+				id = int64(rng.IntN(40))
+			}
+			if i == n/2 {
+				id = 29 // after it, in input order, facts of 13: before it in key order
+			}
+			if bad[id] && first < 0 {
+				first = i
+			}
+			facts[i] = query.Fact{Key: store.Key{id}, At: 1}
+		}
+		_, err := accounts.Resolve(db, facts, query.ResolveOptions{})
+		var fe *typed.FieldError
+		if first < 0 {
+			t.Fatalf("%d facts: no fact of a record that does not fit", n)
+		}
+		if !errors.As(err, &fe) || !reflect.DeepEqual(fe.Key, facts[first].Key) || fe.Attr != "orders" {
+			t.Fatalf("%d facts: %v, want the FieldError of fact %d (key %v)", n, err, first, facts[first].Key)
+		}
 	}
 }
