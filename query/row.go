@@ -1,6 +1,8 @@
 package query
 
 import (
+	"slices"
+
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/store"
 )
@@ -25,18 +27,22 @@ type AttrRow struct {
 	raw   store.RawAttrs // the stored attributes, or
 	attrs store.Attrs    // the decoded ones (a retired record sharing its successor's)
 
-	slots []attrSlot // one per reference asked for, in the order first asked
-	done  bool       // slots hold this row's values
-	err   error      // the first malformed record a typed accessor met
+	refs   []*store.AttrRef // every reference asked for, in the order first asked,
+	slotOf []int            // and the slot of each
+	slots  []attrSlot       // one per name asked for
+	next   int              // the reference after the last one read
+	done   bool             // slots hold this row's values
+	err    error            // the first malformed record a typed accessor met
 
-	none    encoding.Value // what a typed accessor reads when the kind differs
-	scratch encoding.Value
-	fillFn  func(string, *encoding.Value) error // r.fill, made once
+	fillNext int            // the slot after the last one filled
+	none     encoding.Value // what a typed accessor reads when the kind differs
+	scratch  encoding.Value
+	fillFn   func(string, *encoding.Value) error // r.fill, made once
 }
 
-// attrSlot is the value of one referenced attribute in the current row.
+// attrSlot is the value of one attribute asked for in the current row.
 type attrSlot struct {
-	ref  *store.AttrRef
+	name string
 	v    encoding.Value
 	held bool // the record holds the attribute
 }
@@ -53,36 +59,55 @@ func (r *AttrRow) reset(raw store.RawAttrs, attrs store.Attrs) {
 	r.raw, r.attrs, r.done = raw, attrs, false
 }
 
-// slot returns the slot of c, filled for the current row. A malformed record
-// is an error wrapping store.ErrCorrupt.
+// slot returns the slot of c, filled for the current row. A caller that reads
+// the same references in the same order in every row finds each at its first
+// comparison. A malformed record is an error wrapping store.ErrCorrupt.
 func (r *AttrRow) slot(c *store.AttrRef) (*attrSlot, error) {
-	i := 0
-	for i < len(r.slots) && r.slots[i].ref != c {
-		i++
+	i := r.next
+	if i >= len(r.refs) || r.refs[i] != c {
+		if i = slices.Index(r.refs, c); i < 0 {
+			i = r.add(c)
+		}
 	}
-	if i == len(r.slots) {
-		r.slots = append(r.slots, attrSlot{ref: c})
-		r.done = false // fill the new slot too
-	}
+	r.next = i + 1
 	if !r.done {
 		for k := range r.slots {
 			r.slots[k].v, r.slots[k].held = encoding.Value{}, false
 		}
+		r.fillNext = 0
 		if err := r.Walk(r.fillFn); err != nil {
 			return nil, err
 		}
 		r.done = true
 	}
-	return &r.slots[i], nil
+	return &r.slots[r.slotOf[i]], nil
 }
 
-// fill keeps a walked value in the slots of its name.
+// add adds reference c, with a slot of its own unless another reference
+// names the same attribute, and returns its index.
+func (r *AttrRow) add(c *store.AttrRef) int {
+	k := slices.IndexFunc(r.slots, func(s attrSlot) bool { return s.name == c.Name() })
+	if k < 0 {
+		k = len(r.slots)
+		r.slots = append(r.slots, attrSlot{name: c.Name()})
+		r.done = false // fill the new slot too
+	}
+	r.refs, r.slotOf = append(r.refs, c), append(r.slotOf, k)
+	return len(r.refs) - 1
+}
+
+// fill keeps a walked value in the slot of its name. Records hold their
+// attributes in one order, so the slot after the last one filled is most
+// often the next one's.
 func (r *AttrRow) fill(name string, v *encoding.Value) error {
-	for k := range r.slots {
-		if s := &r.slots[k]; s.ref.Name() == name {
-			s.v, s.held = *v, true
+	k := r.fillNext
+	if k >= len(r.slots) || r.slots[k].name != name {
+		if k = slices.IndexFunc(r.slots, func(s attrSlot) bool { return s.name == name }); k < 0 {
+			return nil
 		}
 	}
+	r.slots[k].v, r.slots[k].held = *v, true
+	r.fillNext = k + 1
 	return nil
 }
 

@@ -189,7 +189,9 @@ func checkResolveRows(t *testing.T, s *store.Snapshot, tb *store.Table, facts []
 	if opts.Project != nil {
 		names = opts.Project
 	}
-	refs := make([]*store.AttrRef, len(names)) // shared by the merge's goroutines
+	// Two references to one name; all of them shared by the merge's goroutines.
+	names = append(names[:len(names):len(names)], names[0])
+	refs := make([]*store.AttrRef, len(names))
 	for i, n := range names {
 		refs[i] = store.NewAttrRef(n)
 	}
