@@ -90,13 +90,13 @@ func (bt *batch) compare(a, b probe) int {
 // takes ranges one at a time, sorts each and merges it, on its own fork of s.
 // fn runs on those goroutines, concurrently, each with a row of its own; with
 // attrs, each row views the version's attributes (read through t, which may
-// leave them encoded) in the projection names.
-func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, names []string, fn func(*ResolvedRow) error) error {
+// leave them encoded).
+func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, fn func(*ResolvedRow) error) error {
 	if len(facts) > math.MaxUint32 {
 		return fmt.Errorf("bitempo: resolve: %d facts in one batch, at most %d", len(facts), uint32(math.MaxUint32))
 	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), maxWorkers, len(facts)/minPerWorker))
-	return resolveEach(s, t, facts, attrs, names, workers, min(maxRanges, max(workers, (len(facts)+rangeSize-1)/rangeSize)), fn)
+	return resolveEach(s, t, facts, attrs, workers, min(maxRanges, max(workers, (len(facts)+rangeSize-1)/rangeSize)), fn)
 }
 
 // resolveSplit is Resolve's batch join with its number of goroutines and key
@@ -104,7 +104,7 @@ func resolveBatch(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, n
 // WithRawAttrs table; a copy, since rows are views).
 func resolveSplit(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, workers, nranges int) ([]Resolution, error) {
 	out := make([]Resolution, len(facts))
-	err := resolveEach(s, t, facts, attrs, nil, workers, nranges, func(row *ResolvedRow) error {
+	err := resolveEach(s, t, facts, attrs, workers, nranges, func(row *ResolvedRow) error {
 		return collect(&out[row.Index], row, attrs, true)
 	})
 	if err != nil {
@@ -120,17 +120,17 @@ func collect(res *Resolution, row *ResolvedRow, attrs, raw bool) error {
 	if !attrs || !row.Found() {
 		return nil
 	}
-	if raw && row.Attrs.attrs == nil {
-		res.raw = row.Attrs.raw.Clone() // the row is a view
+	if raw && row.attrs == nil {
+		res.raw = row.raw.Clone() // the row is a view
 		return nil
 	}
 	var err error
-	res.Attrs, err = row.Attrs.Map()
+	res.Attrs, err = row.Map()
 	return err
 }
 
 // resolveEach is resolveBatch with its number of goroutines and key ranges.
-func resolveEach(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, names []string, workers, nranges int, fn func(*ResolvedRow) error) error {
+func resolveEach(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, workers, nranges int, fn func(*ResolvedRow) error) error {
 	bt := &batch{s: s, t: t, facts: facts, keys: make([][]byte, workers), chunks: make([][]probe, workers)}
 	errs := make([]error, workers)
 	parallel(workers, func(c int) { errs[c] = bt.encode(c, c*len(facts)/workers, (c+1)*len(facts)/workers) })
@@ -144,7 +144,7 @@ func resolveEach(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, na
 	var next atomic.Int64
 	var stop atomic.Bool // a goroutine failed: the others stop at their next range
 	parallel(workers, func(w int) {
-		row := &ResolvedRow{Attrs: newAttrRow(names)}
+		row := &ResolvedRow{AttrRow: newAttrRow()}
 		if errs[w] = bt.mergeRanges(ranges, &next, &stop, attrs, row, fn, workers > 1); errs[w] != nil {
 			stop.Store(true)
 		}
@@ -273,7 +273,8 @@ func (bt *batch) mergeRanges(ranges [][]probe, next *atomic.Int64, stop *atomic.
 
 // merge sorts one key range and resolves it with one forward pass of one
 // iterator, calling fn with row set to each answer. lookups is a buffer it
-// reuses and returns. An error from fn stops the merge: fn is not called again.
+// reuses and returns. An error from fn, or a malformed record a typed
+// accessor met during fn, stops the merge: fn is not called again.
 func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe, attrs bool, row *ResolvedRow,
 	fn func(*ResolvedRow) error) ([]store.Probe, error) {
 	if len(probes) == 0 {
@@ -304,12 +305,12 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe,
 		lookups[i].Valid, lookups[i].Tx, prev = p.valid, p.tx, t
 	}
 	var fnErr error
-	view := row.Attrs
+	view := row.AttrRow
 	err := s.LookupSorted(bt.t, lookups, attrs, func(i int, v *store.Version, reason store.MissReason) {
 		if fnErr != nil {
 			return
 		}
-		*row = ResolvedRow{Index: int(probes[i].index), Reason: reason, Attrs: view}
+		*row = ResolvedRow{Index: int(probes[i].index), Reason: reason, AttrRow: view}
 		view.reset(store.RawAttrs{}, nil)
 		if reason == store.Found {
 			row.SK, row.Inferred, row.ValidFrom, row.ValidTo = v.SK, v.Inferred, v.ValidFrom, v.ValidTo
@@ -317,7 +318,7 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe,
 				view.reset(v.RawAttrs(), v.Attrs)
 			}
 		}
-		fnErr = fn(row)
+		fnErr = cmp.Or(fn(row), view.err)
 	})
 	return lookups, cmp.Or(err, fnErr)
 }

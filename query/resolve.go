@@ -120,10 +120,12 @@ func Resolve(r store.Reader, table string, facts []Fact, opts ResolveOptions) ([
 
 // ResolveRows is Resolve delivering each answer to fn as a row view instead of
 // collecting Resolutions: with opts.Attrs, the row reads the version's
-// attributes straight from the stored record (opts.RawAttrs is implied), and
-// row.Attrs.Value(i) reads opts.Project[i]. Neither the row nor anything in it
-// is allocated per fact: the row is valid only during the call. This is the
-// batch join's own output; Resolve is a thin layer over it.
+// attributes straight from the stored record (opts.RawAttrs is implied), by
+// the store.AttrRef accessors a store.Row has (row.Int64(ref), row.Text(ref),
+// row.Walk(fn); see AttrRow), within opts.Project when it is set. Neither the
+// row nor anything in it is allocated per fact: the row is valid only during
+// the call. This is the batch join's own output; Resolve is a thin layer over
+// it.
 //
 // fn runs on the goroutines that merge the batch (one per core for a batch of
 // tens of thousands of facts or more), concurrently, each with its own row, so
@@ -164,7 +166,7 @@ func resolveRows(r store.Reader, table string, facts []Fact, opts ResolveOptions
 	}
 	var mu sync.Mutex
 	first, reason := -1, store.Found
-	err = resolveBatch(s, t, facts, opts.Attrs, opts.Project, func(row *ResolvedRow) error {
+	err = resolveBatch(s, t, facts, opts.Attrs, func(row *ResolvedRow) error {
 		if opts.Miss == MissError && !row.Found() {
 			mu.Lock()
 			if first < 0 || row.Index < first {

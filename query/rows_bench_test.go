@@ -79,6 +79,7 @@ func BenchmarkResolveRows(b *testing.B) {
 		reportPer(b, len(facts), "fact", before)
 	})
 	tiers := make([]int64, len(facts))
+	tier := store.NewAttrRef("tier")
 	b.Run("rows", func(b *testing.B) {
 		before := mallocs()
 		for b.Loop() {
@@ -87,9 +88,8 @@ func BenchmarkResolveRows(b *testing.B) {
 					if !row.Found() {
 						return nil
 					}
-					v, err := row.Attrs.Value(1)
-					tiers[row.Index] = v.Int
-					return err
+					tiers[row.Index], _ = row.Int64(tier)
+					return nil
 				})
 			if err != nil {
 				b.Fatal(err)

@@ -25,8 +25,11 @@ type rowAnswer struct {
 	inferred, deflt    bool
 	validFrom, validTo int64
 	attrs              map[string]string // Walk's values, formatted
-	values             []string          // Value(i) per projected name, formatted
+	values             []string          // Attr per referenced name, formatted
 }
+
+// rowsAttrNames are the names of randomAttrs and one no record holds.
+var rowsAttrNames = []string{"i", "s", "f", "b", "t", "d", "y", "u", "zz"}
 
 // fmtAttr formats an attribute value so that equal values (a time at any
 // location) format alike.
@@ -71,7 +74,7 @@ func randomAttrs(rng *rand.Rand) store.Attrs {
 // projected and not, and checks every row against the per-fact point read
 // (Snapshot.VersionAt, which decodes the record into a map on its own): the
 // reason, surrogate key, flags and valid period, every attribute Walk visits
-// and every projected attribute Value reads. Resolve's answers (the map API
+// and every attribute the AttrRef accessors read. Resolve's answers (the map API
 // over the same rows) must agree with both. The store holds attributes of
 // every kind, SCD2 closes whose retired records share their successor's
 // attributes, corrections, deletions and gaps.
@@ -153,12 +156,45 @@ func TestResolveRowsMatchesVersionAt(t *testing.T) {
 	}
 }
 
+// checkTypedAccessors checks that each typed accessor of row reads ref's
+// value v (held or not) when it is of the accessor's kind, and nothing else.
+func checkTypedAccessors(row *query.AttrRow, ref *store.AttrRef, v *encoding.Value, held bool) error {
+	i, iok := row.Int64(ref)
+	f, fok := row.Float64(ref)
+	b, bok := row.Bool(ref)
+	x, xok := row.Text(ref)
+	str, sok := row.String(ref)
+	switch {
+	case iok != (held && v.Kind == encoding.KindInt) || iok && i != v.Int:
+		return fmt.Errorf("%s: Int64 %d %v, Attr %+v", ref.Name(), i, iok, v)
+	case fok != (held && v.Kind == encoding.KindFloat) || fok && f != v.Float:
+		return fmt.Errorf("%s: Float64 %g %v, Attr %+v", ref.Name(), f, fok, v)
+	case bok != (held && v.Kind == encoding.KindBool) || bok && b != v.Bool:
+		return fmt.Errorf("%s: Bool %v %v, Attr %+v", ref.Name(), b, bok, v)
+	case xok != (held && v.Kind == encoding.KindString) || xok && string(x) != string(v.Bytes):
+		return fmt.Errorf("%s: Text %q %v, Attr %+v", ref.Name(), x, xok, v)
+	case sok != xok || str != string(x):
+		return fmt.Errorf("%s: String %q %v, Text %q %v", ref.Name(), str, sok, x, xok)
+	}
+	return nil
+}
+
 // checkResolveRows checks one batch of ResolveRows against VersionAt and
 // Resolve.
 func checkResolveRows(t *testing.T, s *store.Snapshot, tb *store.Table, facts []query.Fact, opts query.ResolveOptions) {
 	t.Helper()
 	name := fmt.Sprintf("%d facts, miss %d, attrs %v, project %v", len(facts), opts.Miss, opts.Attrs, opts.Project)
 	got := make([]rowAnswer, len(facts))
+	names := rowsAttrNames
+	if opts.Project != nil {
+		names = opts.Project
+	}
+	// Two references to one name; all of them shared by the merge's goroutines.
+	names = append(names[:len(names):len(names)], names[0])
+	refs := make([]*store.AttrRef, len(names))
+	for i, n := range names {
+		refs[i] = store.NewAttrRef(n)
+	}
 	var mu sync.Mutex
 	calls := 0
 	rowsErr := query.ResolveRows(s, "d", facts, opts, func(row *query.ResolvedRow) error {
@@ -166,16 +202,20 @@ func checkResolveRows(t *testing.T, s *store.Snapshot, tb *store.Table, facts []
 			validFrom: row.ValidFrom, validTo: row.ValidTo}
 		if opts.Attrs && row.Found() {
 			a.attrs = map[string]string{}
-			if err := row.Attrs.Walk(func(name string, v *encoding.Value) error {
+			if err := row.Walk(func(name string, v *encoding.Value) error {
 				a.attrs[name] = fmtAttr(v.Any())
 				return nil
 			}); err != nil {
 				return err
 			}
-			for i := range row.Attrs.Len() {
-				v, err := row.Attrs.Value(i)
+			for _, ref := range refs {
+				var v encoding.Value
+				held, err := row.Attr(ref, &v)
 				if err != nil {
 					return err
+				}
+				if err := checkTypedAccessors(row.AttrRow, ref, &v, held); err != nil {
+					return fmt.Errorf("fact %d: %w", row.Index, err)
 				}
 				a.values = append(a.values, fmtAttr(v.Any()))
 			}
@@ -217,7 +257,7 @@ func checkResolveRows(t *testing.T, s *store.Snapshot, tb *store.Table, facts []
 				for k, x := range attrs {
 					want.attrs[k] = fmtAttr(x)
 				}
-				for _, n := range opts.Project {
+				for _, n := range names {
 					want.values = append(want.values, fmtAttr(attrs[n]))
 				}
 			}

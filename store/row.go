@@ -45,7 +45,10 @@ type Row struct {
 // AttrRef names one attribute for a Row's typed accessors. It resolves the
 // name to the attribute's ordinal at its first use in a scan and keeps it, so
 // that every later row reads the attribute by ordinal: make one per attribute
-// before the scan and pass it to every row. An AttrRef is for one goroutine.
+// before the scan and pass it to every row. A Row resolves it in place, so it
+// is for one goroutine's scan at a time; query.AttrRow, which reads the same
+// attributes with the same accessors, uses only its name and shares it
+// between goroutines.
 type AttrRef struct {
 	name  string
 	names *attrNames // the snapshot's names of the table it was resolved in
@@ -96,7 +99,8 @@ func (r *Row) KeyValue(i int, v *encoding.Value) error {
 }
 
 // Attr decodes the row's value of attribute c into v and reports whether the
-// row holds it. v aliases the row (copy Bytes to keep them).
+// row holds it; v is the zero Value (KindNull) when it does not. v aliases
+// the row (copy Bytes to keep them).
 func (r *Row) Attr(c *AttrRef, v *encoding.Value) (bool, error) {
 	*v = encoding.Value{}
 	r.resolve(c)
@@ -104,6 +108,9 @@ func (r *Row) Attr(c *AttrRef, v *encoding.Value) (bool, error) {
 		return false, nil
 	}
 	found, err := encoding.FindAttrPositional(r.attrs, c.ord, v)
+	if err != nil || !found {
+		*v = encoding.Value{} // FindAttrPositional leaves the last value it stepped over
+	}
 	if err != nil {
 		return false, fmt.Errorf("%w: table %q record of key %x: %v", ErrCorrupt, r.t.Name, r.tuple, err)
 	}

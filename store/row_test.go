@@ -168,6 +168,9 @@ func checkAttr(r *store.Row, ref *store.AttrRef, attrs store.Attrs) error {
 	if err != nil {
 		return err
 	}
+	if !found && val.Kind != encoding.KindNull {
+		return fmt.Errorf("Attr(%s) holds %v for an attribute the row does not hold", ref.Name(), val.Any())
+	}
 	want, has := attrs[ref.Name()]
 	if has && (!found || !reflect.DeepEqual(val.Any(), want)) {
 		return fmt.Errorf("Attr(%s) = %v %v, want %v", ref.Name(), val.Any(), found, want)

@@ -46,11 +46,14 @@
 // # Reads
 //
 // Every read decodes each record straight from its stored bytes into the
-// struct (store.RawAttrs.Walk over the record's positional attributes), without
-// the attribute map the map API builds: Get and Snapshot read the store
-// directly, and History, Audit and Resolve ask package query for the
-// attributes left encoded (HistoryOptions.RawAttrs, AuditOptions.RawAttrs,
-// ResolveOptions.RawAttrs). A scan decodes into one struct and yields copies.
+// struct (a walk of the record's positional attributes), without the
+// attribute map the map API builds: Get reads the store directly, Snapshot
+// and Resolve read the batch reads' row views (store.Snapshot.ScanRowsAt,
+// query.ResolveRows), and History, Audit and ResolveInferred, which have no
+// row view, ask for the attributes left encoded (HistoryOptions.RawAttrs,
+// AuditOptions.RawAttrs, ResolveOptions.RawAttrs). A scan decodes into one
+// struct and yields copies; Resolve decodes each answer into its own slot on
+// the goroutines of the batch join.
 // Every read decodes only the attributes the struct has fields for: Get and
 // Snapshot read through a view of the table projected to them
 // (store.DB.Project, made once per catalog table), History, Audit and Resolve

@@ -382,24 +382,29 @@ func (d *decoder) setKey(v reflect.Value, key store.Key) error {
 	return nil
 }
 
-// decodeRaw fills the attribute fields of v from a record's stored attributes,
-// finding each attribute's field by binary search over the fields sorted by
-// name (the record holds attributes in ordinal order, not name order).
-// Attributes the struct has no field for are skipped.
+// decodeRaw fills the attribute fields of v from a record's stored attributes.
 func (d *decoder) decodeRaw(v reflect.Value, raw store.RawAttrs) error {
-	attrs := d.s.attrs
 	base := v.Addr().UnsafePointer()
-	return raw.Walk(func(name string, val *encoding.Value) error {
-		j, ok := slices.BinarySearchFunc(attrs, name, func(f field, name string) int { return strings.Compare(f.name, name) })
-		if !ok {
-			return nil
-		}
-		f := &attrs[j]
-		if f.exact && setExact(unsafe.Add(base, f.offset), f.kind, val) {
-			return nil
-		}
-		return d.set(v.Field(f.index), f, val)
-	})
+	return raw.Walk(func(name string, val *encoding.Value) error { return d.setAttr(v, base, name, val) })
+}
+
+// setAttr stores the value of attribute name, as a walk of a record's
+// attributes reports it (store.RawAttrs.Walk, or query.ResolvedRow.Walk for a
+// batch read's row view), into its field of v, whose address is base. It
+// finds the field by binary search over the fields sorted by name (a record
+// holds attributes in ordinal order, not name order) and skips an attribute
+// the struct has no field for.
+func (d *decoder) setAttr(v reflect.Value, base unsafe.Pointer, name string, val *encoding.Value) error {
+	attrs := d.s.attrs
+	j, ok := slices.BinarySearchFunc(attrs, name, func(f field, name string) int { return strings.Compare(f.name, name) })
+	if !ok {
+		return nil
+	}
+	f := &attrs[j]
+	if f.exact && setExact(unsafe.Add(base, f.offset), f.kind, val) {
+		return nil
+	}
+	return d.set(v.Field(f.index), f, val)
 }
 
 // setExact stores val into a field of exactly int64, float64, bool, string,

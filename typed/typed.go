@@ -1,10 +1,14 @@
 package typed
 
 import (
+	"cmp"
 	"iter"
 	"reflect"
+	"slices"
+	"sync"
 	"sync/atomic"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -219,7 +223,7 @@ func (t *Table[T]) version(v *store.Version) (Version[T], error) {
 // fields are set to new values.
 func (t *Table[T]) decode(out *Version[T], v *store.Version) error {
 	*out = Version[T]{ValidFrom: v.ValidFrom, ValidTo: v.ValidTo, TxFrom: v.TxFrom, TxTo: v.TxTo, SK: v.SK, Inferred: v.Inferred}
-	return t.decodeValue(out, v.Key, v.RawAttrs(), v.Attrs)
+	return t.decodeValue(&out.Value, v.Key, v.RawAttrs(), v.Attrs)
 }
 
 // decodeRow is decode for a row of a scan read in place (store.Row): its
@@ -231,13 +235,13 @@ func (t *Table[T]) decodeRow(out *Version[T], r *store.Row) error {
 		return err
 	}
 	*out = Version[T]{ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, TxFrom: r.TxFrom, TxTo: r.TxTo, SK: r.SK, Inferred: r.Inferred}
-	return t.decodeValue(out, key, r.RawAttrs(), nil)
+	return t.decodeValue(&out.Value, key, r.RawAttrs(), nil)
 }
 
-// decodeValue fills out.Value from a version's key and its attributes, raw
-// when not zero, else attrs.
-func (t *Table[T]) decodeValue(out *Version[T], key store.Key, raw store.RawAttrs, attrs store.Attrs) error {
-	rv := reflect.ValueOf(&out.Value).Elem()
+// decodeValue fills *value from a version's key and its attributes, raw when
+// not zero, else attrs.
+func (t *Table[T]) decodeValue(value *T, key store.Key, raw store.RawAttrs, attrs store.Attrs) error {
+	rv := reflect.ValueOf(value).Elem()
 	d := decoder{s: t.s, key: key}
 	if err := d.setKey(rv, key); err != nil {
 		return err
@@ -246,6 +250,20 @@ func (t *Table[T]) decodeValue(out *Version[T], key store.Key, raw store.RawAttr
 		return d.decodeRaw(rv, raw)
 	}
 	return d.decodeMap(rv, attrs)
+}
+
+// decodeResolved is decodeValue for an answer of a batch join read in place
+// (query.ResolvedRow): key is the fact's, and the attributes are walked from
+// the row view, whose values the decoder copies, so nothing of *value
+// aliases the row.
+func (t *Table[T]) decodeResolved(value *T, key store.Key, row *query.ResolvedRow) error {
+	rv := reflect.ValueOf(value).Elem()
+	d := decoder{s: t.s, key: key}
+	if err := d.setKey(rv, key); err != nil {
+		return err
+	}
+	base := rv.Addr().UnsafePointer()
+	return row.Walk(func(name string, val *encoding.Value) error { return d.setAttr(rv, base, name, val) })
 }
 
 // yieldAll decodes the versions of seq and yields them, stopping at the first
@@ -351,10 +369,48 @@ func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], er
 }
 
 // Resolve is query.Resolve with each found version's struct: a batch as-of
-// join of facts against the table, misses handled by opts.Miss. Records are
-// decoded straight into the structs, without attribute maps.
+// join of facts against the table, misses handled by opts.Miss. Each answer
+// is decoded from the stored record straight into its struct as the join
+// delivers it (query.ResolveRows), with no attribute map or copy of the
+// record between; a record that does not fit T fails the batch with the
+// error of the first such fact in input order.
 func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
-	return t.resolve(r, facts, opts, query.Resolve)
+	s, release, err := t.acquire(r)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	skip := opts.Miss == query.MissSkip
+	if skip {
+		opts.Miss = query.MissNull // the misses are left out below, keeping input order
+	}
+	opts.Attrs, opts.Project = true, t.s.project(opts.Project)
+	out := make([]Resolution[T], len(facts))
+	var mu sync.Mutex
+	first, failed := len(facts), error(nil)
+	err = query.ResolveRows(s, t.s.table, facts, opts, func(row *query.ResolvedRow) error {
+		o := &out[row.Index]
+		o.Index, o.SK, o.Reason, o.Inferred, o.Default = row.Index, row.SK, row.Reason, row.Inferred, row.Default
+		if !row.Found() {
+			return nil
+		}
+		key := facts[row.Index].Key
+		if err := t.decodeResolved(&o.Value, key, row); err != nil {
+			mu.Lock()
+			if row.Index < first {
+				first, failed = row.Index, err
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err = cmp.Or(err, failed); err != nil {
+		return nil, err
+	}
+	if skip {
+		out = slices.DeleteFunc(out, func(r Resolution[T]) bool { return !r.Found() })
+	}
+	return out, nil
 }
 
 // ResolveInferred is txn.ResolveInferred with each found version's struct: it
@@ -362,23 +418,13 @@ func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.Resolv
 // members for the keys unknown at the newest commit, in one transaction on
 // the store r reads. An inferred member's struct holds only its key.
 func (t *Table[T]) ResolveInferred(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
-	return t.resolve(r, facts, opts, txn.ResolveInferred)
-}
-
-// resolve runs resolve (query.Resolve or txn.ResolveInferred) on one snapshot
-// of r and decodes each found version into a struct.
-func (t *Table[T]) resolve(r store.Reader, facts []query.Fact, opts query.ResolveOptions,
-	resolve func(store.Reader, string, []query.Fact, query.ResolveOptions) ([]query.Resolution, error)) ([]Resolution[T], error) {
-	s, release, err := r.AcquireSnapshot()
+	s, release, err := t.acquire(r)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if _, err := t.table(s.DB()); err != nil {
-		return nil, err
-	}
 	opts.Attrs, opts.RawAttrs, opts.Project = true, true, t.s.project(opts.Project)
-	res, err := resolve(s, t.s.table, facts, opts)
+	res, err := txn.ResolveInferred(s, t.s.table, facts, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -390,22 +436,25 @@ func (t *Table[T]) resolve(r store.Reader, facts []query.Fact, opts query.Resolv
 		if !x.Found() {
 			continue
 		}
-		key := facts[x.Index].Key
-		rv := reflect.ValueOf(&o.Value).Elem()
-		d := decoder{s: t.s, key: key}
-		if err := d.setKey(rv, key); err != nil {
-			return nil, err
-		}
-		if raw := x.RawAttrs(); !raw.IsZero() {
-			err = d.decodeRaw(rv, raw)
-		} else {
-			err = d.decodeMap(rv, x.Attrs)
-		}
-		if err != nil {
+		if err := t.decodeValue(&o.Value, facts[x.Index].Key, x.RawAttrs(), x.Attrs); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// acquire acquires a snapshot of r and checks that the table fits T there;
+// the caller releases the snapshot.
+func (t *Table[T]) acquire(r store.Reader) (*store.Snapshot, func(), error) {
+	s, release, err := r.AcquireSnapshot()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := t.table(s.DB()); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return s, release, nil
 }
 
 // missOf is the query.Miss of a read of key in table (named as the caller

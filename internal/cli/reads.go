@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"cmp"
+	"sync"
+
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 )
@@ -49,19 +53,23 @@ func keyAudit(db *store.DB, t *store.Table, key store.Key, project []string) ([]
 	return out, nil
 }
 
-// scanAt calls fn with the version of every key in keys in effect
-// at valid as known at tx (0: the latest commit), in key order, decoding only
-// the attributes in project (all when it is empty).
-func scanAt(db *store.DB, t *store.Table, keys query.KeyRange, valid, tx int64, project []string, fn func(*store.Version) error) error {
-	for v, err := range query.Snapshot(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: project}) {
-		if err != nil {
-			return err
-		}
-		if err := fn(&v); err != nil {
-			return err
-		}
-	}
-	return nil
+// scanRows writes the version of every key in keys in effect at valid as
+// known at tx (0: the latest commit), in key order, with the layout of cols,
+// reading each in place (query.SnapshotRows): only the attributes cols prints
+// are read, and no Version or attribute map is made per row.
+func scanRows(db *store.DB, t *store.Table, keys query.KeyRange, valid, tx int64, cols *versionColumns, w rowWriter) error {
+	attrs := newAttrColumns(t, cols.attrs)
+	var v encoding.Value
+	var err error
+	scanErr := query.SnapshotRows(db, t.Name, query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: cols.attrs},
+		func(r *store.Row) bool {
+			var cells []cell
+			if cells, err = cols.rowCells(r, attrs, &v); err == nil {
+				err = w.row(cells)
+			}
+			return err == nil
+		})
+	return cmp.Or(err, scanErr)
 }
 
 // changeFeed calls fn for every record asserted or retired by the transactions
@@ -80,22 +88,33 @@ func changeFeed(db *store.DB, t *store.Table, since, until int64, project []stri
 }
 
 // lookupFacts resolves every fact at its valid time as known at tx (0: the
-// latest commit) with query.Resolve, which sorts the facts and merges them with
-// the store in one pass. Misses come back with their reason; the command applies
-// its --miss policy itself, so that it can name the fact's line. Only the
+// latest commit) with query.ResolveRows, which sorts the facts and merges them
+// with the store in one pass, and lays out each fact's output row (its cells
+// in, then the columns of attrs) as its answer comes, on the merge's
+// goroutines. Misses come back with their reason; the command applies its
+// --miss policy itself, so that it can name the fact's line. Only the
 // attributes in project are decoded (all when it is empty).
-func lookupFacts(db *store.DB, t *store.Table, facts []fact, tx int64, project []string) ([]resolved, error) {
-	in := make([]query.Fact, len(facts))
+func lookupFacts(db *store.DB, t *store.Table, facts []fact, tx int64, in *input, attrs *attrColumns, project []string) ([]resolved, error) {
+	qf := make([]query.Fact, len(facts))
 	for i, f := range facts {
-		in[i] = query.Fact{Key: f.Key, At: f.Valid, Tx: tx}
+		qf[i] = query.Fact{Key: f.Key, At: f.Valid, Tx: tx}
 	}
-	res, err := query.Resolve(db, t.Name, in, query.ResolveOptions{Miss: query.MissNull, Attrs: true, Project: project})
+	out := make([]resolved, len(facts))
+	opts := query.ResolveOptions{Miss: query.MissNull, Attrs: true, Project: project}
+	err := query.ResolveRows(db, t.Name, qf, opts, func(r *query.ResolvedRow) error {
+		v := scratchValues.Get().(*encoding.Value)
+		defer scratchValues.Put(v)
+		cells, err := attrs.resolvedCells(in.rows[r.Index].vals, r, v)
+		out[r.Index] = resolved{reason: r.Reason, cells: cells}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]resolved, len(facts))
-	for _, r := range res {
-		out[r.Index] = resolved{reason: r.Reason, sk: r.SK, attrs: r.Attrs}
-	}
 	return out, nil
 }
+
+// scratchValues hold the Value each call of a batch's callback reads an
+// attribute into: the callbacks run on several goroutines at once, and a
+// Value of their own would be an allocation per call.
+var scratchValues = sync.Pool{New: func() any { return new(encoding.Value) }}

@@ -60,11 +60,13 @@ STRING).`,
 	return cmd
 }
 
-// resolved is the outcome of one fact: the version, or why there is none.
+// resolved is the outcome of one fact: why it has no version, if it has
+// none, and its output row.
 type resolved struct {
 	reason store.MissReason
-	sk     uint64
-	attrs  store.Attrs
+	// cells are the fact's own cells, then the version's sk and attributes
+	// (empty for a miss).
+	cells []cell
 }
 
 func (a *app) resolve(table string, rf *resolveFlags) error {
@@ -104,7 +106,11 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 	if err != nil {
 		return err
 	}
-	results, err := lookupFacts(db, t, facts, tx, rf.attrs)
+	names := db.AttrNames(t)
+	if len(rf.attrs) > 0 {
+		names = rf.attrs
+	}
+	results, err := lookupFacts(db, t, facts, tx, in, newAttrColumns(t, names), rf.attrs)
 	if err != nil {
 		return err
 	}
@@ -120,7 +126,7 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 				t.Name, in.name, in.rows[i].line, f.Key, formatAxisValue(t.Axis, f.Valid), describeTx(tx), r.reason)
 		}
 	}
-	if err := writeResolved(w, db, t, in, results, rf.miss == "skip", rf.attrs); err != nil {
+	if err := writeResolved(w, t, in, names, results, rf.miss == "skip"); err != nil {
 		return err
 	}
 	if !a.quiet {
@@ -178,12 +184,8 @@ func parseFacts(in *input, t *store.Table, rf *resolveFlags) ([]fact, error) {
 }
 
 // writeResolved writes the facts in input order with sk and the version's
-// attributes appended.
-func writeResolved(w rowWriter, db *store.DB, t *store.Table, in *input, results []resolved, skipMisses bool, project []string) error {
-	attrs := db.AttrNames(t)
-	if len(project) > 0 {
-		attrs = project
-	}
+// attributes appended (those named attrs).
+func writeResolved(w rowWriter, t *store.Table, in *input, attrs []string, results []resolved, skipMisses bool) error {
 	taken := map[string]bool{}
 	for _, c := range in.cols {
 		taken[c] = true
@@ -198,25 +200,11 @@ func writeResolved(w rowWriter, db *store.DB, t *store.Table, in *input, results
 	if err := w.header(cols); err != nil {
 		return err
 	}
-	for i, r := range results {
+	for _, r := range results {
 		if r.reason != store.Found && skipMisses {
 			continue
 		}
-		cells := make([]cell, 0, len(cols))
-		for _, v := range in.rows[i].vals {
-			cells = append(cells, inputCell(v))
-		}
-		if r.reason == store.Found {
-			cells = append(cells, valueCell(r.sk))
-			for _, name := range attrs {
-				cells = append(cells, attrCell(t, name, r.attrs[name]))
-			}
-		} else {
-			for range len(attrs) + 1 {
-				cells = append(cells, cell{})
-			}
-		}
-		if err := w.row(cells); err != nil {
+		if err := w.row(r.cells); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
 )
 
@@ -51,10 +50,7 @@ is an empty column.`,
 			if err := w.header(cols.header()); err != nil {
 				return err
 			}
-			err = scanAt(db, t, pk, at.Valid, at.Tx, attrs, func(v *store.Version) error {
-				return w.row(cols.cells(v))
-			})
-			if err != nil {
+			if err := scanRows(db, t, pk, at.Valid, at.Tx, cols, w); err != nil {
 				return err
 			}
 			return w.close()

@@ -185,19 +185,14 @@ func (e *bitempoEngine) resolve(out []answer) error { return e.resolveFacts(e.fa
 // slot of out is written once, by one of them.
 func (e *bitempoEngine) resolveFacts(facts []query.Fact, out []answer) error {
 	opts := query.ResolveOptions{Miss: query.MissSkip, Attrs: true, Project: []string{"city", "tier"}}
+	city, tier := store.NewAttrRef("city"), store.NewAttrRef("tier")
 	return query.ResolveRows(e.snap, dimTable, facts, opts, func(row *query.ResolvedRow) error {
-		city, err := row.Attrs.Value(0)
-		if err != nil {
-			return err
+		c, ok1 := row.Text(city)
+		t, ok2 := row.Int64(tier)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("fact %d: no city or tier", row.Index)
 		}
-		tier, err := row.Attrs.Value(1)
-		if err != nil {
-			return err
-		}
-		if city.Kind != encoding.KindString || tier.Kind != encoding.KindInt {
-			return fmt.Errorf("unexpected attributes %v %v", city.Any(), tier.Any())
-		}
-		out[row.Index] = answer{found: true, v: version{attrs: attrs{city: string(city.Bytes), tier: tier.Int}}}
+		out[row.Index] = answer{found: true, v: version{attrs: attrs{city: string(c), tier: t}}}
 		return nil
 	})
 }
