@@ -154,4 +154,24 @@ func BenchmarkGetFloor(b *testing.B) {
 			report(b)
 		})
 	}
+	// The row path reads the floor's two attributes through references made
+	// once, as a caller's hot loop does.
+	city, tier := store.NewAttrRef("city"), store.NewAttrRef("tier")
+	var sink floorVersion
+	read := func(r *store.Row) error {
+		t, _ := r.Int64(tier)
+		c, _ := r.Text(city)
+		sink = floorVersion{from: r.ValidFrom, to: r.ValidTo, tier: t, city: string(c)}
+		return nil
+	}
+	b.Run("getrow", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := query.GetRow(snap, "dim", skeys[i%n], query.AsOf{Valid: valids[i%n]}, query.GetOptions{}, read); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b)
+	})
+	_ = sink
 }
