@@ -7,7 +7,8 @@ import "github.com/bitempo/bitempo/store"
 // the accessors a scan's rows have (store.AttrRef), and returns fn's error, or
 // the error of a malformed record fn's reads of the row found. A miss is the
 // *Miss Get returns, and fn is not called. The row is valid only until fn
-// returns (Row.Version copies it out). With opts.Project the row holds only
+// returns (Row.Version copies it out), and on a *store.Snapshot only until fn
+// makes another point read (Get, GetRow) on the same snapshot. With opts.Project the row holds only
 // the attributes named, as Get's version does.
 //
 // On a *store.Snapshot a read at the latest transaction time that finds a

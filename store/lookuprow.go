@@ -30,11 +30,13 @@ type pointRow struct {
 // that fn's reads of the row found (as ScanRowsAt does); otherwise it returns
 // the reason there is none and does not call fn. The snapshot refills the same
 // Row for every KeyRowAt, so the row and what is read from it in place are
-// valid only until fn returns. At or after LastTx a read that finds a version
-// costs one seek, as KeyVersionAt's does, and allocates nothing. At an older
-// transaction time the row is built from the version the read finds, as
-// ScanRowsAt's rows are, which costs that read's allocations. A key that does
-// not fit the table's is a *KeyError.
+// valid only until fn returns, and only until fn makes another point read on
+// the snapshot (KeyRowAt, KeyVersionAt, VersionAt), which moves the iterator
+// the row reads from and refills the row. At or after LastTx a read that finds
+// a version costs one seek, as KeyVersionAt's does, and allocates nothing. At
+// an older transaction time the row is built from the version the read finds,
+// as ScanRowsAt's rows are, which costs that read's allocations. A key that
+// does not fit the table's is a *KeyError.
 func (s *Snapshot) KeyRowAt(t *Table, key Key, valid, tx int64, fn func(*Row) error) (MissReason, error) {
 	if s.closed {
 		return 0, ErrClosed
