@@ -6,7 +6,9 @@
 // transaction time means "the latest commit visible to the reader". Reads run on a
 // store.Reader: a *store.DB (each call takes its own snapshot) or a
 // *store.Snapshot (calls share one consistent view and its cached iterators,
-// which is what a hot loop of point reads should use).
+// which is what a hot loop of point reads should use). GetRow is Get read in
+// place, as a store.Row whose attributes the loop reads through store.AttrRef
+// accessors: on a snapshot it allocates nothing at the latest transaction time.
 //
 // A read that finds nothing returns a *Miss, which says why: the key is unknown
 // at that transaction time, the valid time is before its first version, in a gap
@@ -53,8 +55,8 @@
 //     the current index and one over history that reads each probed key's
 //     versions alive at that time once (store/lookuppast.go).
 //   - Every read takes its options struct as its last argument, and the zero
-//     value reads with the defaults. Get and GetBySK share GetOptions; the
-//     other reads have their own.
+//     value reads with the defaults (a callback follows it). Get, GetRow and
+//     GetBySK share GetOptions; the other reads have their own.
 //   - Projections: Snapshot, History and HistoryRange, Resolve (with Attrs),
 //     Get and GetBySK, Audit, and Changes and ChangesPage take a list of
 //     attribute names (Project in their options) and decode only those; every

@@ -3,9 +3,12 @@ package query_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -37,13 +40,15 @@ type floorVersion struct {
 	city           string
 }
 
-// BenchmarkGetFloor is query.Get on a reused snapshot beside raw Pebble doing
-// the minimal work of the same read (the peer harness's floor: SeekGE on
-// key | desc(valid), a prefix check, and a fixed struct decoded from the value),
-// both in memory, so the ratio is the read path's own cost (key encoding, table
-// lookup, record decoding, the Version and its attribute map), not the cache
-// misses a larger store adds to both. ratio-to-floor is each read's time over
-// the floor's, from the floor sub-benchmark run just before it.
+// BenchmarkGetFloor is query.Get and query.GetRow on a reused snapshot beside
+// raw Pebble doing the minimal work of the same read (the peer harness's floor:
+// SeekGE on key | desc(valid), a prefix check, and a fixed struct decoded from
+// the value), both in memory, so the ratio is the read path's own cost (key
+// encoding, table lookup, record decoding, the Version and its attribute map,
+// or the row's two attributes), not the cache misses a larger store adds to
+// both. ratio-to-floor is each read's time over the floor's, from the floor
+// sub-benchmark run before it; the interleaved sub-benchmark's ratios are
+// measured side by side.
 func BenchmarkGetFloor(b *testing.B) {
 	db, err := store.Open("", store.Options{InMemory: true})
 	if err != nil {
@@ -114,44 +119,107 @@ func BenchmarkGetFloor(b *testing.B) {
 		skeys[i] = store.Key{keys[i]}
 		valids[i] = rng.Int64N(floorVersions * floorStep)
 	}
-	var floor float64
-	report := func(b *testing.B) {
-		if floor > 0 {
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/floor, "ratio-to-floor")
+	// The reads, by index into keys and valids. The row path reads the
+	// floor's two attributes through references made once, as a caller's hot
+	// loop does.
+	var buf []byte
+	var sink floorVersion
+	floorRead := func(i int) error {
+		buf = append(append(buf[:0], keys[i%n]...), 0)
+		pfx := len(buf)
+		buf = appendDesc(buf, valids[i%n])
+		if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:pfx]) {
+			return errors.New("floor read missed")
+		}
+		val := it.Value()
+		sink = floorVersion{from: valids[i%n], to: int64(binary.BigEndian.Uint64(val)),
+			tier: int64(binary.BigEndian.Uint64(val[8:])), city: string(val[16:])}
+		if valids[i%n] >= sink.to {
+			return errors.New("floor read missed")
+		}
+		return nil
+	}
+	getRead := func(opts query.GetOptions) func(int) error {
+		return func(i int) error {
+			_, err := query.Get(snap, "dim", skeys[i%n], query.AsOf{Valid: valids[i%n]}, opts)
+			return err
 		}
 	}
-	b.Run("floor-raw-pebble", func(b *testing.B) {
-		b.ReportAllocs()
-		var buf []byte
-		var sink floorVersion
-		for i := 0; b.Loop(); i++ {
-			buf = append(append(buf[:0], keys[i%n]...), 0)
-			pfx := len(buf)
-			buf = appendDesc(buf, valids[i%n])
-			if !it.SeekGE(buf) || !bytes.HasPrefix(it.Key(), buf[:pfx]) {
-				b.Fatal("floor read missed")
-			}
-			val := it.Value()
-			sink = floorVersion{from: valids[i%n], to: int64(binary.BigEndian.Uint64(val)),
-				tier: int64(binary.BigEndian.Uint64(val[8:])), city: string(val[16:])}
-			if valids[i%n] >= sink.to {
-				b.Fatal("floor read missed")
-			}
-		}
-		floor = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	})
-	for _, c := range []struct {
+	city, tier := store.NewAttrRef("city"), store.NewAttrRef("tier")
+	toSink := func(r *store.Row) error {
+		t, _ := r.Int64(tier)
+		c, _ := r.Text(city)
+		sink = floorVersion{from: r.ValidFrom, to: r.ValidTo, tier: t, city: string(c)}
+		return nil
+	}
+	rowRead := func(i int) error {
+		return query.GetRow(snap, "dim", skeys[i%n], query.AsOf{Valid: valids[i%n]}, query.GetOptions{}, toSink)
+	}
+	reads := []struct {
 		name string
-		opts query.GetOptions
-	}{{"get", query.GetOptions{}}, {"get-project=city", query.GetOptions{Project: []string{"city"}}}} {
-		b.Run(c.name, func(b *testing.B) {
+		read func(int) error
+	}{
+		{"floor-raw-pebble", floorRead},
+		{"get", getRead(query.GetOptions{})},
+		{"get-project=city", getRead(query.GetOptions{Project: []string{"city"}})},
+		{"getrow", rowRead},
+	}
+	var floor float64
+	for _, r := range reads {
+		b.Run(r.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				if _, err := query.Get(snap, "dim", skeys[i%n], query.AsOf{Valid: valids[i%n]}, c.opts); err != nil {
+				if err := r.read(i); err != nil {
 					b.Fatal(err)
 				}
 			}
-			report(b)
+			perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			if r.name == "floor-raw-pebble" {
+				floor = perOp
+			} else if floor > 0 {
+				b.ReportMetric(perOp/floor, "ratio-to-floor")
+			}
 		})
 	}
+	// interleaved alternates blocks of interleavedBlock floor reads with
+	// blocks of one of the other reads, taking them in turn, and reports each
+	// one's median block time over the floor's: the sides share the machine's
+	// load from one millisecond to the next, which the ratios of the
+	// sub-benchmarks above, run one after another, do not, and a block that
+	// another process's work interrupted does not move a median. Every block
+	// follows one of the other store's, so neither store finds its blocks in
+	// the CPU's cache more often than the other; each read takes its own keys
+	// (an offset into the list).
+	b.Run("interleaved", func(b *testing.B) {
+		spent := make([][]time.Duration, len(reads))
+		next := 0
+		for i := 0; b.Loop(); i++ {
+			for _, k := range []int{0, 1 + i%(len(reads)-1)} {
+				start := time.Now()
+				for j := range interleavedBlock {
+					if err := reads[k].read(next + j + k*n/len(reads)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				spent[k] = append(spent[k], time.Since(start))
+			}
+			next += interleavedBlock
+		}
+		if len(spent[len(reads)-1]) == 0 {
+			return // too few iterations for every read to have run
+		}
+		median := func(d []time.Duration) float64 {
+			slices.Sort(d)
+			return float64(d[len(d)/2])
+		}
+		floor := median(spent[0])
+		for k, r := range reads[1:] {
+			b.ReportMetric(median(spent[k+1])/floor, r.name+"/floor")
+		}
+	})
+	_ = sink
 }
+
+// interleavedBlock is how many reads of one kind BenchmarkGetFloor's
+// interleaved run times at once.
+const interleavedBlock = 64

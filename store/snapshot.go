@@ -22,7 +22,8 @@ type Snapshot struct {
 	iters  map[byte]engine.Iter // one reusable iterator per keyspace
 	names  map[uint32]*attrNames
 	buf    []byte
-	kbuf   []byte // the tuple of KeyVersionAt
+	kbuf   []byte   // the tuple of KeyVersionAt and KeyRowAt
+	point  pointRow // the row KeyRowAt fills (lookuprow.go)
 	closed bool
 	// horizons caches each table's retention horizon in this view (vacuum.go).
 	horizons map[uint32]int64
@@ -215,17 +216,11 @@ func (s *Snapshot) KeyVersionAt(t *Table, key Key, valid, tx int64) (Version, Mi
 }
 
 func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, MissReason, error) {
-	it, err := s.iter(layout.Current)
+	it, prefix, from, ok, err := s.seekCurrent(t, tuple, valid)
 	if err != nil {
 		return Version{}, 0, err
 	}
-	prefix := layout.CurrentKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
-	s.buf = layout.CurrentKeys.AppendValid(prefix, valid)
-	if it.SeekPrefixGE(s.buf) && bytes.HasPrefix(it.Key(), prefix) {
-		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(prefix))
-		if err != nil {
-			return Version{}, 0, err
-		}
+	if ok {
 		v, err := s.decodeVersion(t, tuple, from, 0, it.Value())
 		if err != nil {
 			return Version{}, 0, err
@@ -233,19 +228,9 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 		if valid < v.ValidTo {
 			return v, Found, nil
 		}
-		// A version starts at or before valid but has ended: a gap if a later one
-		// exists (it sorts just before this one), else after the last. (A
-		// prefix seek cannot step back: seek below the found key instead.)
-		s.buf = append(s.buf[:0], it.Key()...)
-		later := it.SeekLT(s.buf) && bytes.HasPrefix(it.Key(), prefix)
-		return Version{}, ClassifyMiss(true, later), it.Error()
 	}
-	if err := it.Error(); err != nil {
-		return Version{}, 0, err
-	}
-	// Nothing starts at or before valid: is there a later version?
-	later := it.SeekPrefixGE(prefix) && bytes.HasPrefix(it.Key(), prefix)
-	return Version{}, ClassifyMiss(false, later), it.Error()
+	r, err := s.currentMiss(it, prefix, ok)
+	return Version{}, r, err
 }
 
 // pastAt answers a read at a transaction time older than the newest commit. The

@@ -23,6 +23,8 @@ type bitempoEngine struct {
 	facts   []query.Fact
 	rows    []query.LeftRow // workload 8
 	aggs    []query.Agg
+	// city and tier are get's references to the attributes it reads.
+	city, tier *store.AttrRef
 }
 
 const (
@@ -118,16 +120,33 @@ func (e *bitempoEngine) lookup(key string, valid int64) (version, bool, error) {
 	return e.get(dimTable, key, query.AsOf{Valid: valid})
 }
 
+// get reads the version of key in effect at at as a row view (query.GetRow),
+// its two attributes through references the engine keeps.
 func (e *bitempoEngine) get(table, key string, at query.AsOf) (version, bool, error) {
-	v, err := query.Get(e.snap, table, store.Key{key}, at, query.GetOptions{})
+	if e.city == nil {
+		e.city, e.tier = store.NewAttrRef("city"), store.NewAttrRef("tier")
+	}
+	var v version
+	err := query.GetRow(e.snap, table, store.Key{key}, at, query.GetOptions{}, func(r *store.Row) error {
+		city, ok1 := r.String(e.city)
+		tier, ok2 := r.Int64(e.tier)
+		if !ok1 || !ok2 {
+			rv, err := r.Version()
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("unexpected attributes %v", rv.Attrs)
+		}
+		v = version{from: r.ValidFrom, to: r.ValidTo, attrs: attrs{city: city, tier: tier}}
+		return nil
+	})
 	if errors.Is(err, query.ErrNotFound) {
 		return version{}, false, nil
 	}
 	if err != nil {
 		return version{}, false, err
 	}
-	bv, err := fromStore(&v)
-	return bv, err == nil, err
+	return v, true, nil
 }
 
 // loadCorrections replays workload 4's history through transactions: the
