@@ -22,6 +22,7 @@ import (
 // commitBound is a Writer's count of its writes against the engine's bound.
 type commitBound struct {
 	engine              string
+	source              string // " (where the bound comes from)" (engine.LimitSource), or ""
 	maxWrites, maxBytes int
 	// sizes holds the bytes of the last write of each distinct key counted.
 	sizes   map[string]int
@@ -37,7 +38,11 @@ func newCommitBound(db *DB) *commitBound {
 		return nil
 	}
 	maxWrites, maxBytes := cl.CommitLimits()
-	return &commitBound{engine: db.engine.Name(), maxWrites: maxWrites, maxBytes: maxBytes, sizes: map[string]int{}}
+	b := &commitBound{engine: db.engine.Name(), maxWrites: maxWrites, maxBytes: maxBytes, sizes: map[string]int{}}
+	if ls, ok := db.engine.(engine.LimitSource); ok {
+		b.source = " (" + ls.SourceOfLimits() + ")"
+	}
+	return b
 }
 
 // checkBound counts the writes added since the last call and fails with an
@@ -55,9 +60,9 @@ func (w *Writer) checkBound() error {
 		b.checked[i] = len(ws)
 	}
 	if len(b.sizes) > b.maxWrites || b.bytes > b.maxBytes {
-		b.err = fmt.Errorf("%w: the transaction has passed %d writes of %d bytes, and one commit of the %s engine holds at most %d writes and %d bytes; "+
+		b.err = fmt.Errorf("%w: the transaction has passed %d writes of %d bytes, and one commit of the %s engine holds at most %d writes and %d bytes%s; "+
 			"nothing was written: commit it as several smaller transactions (bitempo load: --batch-size N)",
-			ErrCommitTooLarge, len(b.sizes), b.bytes, b.engine, b.maxWrites, b.maxBytes)
+			ErrCommitTooLarge, len(b.sizes), b.bytes, b.engine, b.maxWrites, b.maxBytes, b.source)
 	}
 	return b.err
 }

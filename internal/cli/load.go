@@ -226,11 +226,16 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		defer os.Remove(spool)
 		path, name = spool, "stdin"
 	}
+	if maxWrites, _, bounded := db.CommitLimits(); bounded && lf.batchSize == 0 {
+		// One commit of the engine holds fewer writes than the file has rows
+		// once it has more than maxWrites: such a load streams, so that it
+		// holds no more than the commit can before it fails
+		// (docs/replication.md).
+		lf.spillRows = min(lf.spillRows, max(maxWrites, 1))
+	}
 	if stream, err := streamable(path, format, mode, lf); err != nil {
 		return err
-	} else if _, _, bounded := db.CommitLimits(); stream && !bounded {
-		// (An engine with bounded commits takes the load in memory: a file
-		// large enough to stream would not fit one of its commits anyway.)
+	} else if stream {
 		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, name, format)
 		if err != nil {
 			return err

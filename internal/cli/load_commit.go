@@ -45,6 +45,9 @@ type loadRun struct {
 	grouped    bool
 	lastFlush  int
 	spillBytes int64
+	// flushEvery is how many rows a streamed load applies between flushes
+	// (flushInterval).
+	flushEvery int
 }
 
 // defaultSpillBytes is the memory a spilling load's writes may take before they

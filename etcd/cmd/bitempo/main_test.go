@@ -171,6 +171,43 @@ func TestLoadTooLarge(t *testing.T) {
 	ok(t, dir, "verify", "--db", db)
 }
 
+// TestLoadStopsAtTheLimit: a one-transaction load of a file many times larger
+// than one etcd transaction streams (runs on disk, applied key by key) and
+// stops as soon as its writes pass the cluster's limit, not after building
+// the whole file's transaction: the refusal counts writes within a flush of
+// the limit, and nothing is written.
+func TestLoadStopsAtTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	db := "etcd://" + members.Hosts() + "/tool/stops"
+	var b strings.Builder
+	b.WriteString("id,at,v\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "k%04d,%d,%d\n", i, i%7, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
+	r := run(t, dir, "load", "t", "big.csv", "--at", "at", "--db", db)
+	if r.code == 0 || !strings.Contains(r.stderr, "nothing loaded") || !strings.Contains(r.stderr, "--max-txn-ops 128") {
+		t.Fatalf("one-transaction load: status %d %q", r.code, r.stderr)
+	}
+	var writes int
+	if i := strings.Index(r.stderr, "has passed "); i < 0 {
+		t.Fatalf("the refusal does not count the writes: %q", r.stderr)
+	} else if _, err := fmt.Sscanf(r.stderr[i:], "has passed %d writes", &writes); err != nil {
+		t.Fatalf("%v: %q", err, r.stderr)
+	}
+	// A commit holds 127 writes; the load flushes every 127/6 = 21 rows of
+	// at most 6 writes each. The whole file is 3,000 rows of 3 writes.
+	if writes <= 127 || writes > 127+21*6 {
+		t.Fatalf("the load stopped at %d writes, want just past 127", writes)
+	}
+	if r := run(t, dir, "get", "t", "k0000", "--valid", "5", "--db", db); r.code == 0 {
+		t.Fatalf("the refused load wrote: %s", r.stdout)
+	}
+}
+
 // TestPlainToolRunsEtcdBuild: the plain tool (tools/bitempo, which cannot link
 // the etcd engine), run inside a source checkout with an etcd:// --db, builds
 // and runs this build with the same arguments, working directory and exit
