@@ -113,6 +113,10 @@ changes table. The run files take about 50 bytes per row on disk and are
 removed when the load ends, fails or is interrupted. Versions are the same as
 in memory; into a periods table surrogate keys (sk) are numbered in key order
 rather than file order, and overlapping versions are listed in key order.
+On a store whose engine bounds one commit (etcd), a one-transaction load of
+more rows than the commit holds writes takes this bounded path too, its runs
+in the system's temporary directory; its writes cannot spill, so it fails as
+soon as they pass the bound, nothing written (--batch-size loads it).
 A Parquet file is read row group by row group (one row group's pages in
 memory). Stdin (FILE -) is first copied to a file on disk, as large as the
 input: in the store directory's parent, named .bitempo-stdin-* (in the
