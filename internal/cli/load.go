@@ -230,14 +230,17 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		defer os.Remove(spool)
 		path, name = spool, "stdin"
 	}
-	if maxWrites, _, bounded := db.CommitLimits(); bounded && lf.batchSize == 0 {
-		// One commit of the engine holds fewer writes than the file has rows
-		// once it has more than maxWrites: such a load streams, so that it
-		// holds no more than the commit can before it fails
-		// (docs/replication.md).
+	maxWrites, _, bounded := db.CommitLimits()
+	// On an engine that bounds one commit, a file of more rows than a commit
+	// holds writes streams: a one-transaction load then holds no more than
+	// the commit can before it fails, and a batched load (but one into a
+	// changes table, whose batch ids follow file order) no more than a batch
+	// (docs/replication.md).
+	batches := bounded && lf.batchSize > 0 && mode != modeEvents
+	if bounded && (lf.batchSize == 0 || batches) {
 		lf.spillRows = min(lf.spillRows, max(maxWrites, 1))
 	}
-	if stream, err := streamable(path, format, mode, lf); err != nil {
+	if stream, err := streamable(path, format, mode, lf, batches); err != nil {
 		return err
 	} else if stream {
 		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, name, format)

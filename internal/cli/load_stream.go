@@ -122,12 +122,13 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 }
 
 // streamable reports whether a load reads its file in two passes instead of
-// holding it: a one-transaction load of a CSV or JSONL file with more lines
+// holding it: a one-transaction load (or with batches set, a batched one:
+// commitMergedBatches) of a CSV or JSONL file with more lines
 // than --spill-rows (a row takes at least one line, so fewer lines means the
 // in-memory path, without reading the file twice), or of a Parquet file whose
 // footer counts more rows.
-func streamable(path, format string, mode loadMode, lf *loadFlags) (bool, error) {
-	if lf.batchSize != 0 {
+func streamable(path, format string, mode loadMode, lf *loadFlags, batches bool) (bool, error) {
+	if lf.batchSize != 0 && !batches {
 		return false, nil
 	}
 	if format == "parquet" {
@@ -303,7 +304,7 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 
 	// The commit: merge the runs, apply key by key.
 	sum = &loadSummary{table: t.Name, file: in.name, rows: good, skipped: len(bad), mode: mode}
-	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, sum: sum, spillBytes: lf.spillBytes, flushEvery: flushInterval(db)}
+	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, sum: sum, spillBytes: lf.spillBytes, flushEvery: flushInterval(db), size: lf.batchSize}
 	for _, i := range plan.attrCols {
 		run.attrNames = append(run.attrNames, in.cols[i])
 	}
@@ -315,6 +316,8 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 			}
 		}
 		err = run.commitMergedEvents(rs, good, in, batchID)
+	} else if run.size > 0 {
+		err = run.commitMergedBatches(rs, good, in)
 	} else {
 		err = run.commitMerged(rs, good, in)
 	}

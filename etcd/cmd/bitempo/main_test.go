@@ -204,6 +204,41 @@ func TestLoadStopsAtTheLimit(t *testing.T) {
 	}
 }
 
+// TestBatchedLoadStreams: a --batch-size load of a file larger than a batch
+// streams through sorted runs and commits batches of whole keys, each within
+// the cluster's commit: 200 keys of 3 changes each, 10 rows a batch, are 67
+// transactions of 3 keys (the last of 2). Loading it again changes nothing.
+func TestBatchedLoadStreams(t *testing.T) {
+	dir := t.TempDir()
+	db := "etcd://" + members.Hosts() + "/tool/batches"
+	var b strings.Builder
+	b.WriteString("id,at,v\n")
+	for at := 1; at <= 3; at++ { // file order: by time, so a key's rows are far apart
+		for k := range 200 {
+			fmt.Fprintf(&b, "k%03d,%d,%d\n", k, at, k*10+at)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "changes.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
+	r := ok(t, dir, "load", "t", "changes.csv", "--at", "at", "--batch-size", "1000", "--db", db)
+	if !strings.Contains(r.stderr, "committing 10 rows per transaction") || !strings.Contains(r.stderr, "600 rows") ||
+		!strings.Contains(r.stderr, "67 transactions") {
+		t.Fatalf("batched load: %q", r.stderr)
+	}
+	for _, k := range []int{0, 101, 199} {
+		if g := ok(t, dir, "get", "t", fmt.Sprintf("k%03d", k), "--valid", "2", "--db", db); !strings.Contains(g.stdout, fmt.Sprint(k*10+2)) {
+			t.Fatalf("k%03d at 2: %s", k, g.stdout)
+		}
+	}
+	r = ok(t, dir, "load", "t", "changes.csv", "--at", "at", "--batch-size", "1000", "--db", db)
+	if !strings.Contains(r.stderr, "records asserted 0") {
+		t.Fatalf("the load again: %q", r.stderr)
+	}
+	ok(t, dir, "verify", "--db", db)
+}
+
 // TestPlainToolRunsEtcdBuild: the plain tool (tools/bitempo, which cannot link
 // the etcd engine), run inside a source checkout with an etcd:// --db, builds
 // and runs this build with the same arguments, working directory and exit
