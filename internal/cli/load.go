@@ -116,7 +116,9 @@ rather than file order, and overlapping versions are listed in key order.
 On a store whose engine bounds one commit (etcd), a one-transaction load of
 more rows than the commit holds writes takes this bounded path too, its runs
 in the system's temporary directory; its writes cannot spill, so it fails as
-soon as they pass the bound, nothing written (--batch-size loads it).
+soon as they pass the bound, nothing written (--batch-size loads it). There a
+--batch-size load into a periods table streams too: it commits the sorted
+rows in batches of whole keys, in key order, holding one batch.
 A Parquet file is read row group by row group (one row group's pages in
 memory). Stdin (FILE -) is first copied to a file on disk, as large as the
 input: in the store directory's parent, named .bitempo-stdin-* (in the
