@@ -8,7 +8,7 @@
 // uses) and etcd (the nested module github.com/bitempo/bitempo/etcd). What only
 // some engines can do is an optional interface of this package that the store
 // finds by type assertion (Compacter, Purger, Checkpointer, BulkIngester,
-// Stucker, Recovered, SharedEngine, CommitLimiter); on an engine without it the
+// Stucker, Recovered, SharedEngine, CommitLimiter, LimitSource); on an engine without it the
 // store's call fails with an error wrapping ErrUnsupported, or does nothing
 // where nothing is the right answer (Compact).
 //
@@ -108,10 +108,22 @@ type Write struct {
 type Span struct{ Start, End []byte }
 
 // CommitLimiter is implemented by an engine that bounds one commit (etcd):
-// CommitLimits returns the most writes and the most request bytes one commit
-// may hold. Tools size batched loads with it (DB.CommitLimits).
+// CommitLimits returns the most writes (distinct keys) and the most bytes of
+// keys and values one commit may hold, what the engine adds taken off. The
+// store's Writer fails a transaction with ErrCommitTooLarge as soon as its
+// writes pass them, and tools size batched loads with them
+// (DB.CommitLimits). An engine without it (Pebble) has no bound a
+// transaction must keep to: a Writer that spills to disk commits more than
+// memory.
 type CommitLimiter interface {
 	CommitLimits() (maxWrites, maxBytes int)
+}
+
+// LimitSource is implemented by a CommitLimiter whose bounds follow from
+// settings a user can change: SourceOfLimits names them ("--max-txn-ops 128
+// and --max-request-bytes 1572864 of the etcd cluster").
+type LimitSource interface {
+	SourceOfLimits() string
 }
 
 // SharedEngine is implemented by an engine that several processes open and

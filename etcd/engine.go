@@ -40,7 +40,7 @@ const (
 const txnOverhead = 512
 
 // Engine is the engine.Engine of a store on etcd. It implements
-// engine.SharedEngine and engine.CommitLimiter.
+// engine.SharedEngine, engine.CommitLimiter and engine.LimitSource.
 type Engine struct {
 	cli     *clientv3.Client
 	ownsCli bool
@@ -139,6 +139,13 @@ func (e *Engine) Name() string { return "etcd" }
 // one commit the cluster accepts, less what the engine adds.
 func (e *Engine) CommitLimits() (maxWrites, maxBytes int) {
 	return e.cfg.MaxTxnOps - 1, e.cfg.MaxRequestBytes - txnOverhead
+}
+
+// SourceOfLimits implements engine.LimitSource: the cluster's flags the
+// engine is configured for (Config.MaxTxnOps and MaxRequestBytes).
+func (e *Engine) SourceOfLimits() string {
+	return fmt.Sprintf("the cluster's --max-txn-ops %d and --max-request-bytes %d, less what a commit adds; raise both flags on the cluster and in Config (or the --db URL) to commit more at once",
+		e.cfg.MaxTxnOps, e.cfg.MaxRequestBytes)
 }
 
 // Client returns the engine's etcd client.

@@ -65,16 +65,19 @@ func (w *Writer) EnableSpill(dir string, budget int64) error {
 		return fmt.Errorf("bitempo: spill directory: %w", err)
 	}
 	w.bulk = &bulkState{dir: d, budget: budget}
+	w.bound = nil // a spilled transaction is ingested, not committed
 	return nil
 }
 
 // Spill moves the writes held in memory to a sorted run on disk when they pass
-// the budget given to EnableSpill; without EnableSpill it does nothing. The
-// caller (txn.Tx.Flush) calls it between keys.
+// the budget given to EnableSpill. Without EnableSpill it only checks the
+// writes against the engine's bound of one commit (writer_limit.go), failing
+// with ErrCommitTooLarge once they pass it. The caller (txn.Tx.Flush) calls it
+// between keys.
 func (w *Writer) Spill() error {
 	b := w.bulk
 	if b == nil {
-		return nil
+		return w.checkBound()
 	}
 	for i, ws := range [][]engine.Write{w.retires, w.asserts, w.other} {
 		for _, x := range ws[b.checked[i]:] {

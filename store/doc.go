@@ -97,4 +97,8 @@
 // Writer with spilling on (EnableSpill, bulk.go) commits a transaction larger
 // than memory by ingesting one sorted sstable, meta keys included, in one atomic
 // step; an engine without ingestion refuses spilling with ErrBulkUnsupported.
+// An engine that bounds one commit (engine.CommitLimiter: etcd) makes the
+// Writer count its writes against the bound as they arrive and fail the
+// transaction with ErrCommitTooLarge as soon as they pass it, nothing written
+// (writer_limit.go).
 package store

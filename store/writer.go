@@ -43,6 +43,9 @@ type Writer struct {
 	// first values of them, before any is asserted (Conform).
 	entryTypes map[uint32]map[string]ColumnType
 	bulk       *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
+	// bound counts the writes against the engine's bound of one commit, if
+	// it has one (writer_limit.go).
+	bound *commitBound
 	// newSecret is the erase secret this commit creates (erase.go); purge the
 	// key ranges its erasures emptied (purge.go).
 	newSecret []byte
@@ -68,7 +71,8 @@ func (db *DB) BeginWrite(sealed.Key) (*Writer, error) {
 	db.mu.RLock()
 	nextSK := maps.Clone(db.nextSK)
 	db.mu.RUnlock()
-	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, attrs: makeNewAttrs()}, nil
+	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, attrs: makeNewAttrs(),
+		bound: newCommitBound(db)}, nil
 }
 
 // Snapshot returns the view the transaction reads committed state from: it holds
@@ -120,7 +124,7 @@ func (w *Writer) Retire(t *Table, v Version) error {
 	}
 	w.retired[skRef{t.ID, v.SK, string(v.tuple), v.ValidFrom}] = rec
 	w.logChange(t, LogRetire, &v)
-	return nil
+	return w.checkBound()
 }
 
 // Assert makes v a current record as of this commit. v.Attrs must be encodable;
@@ -156,7 +160,7 @@ func (w *Writer) Assert(t *Table, v Version) error {
 		return err
 	}
 	w.logChange(t, LogAssert, &v)
-	return nil
+	return w.checkBound()
 }
 
 // retiredRecord is a record retired by the transaction and the indexes in
@@ -191,6 +195,7 @@ func (w *Writer) shareAttrs(rec retiredRecord, value []byte) error {
 	}
 	for _, i := range rec.writes {
 		w.retires[i].Value = shared
+		w.bound.recount(w.retires[i], i)
 	}
 	return nil
 }
@@ -222,6 +227,9 @@ func (w *Writer) Commit() error {
 	defer w.finish()
 	if w.Empty() {
 		return nil
+	}
+	if err := w.checkBound(); err != nil {
+		return fmt.Errorf("bitempo: commit: %w", err)
 	}
 	tx := w.Tx()
 	for tid := range w.logs {

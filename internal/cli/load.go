@@ -113,6 +113,12 @@ changes table. The run files take about 50 bytes per row on disk and are
 removed when the load ends, fails or is interrupted. Versions are the same as
 in memory; into a periods table surrogate keys (sk) are numbered in key order
 rather than file order, and overlapping versions are listed in key order.
+On a store whose engine bounds one commit (etcd), a one-transaction load of
+more rows than the commit holds writes takes this bounded path too, its runs
+in the system's temporary directory; its writes cannot spill, so it fails as
+soon as they pass the bound, nothing written (--batch-size loads it). There a
+--batch-size load into a periods table streams too: it commits the sorted
+rows in batches of whole keys, in key order, holding one batch.
 A Parquet file is read row group by row group (one row group's pages in
 memory). Stdin (FILE -) is first copied to a file on disk, as large as the
 input: in the store directory's parent, named .bitempo-stdin-* (in the
@@ -226,11 +232,19 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		defer os.Remove(spool)
 		path, name = spool, "stdin"
 	}
-	if stream, err := streamable(path, format, mode, lf); err != nil {
+	maxWrites, _, bounded := db.CommitLimits()
+	// On an engine that bounds one commit, a file of more rows than a commit
+	// holds writes streams: a one-transaction load then holds no more than
+	// the commit can before it fails, and a batched load (but one into a
+	// changes table, whose batch ids follow file order) no more than a batch
+	// (docs/replication.md).
+	batches := bounded && lf.batchSize > 0 && mode != modeEvents
+	if bounded && (lf.batchSize == 0 || batches) {
+		lf.spillRows = min(lf.spillRows, max(maxWrites, 1))
+	}
+	if stream, err := streamable(path, format, mode, lf, batches); err != nil {
 		return err
-	} else if _, _, bounded := db.CommitLimits(); stream && !bounded {
-		// (An engine with bounded commits takes the load in memory: a file
-		// large enough to stream would not fit one of its commits anyway.)
+	} else if stream {
 		sum, small, err := a.loadStreamed(ctx, db, t, mode, lf, types, path, name, format)
 		if err != nil {
 			return err

@@ -45,6 +45,14 @@ type loadRun struct {
 	grouped    bool
 	lastFlush  int
 	spillBytes int64
+	// flushEvery is how many rows a streamed load applies between flushes
+	// (flushInterval).
+	flushEvery int
+	// A streamed batched load (commitMergedBatches) commits rows a part at a
+	// time: rows is the part, total the load's rows, in key order.
+	streamed bool
+	total    int
+	lastLine int // the file line of the last row committed
 }
 
 // defaultSpillBytes is the memory a spilling load's writes may take before they
@@ -61,8 +69,10 @@ type batch struct{ lo, hi int }
 // commit runs body for each batch in a transaction of its own and then calls
 // done with the commit. body must call r.tick for every row it applies.
 func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.Commit, b batch)) error {
-	r.bar = r.a.newProgress("loading "+r.t.Name, len(r.rows))
-	defer r.bar.finish()
+	if r.bar == nil {
+		r.bar = r.a.newProgress("loading "+r.t.Name, len(r.rows))
+		defer r.bar.finish()
+	}
 	r.fitBatches()
 	queue := batches(len(r.rows), r.size)
 	for len(queue) > 0 {
@@ -106,6 +116,7 @@ func (r *loadRun) commit(body func(tx *txn.Tx, b batch) error, done func(c txn.C
 			return r.midway(err)
 		}
 		r.sum.committedRows += b[1] - b[0]
+		r.lastLine = r.rows[b[1]-1].line
 		done(c, batch{b[0], b[1]})
 	}
 	return nil
@@ -153,6 +164,9 @@ func (r *loadRun) tick(tx *txn.Tx, i int) error {
 
 // order names the order in which the rows of this load are applied.
 func (r *loadRun) order() string {
+	if r.streamed {
+		return "in key order, each key's rows in " + map[bool]string{true: "--at", false: "file"}[r.mode == modeUpserts] + " order"
+	}
 	if r.mode == modeUpserts {
 		return "in --at order"
 	}
@@ -162,10 +176,12 @@ func (r *loadRun) order() string {
 // committedPart describes the rows committed so far, for an interruption or a
 // failure midway through a batched load.
 func (r *loadRun) committedPart() string {
-	n := r.sum.committedRows
-	last := r.rows[n-1]
+	n, total := r.sum.committedRows, len(r.rows)
+	if r.streamed {
+		total = r.total
+	}
 	return fmt.Sprintf("rows 1-%d of %d (%s; the last committed is %s line %d) were committed in %s; the rest is not loaded",
-		n, len(r.rows), r.order(), r.sum.file, last.line, describeTxs(r.sum.txs))
+		n, total, r.order(), r.sum.file, r.lastLine, describeTxs(r.sum.txs))
 }
 
 // howToContinue says how to finish a batched load that stopped midway.

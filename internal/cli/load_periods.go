@@ -13,10 +13,15 @@ import (
 
 // commitVersions writes rows as versions (Put).
 func (r *loadRun) commitVersions() error {
-	var c versionCounts
 	if r.grouped {
 		r.groupByKey()
 	}
+	return r.commitVersionRows()
+}
+
+// commitVersionRows commits r.rows as versions, in order (r.commit).
+func (r *loadRun) commitVersionRows() error {
+	var c versionCounts
 	return r.commit(func(tx *txn.Tx, b batch) error {
 		c = versionCounts{}
 		for i := b.lo; i < b.hi; i++ {
@@ -101,10 +106,15 @@ func (r *loadRun) commitUpserts() error {
 			kept = append(kept, rows[i])
 		}
 	}
-	rows, r.rows = kept, kept
+	r.rows = kept
 	if r.grouped {
 		r.groupByKey() // stable: each key's rows stay in --at order
 	}
+	return r.commitUpsertRows()
+}
+
+// commitUpsertRows commits r.rows as SCD2 changes, in order (r.commit).
+func (r *loadRun) commitUpsertRows() error {
 	var c upsertCounts
 	return r.commit(func(tx *txn.Tx, b batch) error {
 		c = upsertCounts{}
@@ -112,7 +122,7 @@ func (r *loadRun) commitUpserts() error {
 			if err := r.tick(tx, i); err != nil {
 				return err
 			}
-			if err := r.upsert(tx, &rows[i], &c); err != nil {
+			if err := r.upsert(tx, &r.rows[i], &c); err != nil {
 				return err
 			}
 		}

@@ -122,12 +122,13 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 }
 
 // streamable reports whether a load reads its file in two passes instead of
-// holding it: a one-transaction load of a CSV or JSONL file with more lines
+// holding it: a one-transaction load (or with batches set, a batched one:
+// commitMergedBatches) of a CSV or JSONL file with more lines
 // than --spill-rows (a row takes at least one line, so fewer lines means the
 // in-memory path, without reading the file twice), or of a Parquet file whose
 // footer counts more rows.
-func streamable(path, format string, mode loadMode, lf *loadFlags) (bool, error) {
-	if lf.batchSize != 0 {
+func streamable(path, format string, mode loadMode, lf *loadFlags, batches bool) (bool, error) {
+	if lf.batchSize != 0 && !batches {
 		return false, nil
 	}
 	if format == "parquet" {
@@ -255,7 +256,7 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	}
 
 	// Pass 2: check and convert every row into sorted runs.
-	dir, err := os.MkdirTemp(db.Dir(), "bitempo-spill-load-")
+	dir, err := os.MkdirTemp(runsPlace(db), "bitempo-spill-load-")
 	if err != nil {
 		return nil, false, fmt.Errorf("load %s: %w", t.Name, err)
 	}
@@ -303,7 +304,7 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 
 	// The commit: merge the runs, apply key by key.
 	sum = &loadSummary{table: t.Name, file: in.name, rows: good, skipped: len(bad), mode: mode}
-	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, sum: sum, spillBytes: lf.spillBytes}
+	run := &loadRun{a: a, ctx: ctx, db: db, t: t, mode: mode, sum: sum, spillBytes: lf.spillBytes, flushEvery: flushInterval(db), size: lf.batchSize}
 	for _, i := range plan.attrCols {
 		run.attrNames = append(run.attrNames, in.cols[i])
 	}
@@ -315,6 +316,8 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 			}
 		}
 		err = run.commitMergedEvents(rs, good, in, batchID)
+	} else if run.size > 0 {
+		err = run.commitMergedBatches(rs, good, in)
 	} else {
 		err = run.commitMerged(rs, good, in)
 	}
@@ -322,6 +325,27 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 		return nil, false, err
 	}
 	return sum, false, nil
+}
+
+// runsPlace is the directory a streamed load's runs go under: the store's
+// directory, so that they land on its disk, or the system's temporary
+// directory for a store without one (etcd).
+func runsPlace(db *store.DB) string {
+	if st, err := os.Stat(db.Dir()); err == nil && st.IsDir() {
+		return db.Dir()
+	}
+	return ""
+}
+
+// flushInterval is how many rows a streamed load applies between flushes of
+// its transaction: flushRows, or on an engine that bounds one commit, the rows
+// that could fill it, so that a load that cannot fit fails (at the Writer's
+// check in the flush) within about one commit's worth of rows.
+func flushInterval(db *store.DB) int {
+	if maxWrites, _, bounded := db.CommitLimits(); bounded {
+		return min(flushRows, max(maxWrites/writesPerRow, 1))
+	}
+	return flushRows
 }
 
 // commitMerged applies the sorted rows of rs key by key in one transaction.
@@ -531,8 +555,8 @@ func (rs *runSorter) merge() (*runMerge, error) { return openMerge(rs, rs.runs) 
 
 // nextKeyRows appends the next key's rows from m to group (none at the end of
 // the input), first failing with errInterrupted if the load was interrupted and
-// flushing tx when flushRows rows have passed since its last flush; sinceFlush
-// counts them across calls.
+// flushing tx when r.flushEvery rows have passed since its last flush;
+// sinceFlush counts them across calls.
 func (r *loadRun) nextKeyRows(tx *txn.Tx, m *runMerge, group []loadRow, in *input, sinceFlush *int) ([]loadRow, error) {
 	group, err := m.nextKey(group, in)
 	if err != nil || len(group) == 0 {
@@ -541,7 +565,7 @@ func (r *loadRun) nextKeyRows(tx *txn.Tx, m *runMerge, group []loadRow, in *inpu
 	if r.ctx.Err() != nil {
 		return group, errInterrupted
 	}
-	if *sinceFlush >= flushRows {
+	if *sinceFlush >= r.flushEvery {
 		if err := tx.Flush(); err != nil {
 			return group, err
 		}

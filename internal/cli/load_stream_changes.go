@@ -82,7 +82,7 @@ func (r *loadRun) commitMergedEvents(rs *runSorter, nrows int, in *input, batchI
 }
 
 // applyKeys hands the merged rows to kb key by key, as events whose position
-// is their file line, flushing the transaction every flushRows rows.
+// is their file line, flushing the transaction every r.flushEvery rows.
 func (r *loadRun) applyKeys(tx *txn.Tx, kb *txn.KeyBatch, rs *runSorter, in *input) error {
 	m, err := rs.merge()
 	if err != nil {

@@ -138,16 +138,17 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-// TestLoadTooLarge: a file that does not fit one etcd transaction is refused
-// with nothing written, saying both limits and --batch-size; with --batch-size
-// it loads in transactions sized to the cluster, reporting them.
-func TestLoadTooLarge(t *testing.T) {
-	dir := t.TempDir()
-	db := "etcd://" + members.Hosts() + "/tool/large"
+// refusedLoad creates table t in db and loads into it, in one transaction, a
+// CSV file big.csv of n changes id,at,v (row i changes key
+// fmt.Sprintf(keyFormat, i) at i modulo ats to v = i) too large for one etcd
+// transaction; it checks that the load is refused naming the cluster's
+// limits and --batch-size, with nothing written, and returns the refusal.
+func refusedLoad(t *testing.T, dir, db string, n int, keyFormat string, ats int) result {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("id,at,v\n")
-	for i := range 300 {
-		fmt.Fprintf(&b, "k%03d,%d,%d\n", i, i, i)
+	for i := range n {
+		fmt.Fprintf(&b, keyFormat+",%d,%d\n", i, i%ats, i)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "big.csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -158,15 +159,82 @@ func TestLoadTooLarge(t *testing.T) {
 		!strings.Contains(r.stderr, "--batch-size") || !strings.Contains(r.stderr, "nothing loaded") {
 		t.Fatalf("one-transaction load: status %d %q", r.code, r.stderr)
 	}
-	if r := run(t, dir, "get", "t", "k000", "--valid", "5", "--db", db); r.code == 0 {
-		t.Fatalf("the refused load wrote: %s", r.stdout)
+	if g := run(t, dir, "get", "t", fmt.Sprintf(keyFormat, 0), "--valid", "5", "--db", db); g.code == 0 {
+		t.Fatalf("the refused load wrote: %s", g.stdout)
 	}
-	r = ok(t, dir, "load", "t", "big.csv", "--at", "at", "--batch-size", "1000", "--db", db)
+	return r
+}
+
+// TestLoadTooLarge: a file that does not fit one etcd transaction is refused
+// with nothing written, saying both limits and --batch-size; with --batch-size
+// it loads in transactions sized to the cluster, reporting them.
+func TestLoadTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	db := "etcd://" + members.Hosts() + "/tool/large"
+	refusedLoad(t, dir, db, 300, "k%03d", 300)
+	r := ok(t, dir, "load", "t", "big.csv", "--at", "at", "--batch-size", "1000", "--db", db)
 	if !strings.Contains(r.stderr, "committing 10 rows per transaction") {
 		t.Fatalf("batched load: %q", r.stderr)
 	}
 	for _, k := range []string{"k000", "k150", "k299"} {
 		ok(t, dir, "get", "t", k, "--valid", "1000", "--db", db)
+	}
+	ok(t, dir, "verify", "--db", db)
+}
+
+// TestLoadStopsAtTheLimit: a one-transaction load of a file many times larger
+// than one etcd transaction streams (runs on disk, applied key by key) and
+// stops as soon as its writes pass the cluster's limit, not after building
+// the whole file's transaction: the refusal counts writes within a flush of
+// the limit, and nothing is written.
+func TestLoadStopsAtTheLimit(t *testing.T) {
+	dir := t.TempDir()
+	db := "etcd://" + members.Hosts() + "/tool/stops"
+	r := refusedLoad(t, dir, db, 3000, "k%04d", 7)
+	var writes int
+	if i := strings.Index(r.stderr, "has passed "); i < 0 {
+		t.Fatalf("the refusal does not count the writes: %q", r.stderr)
+	} else if _, err := fmt.Sscanf(r.stderr[i:], "has passed %d writes", &writes); err != nil {
+		t.Fatalf("%v: %q", err, r.stderr)
+	}
+	// A commit holds 127 writes; the load flushes every 127/6 = 21 rows of
+	// at most 6 writes each. The whole file is 3,000 rows of 3 writes.
+	if writes <= 127 || writes > 127+21*6 {
+		t.Fatalf("the load stopped at %d writes, want just past 127", writes)
+	}
+}
+
+// TestBatchedLoadStreams: a --batch-size load of a file larger than a batch
+// streams through sorted runs and commits batches of whole keys, each within
+// the cluster's commit: 200 keys of 3 changes each, 10 rows a batch, are 67
+// transactions of 3 keys (the last of 2). Loading it again changes nothing.
+func TestBatchedLoadStreams(t *testing.T) {
+	dir := t.TempDir()
+	db := "etcd://" + members.Hosts() + "/tool/batches"
+	var b strings.Builder
+	b.WriteString("id,at,v\n")
+	for at := 1; at <= 3; at++ { // file order: by time, so a key's rows are far apart
+		for k := range 200 {
+			fmt.Fprintf(&b, "k%03d,%d,%d\n", k, at, k*10+at)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "changes.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
+	r := ok(t, dir, "load", "t", "changes.csv", "--at", "at", "--batch-size", "1000", "--db", db)
+	if !strings.Contains(r.stderr, "committing 10 rows per transaction") || !strings.Contains(r.stderr, "600 rows") ||
+		!strings.Contains(r.stderr, "67 transactions") {
+		t.Fatalf("batched load: %q", r.stderr)
+	}
+	for _, k := range []int{0, 101, 199} {
+		if g := ok(t, dir, "get", "t", fmt.Sprintf("k%03d", k), "--valid", "2", "--db", db); !strings.Contains(g.stdout, fmt.Sprint(k*10+2)) {
+			t.Fatalf("k%03d at 2: %s", k, g.stdout)
+		}
+	}
+	r = ok(t, dir, "load", "t", "changes.csv", "--at", "at", "--batch-size", "1000", "--db", db)
+	if !strings.Contains(r.stderr, "records asserted 0") {
+		t.Fatalf("the load again: %q", r.stderr)
 	}
 	ok(t, dir, "verify", "--db", db)
 }
