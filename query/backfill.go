@@ -79,13 +79,13 @@ func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts Bac
 // with typed accessors, and nothing is allocated per row. Rows come in input
 // order, as Backfill's do.
 func BackfillRows(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
-	return backfillRowsOn(r, table, rows, aggs, opts, intPath)
+	return backfillRowsOn(r, table, rows, aggs, opts, intPath, evalByShape)
 }
 
 // backfillOn is Backfill on the given path.
 func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[BackfillRow, error] {
 	return func(yield func(BackfillRow, error) bool) {
-		for row, err := range backfillRowsOn(r, table, rows, aggs, opts, path) {
+		for row, err := range backfillRowsOn(r, table, rows, aggs, opts, path, evalByShape) {
 			if err != nil {
 				yield(BackfillRow{}, err)
 				return
@@ -101,8 +101,9 @@ func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts B
 	}
 }
 
-// backfillRowsOn is BackfillRows on the given path.
-func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[*FeatureRow, error] {
+// backfillRowsOn is BackfillRows on the given path, evaluating runs of rows
+// by rule eval.
+func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule) iter.Seq2[*FeatureRow, error] {
 	return func(yield func(*FeatureRow, error) bool) {
 		s, release, err := r.AcquireSnapshot()
 		if err != nil {
@@ -110,7 +111,7 @@ func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, op
 			return
 		}
 		defer release()
-		b, err := newBackfill(s, table, rows, aggs, opts, path)
+		b, err := newBackfill(s, table, rows, aggs, opts, path, eval)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -194,6 +195,9 @@ type backfill struct {
 	states       [][]uint8
 	accs         []accum  // the running states of the last sweep
 	next2        [][2]int // per filter: the sweep's next start and end
+	// Per filter, the spans of a direct evaluation's members (backfill_direct.go).
+	spans [][]memberSpan
+	eval  evalRule
 }
 
 // cell is a computed feature value waiting for its row to be yielded: a val
@@ -209,7 +213,7 @@ type edge struct {
 	id int32
 }
 
-func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) (*backfill, error) {
+func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule) (*backfill, error) {
 	if len(rows) > math.MaxInt32 {
 		return nil, fmt.Errorf("bitempo: backfill of %d rows: at most %d per call", len(rows), math.MaxInt32)
 	}
@@ -222,7 +226,8 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 		return nil, err
 	}
 	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(), cols: make([]colPath, len(p.attrs)),
-		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters))}
+		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters)),
+		spans: make([][]memberSpan, len(p.filters)), eval: eval}
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
 	}
@@ -363,7 +368,7 @@ func (b *backfill) group(g int) error {
 			}
 			ms = alive
 		}
-		if err := b.sweep(ms, run); err != nil {
+		if err := b.evaluate(ms, run); err != nil {
 			return err
 		}
 		start = end
@@ -454,21 +459,30 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 				return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 			}
 		}
-		out := b.cells[int(ri)*b.nf : (int(ri)+1)*b.nf]
-		for k := range accs {
-			v, err := accs[k].result()
-			if err != nil {
-				return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
-			}
-			if v.kind == valRef {
-				v.n = uint64(len(b.refs))
-				b.refs = append(b.refs, v.ref)
-			}
-			out[k] = cell{kind: v.kind, n: v.n}
+		if err := b.emit(ri); err != nil {
+			return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 		}
-		b.ready[ri] = true
-		b.computed++
 	}
+	return nil
+}
+
+// emit stores the features of row ri, the results of b.accs, and marks the
+// row ready.
+func (b *backfill) emit(ri int32) error {
+	out := b.cells[int(ri)*b.nf : (int(ri)+1)*b.nf]
+	for k := range b.accs {
+		v, err := b.accs[k].result()
+		if err != nil {
+			return err
+		}
+		if v.kind == valRef {
+			v.n = uint64(len(b.refs))
+			b.refs = append(b.refs, v.ref)
+		}
+		out[k] = cell{kind: v.kind, n: v.n}
+	}
+	b.ready[ri] = true
+	b.computed++
 	return nil
 }
 
