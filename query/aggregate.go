@@ -504,6 +504,19 @@ func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
 	return accs
 }
 
+// restart empties a's set, keeping how it holds values and its buffers, as
+// newAccums would leave it.
+func (a *accum) restart() {
+	if a.fsum != nil {
+		a.fbuf, a.fsum = a.fsum, nil
+	}
+	if a.dsum != nil {
+		*a.dsum = decSum{}
+	}
+	a.n, a.isum, a.floats, a.heap = 0, int128{}, 0, a.heap[:0]
+	a.distinct.reset()
+}
+
 func (a *accum) value(id int32) any { return a.ms[id].vals[a.feat.input] }
 
 // add puts member id into the set.

@@ -63,6 +63,7 @@ func (b *backfill) direct(ms []member, run []int32) error {
 		}
 		b.spans[fi] = spans
 	}
+	b.accs = p.newAccums(b.accs, ms, b.cols)
 	for k, ri := range run {
 		b.progress(b.swept, false)
 		if err := b.directRow(ms, ri); err != nil {
@@ -75,13 +76,15 @@ func (b *backfill) direct(ms []member, run []int32) error {
 	return nil
 }
 
-// directRow computes row ri over ms: fresh accumulators, each member whose
-// span holds the row's ts added to its filter's features.
+// directRow computes row ri over ms: the accumulators emptied, each member
+// whose span holds the row's ts added to its filter's features.
 func (b *backfill) directRow(ms []member, ri int32) error {
 	p := b.p
 	ts := b.rows[ri].TS
-	b.accs = p.newAccums(b.accs, ms, b.cols)
 	accs := b.accs
+	for k := range accs {
+		accs[k].restart()
+	}
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		for _, s := range b.spans[fi] {
