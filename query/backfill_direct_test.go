@@ -70,3 +70,68 @@ func renderEval(r store.Reader, eval query.EvalRule, rows []query.LeftRow, aggs 
 	}
 	return b.String()
 }
+
+// TestBackfillShuffledRowsAsInAppearanceOrder backfills shuffled rows of
+// pathStore's groups (and of groups with no records), whose groups a backfill
+// computes in the group index's order, and checks the rows it yields and the
+// error that ends it against those of computing the groups in order of first
+// appearance: the rows of every group, backfilled alone, in input order up to
+// the first row whose group fails or appears after a failing one, then the
+// error of the first failing group to appear.
+func TestBackfillShuffledRowsAsInAppearanceOrder(t *testing.T) {
+	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
+		rng := rand.New(rand.NewPCG(seed, 22))
+		db := pathStore(t, rng)
+		rows := make([]query.LeftRow, 120)
+		for i := range rows {
+			rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(7))}, TS: (rng.Int64N(80) - 5) * pathMinute}
+		}
+		var order []string // groups in order of first appearance
+		byGroup := map[string][]int{}
+		for i, r := range rows {
+			g := r.Group[0].(string)
+			if _, ok := byGroup[g]; !ok {
+				order = append(order, g)
+			}
+			byGroup[g] = append(byGroup[g], i)
+		}
+		for _, aggs := range pathSpecs(t) {
+			lines := map[int]string{} // per row, its rendered values
+			var fail string           // the error of the first failing group to appear
+			failed := map[string]bool{}
+			for _, g := range order {
+				idx := byGroup[g]
+				sub := make([]query.LeftRow, len(idx))
+				for k, i := range idx {
+					sub[k] = rows[i]
+				}
+				for k, line := range strings.Split(strings.TrimSuffix(renderEval(db, query.EvalByShape, sub, aggs, query.BackfillOptions{}), "\n"), "\n") {
+					var n int
+					if _, err := fmt.Sscanf(line, "error: backfill row %d:", &n); err == nil {
+						failed[g] = true
+						if fail == "" {
+							fail = strings.Replace(line, fmt.Sprintf("row %d:", n), fmt.Sprintf("row %d:", idx[n]), 1) + "\n"
+						}
+						break
+					}
+					lines[idx[k]] = fmt.Sprintf("%d:%s\n", idx[k], strings.SplitN(line, ":", 2)[1])
+				}
+				if failed[g] {
+					break
+				}
+			}
+			var want strings.Builder
+			for i := range rows {
+				line, ok := lines[i]
+				if !ok {
+					break
+				}
+				want.WriteString(line)
+			}
+			want.WriteString(fail)
+			if got := renderEval(db, query.EvalByShape, rows, aggs, query.BackfillOptions{}); got != want.String() {
+				t.Fatalf("seed %d, %v:\ngot\n%swant\n%s", seed, aggs, got, want.String())
+			}
+		}
+	}
+}
