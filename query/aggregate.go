@@ -458,6 +458,7 @@ type accum struct {
 	n        int64
 	isum     int128    // integer values
 	fsum     *exactSum // every value but decimals, once a float arrived
+	fbuf     *exactSum // the last fsum, reused by the next one
 	floats   int64     // float values in the set
 	dsum     *decSum   // decimal values, once one arrived
 	heap     []int32   // min, max, latest, earliest: members, best on top
@@ -472,8 +473,9 @@ type accum struct {
 
 // newAccums returns the running state of every feature over ms. cols, when
 // not nil, says which input columns hold unboxed values (aggint.go). It reuses
-// reuse's array, heaps, distinct-value maps and decimal sums (nil: none), so a
-// backfill's sweeps do not allocate them per group.
+// reuse's array, heaps, distinct-value maps, decimal and float sums (nil:
+// none), so a backfill's sweeps do not allocate them per group, nor its direct
+// evaluation per row.
 func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
 	accs := slices.Grow(reuse[:0], len(p.feats))[:len(p.feats)]
 	for k := range accs {
@@ -483,7 +485,8 @@ func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
 		if cols != nil && f.input >= 0 && intOp(f.op) {
 			path = cols[f.input]
 		}
-		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt || path >= colDecAt, decs: path == colDec, heap: old.heap[:0]}
+		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt || path >= colDecAt, decs: path == colDec, heap: old.heap[:0],
+			fbuf: cmp.Or(old.fsum, old.fbuf)}
 		if path >= colDecAt {
 			accs[k].scaled, accs[k].scale = true, uint8(path-colDecAt)
 		}
@@ -499,6 +502,19 @@ func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
 		}
 	}
 	return accs
+}
+
+// restart empties a's set, keeping how it holds values and its buffers, as
+// newAccums would leave it.
+func (a *accum) restart() {
+	if a.fsum != nil {
+		a.fbuf, a.fsum = a.fsum, nil
+	}
+	if a.dsum != nil {
+		*a.dsum = decSum{}
+	}
+	a.n, a.isum, a.floats, a.heap = 0, int128{}, 0, a.heap[:0]
+	a.distinct.reset()
 }
 
 func (a *accum) value(id int32) any { return a.ms[id].vals[a.feat.input] }
@@ -585,7 +601,10 @@ func (a *accum) addNumber(v any, sign int) bool {
 		}
 	case float64:
 		if a.fsum == nil {
-			a.fsum = &exactSum{}
+			if a.fsum = a.fbuf; a.fsum == nil {
+				a.fsum = &exactSum{}
+			}
+			*a.fsum = exactSum{}
 			a.fsum.addInt128(a.isum)
 		}
 		a.fsum.addFloat(x, sign)

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"iter"
@@ -53,21 +54,25 @@ type BackfillRow struct {
 }
 
 // Backfill computes the features aggs for every left row, yielding them in input
-// order. Rows are bucketed by group (groups in the order they first appear) and
-// sorted by transaction time and ts; each group's records are read once from the
-// group index, and for each transaction time the rows read at, one sweep over
-// ts adds a version to each feature's running state when ts reaches its start and
-// removes it when ts reaches its end. A group of v versions and r rows costs one
-// range scan plus O(v log v + r log r), not one scan per row. Rows of a group that
-// read at many distinct transaction times cost one pass over the group's records
-// per distinct time.
+// order. Rows are bucketed by group and sorted by transaction time and ts; each
+// group's records are read once from the group index, and for each transaction
+// time the rows read at, one sweep over ts adds a version to each feature's
+// running state when ts reaches its start and removes it when ts reaches its
+// end. A group of v versions and r rows costs one range scan plus
+// O(v log v + r log r), not one scan per row; a run of few rows for its
+// versions (at most 4 per bit of v) is computed instead by testing every
+// version against each row, O(v r). Rows of a group that read at many distinct
+// transaction times cost one pass over the group's records per distinct time.
 //
 // A row is yielded once every earlier row is done: input clustered by group
-// streams group by group, a shuffled input is mostly held until the end (16 bytes
-// per row and feature). Each row's Values is a fresh slice. A failure (an unknown
-// table, an invalid spec or group key, a value an aggregation cannot take) is
-// yielded once and ends the backfill. Table-wide backfills read every version of
-// the table alive at each distinct transaction time into memory.
+// streams group by group (computed in the order they first appear), a shuffled
+// input is mostly held until the end (16 bytes per row and feature), its
+// groups computed in the order of their keys in the group index. Each row's
+// Values is a fresh slice. A failure (an unknown table, an invalid spec or
+// group key, a value an aggregation cannot take) is yielded once and ends the
+// backfill: the first failing group in order of appearance, after the rows
+// before its first row. Table-wide backfills read every version of the table
+// alive at each distinct transaction time into memory.
 //
 // Backfill is BackfillRows with each row's features boxed into a fresh slice.
 func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[BackfillRow, error] {
@@ -79,13 +84,13 @@ func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts Bac
 // with typed accessors, and nothing is allocated per row. Rows come in input
 // order, as Backfill's do.
 func BackfillRows(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
-	return backfillRowsOn(r, table, rows, aggs, opts, intPath)
+	return backfillRowsOn(r, table, rows, aggs, opts, intPath, evalByShape)
 }
 
 // backfillOn is Backfill on the given path.
 func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[BackfillRow, error] {
 	return func(yield func(BackfillRow, error) bool) {
-		for row, err := range backfillRowsOn(r, table, rows, aggs, opts, path) {
+		for row, err := range backfillRowsOn(r, table, rows, aggs, opts, path, evalByShape) {
 			if err != nil {
 				yield(BackfillRow{}, err)
 				return
@@ -101,8 +106,9 @@ func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts B
 	}
 }
 
-// backfillRowsOn is BackfillRows on the given path.
-func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[*FeatureRow, error] {
+// backfillRowsOn is BackfillRows on the given path, evaluating runs of rows
+// by rule eval.
+func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule) iter.Seq2[*FeatureRow, error] {
 	return func(yield func(*FeatureRow, error) bool) {
 		s, release, err := r.AcquireSnapshot()
 		if err != nil {
@@ -110,7 +116,7 @@ func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, op
 			return
 		}
 		defer release()
-		b, err := newBackfill(s, table, rows, aggs, opts, path)
+		b, err := newBackfill(s, table, rows, aggs, opts, path, eval)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -171,10 +177,12 @@ type backfill struct {
 	lastTx int64
 	nf     int
 
-	groups [][]byte // encoded group keys, in order of first appearance
-	bounds []int    // group g's rows are order[bounds[g]:bounds[g+1]]
-	order  []int32
-	txs    []int64 // resolved transaction time per row
+	groups   [][]byte // encoded group keys, in order of first appearance
+	bounds   []int    // group g's rows are order[bounds[g]:bounds[g+1]]
+	order    []int32
+	rowGroup []int32 // per row, its group
+	visit    []int32 // the groups in the order they are computed
+	txs      []int64 // resolved transaction time per row
 
 	cells    []cell // row i's features are cells[i*nf : (i+1)*nf]
 	refs     []any  // values of valRef cells
@@ -194,6 +202,9 @@ type backfill struct {
 	states       [][]uint8
 	accs         []accum  // the running states of the last sweep
 	next2        [][2]int // per filter: the sweep's next start and end
+	// Per filter, the spans of a direct evaluation's members (backfill_direct.go).
+	spans [][]memberSpan
+	eval  evalRule
 }
 
 // cell is a computed feature value waiting for its row to be yielded: a val
@@ -209,7 +220,7 @@ type edge struct {
 	id int32
 }
 
-func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) (*backfill, error) {
+func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule) (*backfill, error) {
 	if len(rows) > math.MaxInt32 {
 		return nil, fmt.Errorf("bitempo: backfill of %d rows: at most %d per call", len(rows), math.MaxInt32)
 	}
@@ -222,7 +233,8 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 		return nil, err
 	}
 	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(), cols: make([]colPath, len(p.attrs)),
-		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters))}
+		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters)),
+		spans: make([][]memberSpan, len(p.filters)), eval: eval}
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
 	}
@@ -242,7 +254,8 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 // bucket assigns rows to groups in order of first appearance and lays out each
 // group's rows contiguously in b.order (a counting sort, stable by index).
 func (b *backfill) bucket() error {
-	rowGroup := make([]int32, len(b.rows))
+	b.rowGroup = make([]int32, len(b.rows))
+	rowGroup := b.rowGroup
 	if !b.opts.TableWide {
 		ids := map[string]int32{}
 		var buf []byte
@@ -276,25 +289,66 @@ func (b *backfill) bucket() error {
 		b.order[fill[g]] = int32(i)
 		fill[g]++
 	}
+	b.visit = make([]int32, len(b.groups))
+	for g := range b.visit {
+		b.visit[g] = int32(g)
+	}
+	if !clustered(rowGroup) {
+		slices.SortFunc(b.visit, func(g, h int32) int { return bytes.Compare(b.groups[g], b.groups[h]) })
+	}
 	return nil
 }
 
+// clustered reports whether each group's rows are contiguous in the input.
+// A backfill computes the groups of clustered rows in order of appearance,
+// streaming them group by group; rows of other inputs are mostly held until
+// the end whatever the order, and their groups are computed in the group
+// index's order, so that the group scans read forward through the index and
+// its blocks are read once.
+func clustered(rowGroup []int32) bool {
+	for i := 1; i < len(rowGroup); i++ {
+		if rowGroup[i] < rowGroup[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// run computes the groups in b.visit order and yields each row once every
+// row before it is done and every group that first appears before its group
+// is computed. A failing group ends the backfill once the groups appearing
+// before it are computed: the rows yielded and the error are those of
+// computing the groups in order of appearance.
 func (b *backfill) run(yield func(*FeatureRow, error) bool) {
 	row := &FeatureRow{}
-	for g := range b.groups {
-		b.swept = g
-		if err := b.group(g); err != nil {
-			yield(nil, err)
-			return
+	done := make([]bool, len(b.groups))
+	prefix := 0 // groups 0..prefix-1 are computed
+	fail, failErr := len(b.groups), error(nil)
+	for n, g := range b.visit {
+		if int(g) > fail {
+			continue // a group appearing before it failed
 		}
-		b.progress(g+1, false)
-		for b.next < len(b.rows) && b.ready[b.next] {
+		b.swept = n
+		if err := b.group(int(g)); err != nil {
+			fail, failErr = int(g), err
+			continue
+		}
+		done[g] = true
+		for prefix < len(done) && done[prefix] {
+			prefix++
+		}
+		b.progress(n+1, false)
+		for b.next < len(b.rows) && int(b.rowGroup[b.next]) < prefix {
 			row.Index, row.cells, row.refs = b.next, b.cells[b.next*b.nf:(b.next+1)*b.nf], b.refs
 			b.next++
 			if !yield(row, nil) {
 				return
 			}
 		}
+	}
+	if failErr != nil {
+		yield(nil, failErr)
+		return
 	}
 	b.progress(len(b.groups), true)
 }
@@ -363,7 +417,7 @@ func (b *backfill) group(g int) error {
 			}
 			ms = alive
 		}
-		if err := b.sweep(ms, run); err != nil {
+		if err := b.evaluate(ms, run); err != nil {
 			return err
 		}
 		start = end
@@ -454,21 +508,30 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 				return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 			}
 		}
-		out := b.cells[int(ri)*b.nf : (int(ri)+1)*b.nf]
-		for k := range accs {
-			v, err := accs[k].result()
-			if err != nil {
-				return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
-			}
-			if v.kind == valRef {
-				v.n = uint64(len(b.refs))
-				b.refs = append(b.refs, v.ref)
-			}
-			out[k] = cell{kind: v.kind, n: v.n}
+		if err := b.emit(ri); err != nil {
+			return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 		}
-		b.ready[ri] = true
-		b.computed++
 	}
+	return nil
+}
+
+// emit stores the features of row ri, the results of b.accs, and marks the
+// row ready.
+func (b *backfill) emit(ri int32) error {
+	out := b.cells[int(ri)*b.nf : (int(ri)+1)*b.nf]
+	for k := range b.accs {
+		v, err := b.accs[k].result()
+		if err != nil {
+			return err
+		}
+		if v.kind == valRef {
+			v.n = uint64(len(b.refs))
+			b.refs = append(b.refs, v.ref)
+		}
+		out[k] = cell{kind: v.kind, n: v.n}
+	}
+	b.ready[ri] = true
+	b.computed++
 	return nil
 }
 
