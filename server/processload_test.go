@@ -312,9 +312,10 @@ func TestToolClientClosesItsConnection(t *testing.T) {
 //
 //   - every request that failed was in flight or sent while the server was
 //     down, and failed with one clean line from the tool (connection refused
-//     or reset, or the answer cut off, after a load's summary when the server
-//     died between the commit and the end of its answer) or a transport error
-//     of the program's HTTP client; no client hung or panicked;
+//     or reset, or the answer cut off, after a load's or a resolve's summary
+//     when the server died between it and the end of the answer) or a
+//     transport error of the program's HTTP client; no client hung or
+//     panicked;
 //   - every acknowledged load (exit status 0) is present whole, and no load
 //     is present in part;
 //   - the store verifies clean (bitempo verify);
@@ -542,19 +543,22 @@ func waitLoadClients(t *testing.T, clients []loadClient, limit time.Duration) []
 // or goes away during a command.
 var cleanFailure = regexp.MustCompile(`^bitempo: (server \S+: .*(connection refused|connection reset by peer|EOF)|the answer of the server \S+ was cut off: .*)\n$`)
 
-// loadSummary matches the summary a load prints once it has committed. The
-// server streams it as the command prints it, so a server killed after a
-// commit but before the end of its answer leaves the summary followed by the
-// cut-off line: the load committed, and the tool, which never got the exit
-// status, still fails.
-var loadSummary = regexp.MustCompile(`^bitempo: loaded customers from \S+: .*\n`)
+// summaries match, per kind of request, the summary line the command prints
+// on standard error once its work is done (a load: after its commit). The
+// server streams it as the command prints it, so a server killed after it but
+// before the end of its answer leaves the summary followed by the cut-off
+// line: the tool, which never got the exit status, still fails.
+var summaries = map[string]*regexp.Regexp{
+	kindLoad:    regexp.MustCompile(`^bitempo: loaded customers from \S+: .*\n`),
+	kindResolve: regexp.MustCompile(`^bitempo: resolved \d+ facts against customers: .*\n`),
+}
 
 // cleanStderr reports whether a failed command's standard error is one
-// clean failure line, after a load's summary when the answer was cut off
-// after the commit.
+// clean failure line, after the command's summary when the answer was cut
+// off after it.
 func cleanStderr(kind, stderr string) bool {
-	if kind == kindLoad {
-		if m := loadSummary.FindString(stderr); m != "" && strings.Contains(stderr[len(m):], "was cut off") {
+	if re := summaries[kind]; re != nil {
+		if m := re.FindString(stderr); m != "" && strings.Contains(stderr[len(m):], "was cut off") {
 			stderr = stderr[len(m):]
 		}
 	}
@@ -608,7 +612,7 @@ func checkLoadsWhole(t *testing.T, db *store.DB, records []loadRecord) {
 		case r.Status == 0 && present == 0:
 			t.Errorf("acknowledged load %v is missing: %s", r.Keys, r.Stderr)
 			lost++
-		case present == 0 && loadSummary.MatchString(r.Stderr):
+		case present == 0 && summaries[kindLoad].MatchString(r.Stderr):
 			t.Errorf("load %v printed its summary, then failed, and is missing: %s", r.Keys, r.Stderr)
 			lost++
 		case r.Status == 0:
