@@ -100,8 +100,8 @@ is bounded instead, whatever the format and the table's kind, and reads its
 input twice: pass 1 infers the
 column types (the same types as in memory), pass 2 checks and converts every
 row (the same errors, lines and columns, the same --skip-bad) into runs sorted
-by key on disk, one run per --spill-bytes (64 MB) of rows, in a
-bitempo-spill-load-* directory of the store. Only then does the transaction
+by key on disk, one run per --spill-bytes (64 MB) of rows, in files of the
+store's directory. Only then does the transaction
 start: the runs are merged and applied key by key (into a changes table as one
 CDC batch, with the versions, batch id, counts and errors of one Apply of the
 whole file), and its writes spill to sorted files past --spill-bytes too; the
@@ -109,8 +109,10 @@ commit adds them in one atomic step (an ingested sstable). Memory is then about
 2 x --spill-bytes, the rows of one key and about 100 bytes per distinct key,
 and grows only slowly with the rows: measured 0.62 GB peak for 1M change rows
 into a periods table (0.83 GB for 10M) and 0.58 GB for 1M CDC rows into a
-changes table. The run files take about 50 bytes per row on disk and are
-removed when the load ends, fails or is interrupted. Versions are the same as
+changes table. The run files take about 50 bytes per row on disk; each is
+unlinked as soon as it is created and read back through its open handle, so
+that it has no name and its space is freed when the load ends, however it ends
+(a kill or a crash included). Versions are the same as
 in memory; into a periods table surrogate keys (sk) are numbered in key order
 rather than file order, and overlapping versions are listed in key order.
 On a store whose engine bounds one commit (etcd), a one-transaction load of
@@ -118,7 +120,9 @@ more rows than the commit holds writes takes this bounded path too, its runs
 in the system's temporary directory; its writes cannot spill, so it fails as
 soon as they pass the bound, nothing written (--batch-size loads it). There a
 --batch-size load into a periods table streams too: it commits the sorted
-rows in batches of whole keys, in key order, holding one batch.
+rows in batches of whole keys, in key order, holding one batch; a load that
+stops there (an interruption, a failed commit) names the rows committed in
+that order (rows 1-N of the file's, and the file line of the last one).
 A Parquet file is read row group by row group (one row group's pages in
 memory). Stdin (FILE -) is first copied to a file on disk, as large as the
 input: in the store directory's parent, named .bitempo-stdin-* (in the
@@ -177,8 +181,9 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 	return cmd
 }
 
-// removeLoadLeftovers removes what loads killed midway left: their run files
-// and stdin spools. The store's lock, held now, says no load is using them.
+// removeLoadLeftovers removes what loads killed midway left: their spilled
+// writes, run files killed between their creation and their unlinking (a
+// moment), and stdin spools. The store's lock, held now, says no load is using them.
 func removeLoadLeftovers(db *store.DB) {
 	if left, _ := filepath.Glob(filepath.Join(db.Dir(), "bitempo-spill-*")); len(left) > 0 {
 		for _, d := range left {

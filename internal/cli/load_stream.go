@@ -13,7 +13,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -256,12 +255,8 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	}
 
 	// Pass 2: check and convert every row into sorted runs.
-	dir, err := os.MkdirTemp(runsPlace(db), "bitempo-spill-load-")
-	if err != nil {
-		return nil, false, fmt.Errorf("load %s: %w", t.Name, err)
-	}
-	defer os.RemoveAll(dir)
-	rs := &runSorter{dir: dir, budget: max(lf.spillBytes, 1), byAt: mode == modeUpserts, attrCols: plan.attrCols}
+	rs := &runSorter{dir: runsPlace(db), budget: max(lf.spillBytes, 1), byAt: mode == modeUpserts, attrCols: plan.attrCols}
+	defer rs.close()
 	var bad []*rowError
 	good := 0
 	errBad := errors.New("bad row")
@@ -327,9 +322,9 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	return sum, false, nil
 }
 
-// runsPlace is the directory a streamed load's runs go under: the store's
-// directory, so that they land on its disk, or the system's temporary
-// directory for a store without one (etcd).
+// runsPlace is the directory a streamed load's runs go in: the store's
+// directory, so that they land on its disk, or "" (the system's temporary
+// directory) for a store without one (etcd).
 func runsPlace(db *store.DB) string {
 	if st, err := os.Stat(db.Dir()); err == nil && st.IsDir() {
 		return db.Dir()
@@ -441,22 +436,96 @@ var errOverlaps = errors.New("overlapping rows")
 
 // runSorter collects encoded rows and writes them to sorted runs.
 type runSorter struct {
-	dir      string
+	dir      string // where run files are created ("": the system's temporary directory)
 	budget   int64
 	byAt     bool  // sort a key's rows by --at (changes), else file order
 	attrCols []int // the plan's attribute columns, which records name by index
 	held     []runRow
 	heldSize int64
 	seq      uint64
-	runs     []string
-	written  int // run files written, merged ones included
+	runs     []*runFile
 	buf      []byte
 }
 
-// runName names a new run file.
-func (rs *runSorter) runName() string {
-	rs.written++
-	return filepath.Join(rs.dir, fmt.Sprintf("run-%06d", rs.written))
+// close releases the runs' files, which removes them.
+func (rs *runSorter) close() {
+	for _, f := range rs.runs {
+		f.close()
+	}
+	rs.runs = nil
+}
+
+// runFilePrefix begins the name a run file has between its creation and its
+// unlinking: the next load of a Pebble store removes such names from its
+// directory (removeLoadLeftovers).
+const runFilePrefix = "bitempo-spill-load-"
+
+// runFile is one sorted run on disk. Its file is unlinked as soon as it is
+// created, so that it has no name and goes with its last handle, however the
+// process ends (a kill, a crash, a power loss included): the run is written
+// once and read back, any number of times, through that handle only.
+type runFile struct {
+	f    *os.File
+	size int64  // bytes written
+	name string // where the system refused to unlink an open file: removed at close
+}
+
+// writeRunFile creates a run file in dir and writes to it the rows next
+// returns until it says there are no more.
+func writeRunFile(dir string, next func() (*runRow, bool, error)) (*runFile, error) {
+	f, err := os.CreateTemp(dir, runFilePrefix+"*")
+	if err != nil {
+		return nil, err
+	}
+	rf := &runFile{f: f}
+	if os.Remove(f.Name()) != nil {
+		rf.name = f.Name()
+	}
+	cw := &countingWriter{w: f}
+	w := bufio.NewWriterSize(cw, 1<<20)
+	var buf []byte
+	for {
+		row, ok, err := next()
+		if err == nil && ok {
+			buf = appendRunRow(buf[:0], row)
+			_, err = w.Write(buf)
+		}
+		if err == nil && !ok {
+			err = w.Flush()
+		}
+		if err != nil {
+			rf.close()
+			return nil, err
+		}
+		if !ok {
+			rf.size = cw.n
+			return rf, nil
+		}
+	}
+}
+
+// reader reads the run from its start.
+func (rf *runFile) reader() *bufio.Reader {
+	return bufio.NewReaderSize(io.NewSectionReader(rf.f, 0, rf.size), 64<<10)
+}
+
+func (rf *runFile) close() {
+	rf.f.Close()
+	if rf.name != "" {
+		_ = os.Remove(rf.name)
+	}
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // runRow is one row in a run: its sort key and its encoded record.
@@ -494,35 +563,31 @@ func (rs *runSorter) add(row *loadRow, in *input) error {
 	return nil
 }
 
-// writeRun sorts the rows held and writes them as a run.
+// writeRun sorts the rows held and writes them as a run. Past 2 x maxRunFanIn
+// runs it merges maxRunFanIn of them into one, so that a load holds at most
+// that many files open, whatever its size.
 func (rs *runSorter) writeRun() error {
 	if len(rs.held) == 0 {
 		return nil
 	}
 	slices.SortFunc(rs.held, func(x, y runRow) int { return rs.compare(&x, &y) })
-	name := rs.runName()
-	f, err := os.Create(name)
+	i := 0
+	f, err := writeRunFile(rs.dir, func() (*runRow, bool, error) {
+		if i == len(rs.held) {
+			return nil, false, nil
+		}
+		i++
+		return &rs.held[i-1], true, nil
+	})
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	for i := range rs.held {
-		rs.buf = appendRunRow(rs.buf[:0], &rs.held[i])
-		if _, err := w.Write(rs.buf); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	rs.runs = append(rs.runs, name)
+	rs.runs = append(rs.runs, f)
 	clear(rs.held)
 	rs.held, rs.heldSize = rs.held[:0], 0
+	if len(rs.runs) >= 2*maxRunFanIn {
+		return rs.mergeFirst()
+	}
 	return nil
 }
 
@@ -532,21 +597,30 @@ func (rs *runSorter) finish() error {
 		return err
 	}
 	for len(rs.runs) > maxRunFanIn {
-		m, err := openMerge(rs, rs.runs[:maxRunFanIn])
-		if err != nil {
+		if err := rs.mergeFirst(); err != nil {
 			return err
 		}
-		name := rs.runName()
-		if err := m.writeTo(name); err != nil {
-			m.close()
-			return err
-		}
-		m.close()
-		for _, old := range rs.runs[:maxRunFanIn] {
-			_ = os.Remove(old)
-		}
-		rs.runs = append(rs.runs[maxRunFanIn:], name)
 	}
+	return nil
+}
+
+// mergeFirst merges the first maxRunFanIn runs into one, put last.
+func (rs *runSorter) mergeFirst() error {
+	m, err := openMerge(rs, rs.runs[:maxRunFanIn])
+	if err != nil {
+		return err
+	}
+	f, err := writeRunFile(rs.dir, func() (*runRow, bool, error) {
+		row, ok, err := m.next()
+		return &row, ok, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, old := range rs.runs[:maxRunFanIn] {
+		old.close()
+	}
+	rs.runs = append(rs.runs[maxRunFanIn:], f)
 	return nil
 }
 
@@ -617,7 +691,6 @@ var errRunCorrupt = errors.New("a sorted run file of the load is truncated or co
 // runMerge reads runs in sort order (a heap of their current rows).
 type runMerge struct {
 	rs    *runSorter
-	files []*os.File
 	heads []runHead
 	cur   runRow // the row after the last key returned, if haveCur
 	has   bool
@@ -628,21 +701,14 @@ type runHead struct {
 	br  *bufio.Reader
 }
 
-func openMerge(rs *runSorter, runs []string) (*runMerge, error) {
+func openMerge(rs *runSorter, runs []*runFile) (*runMerge, error) {
 	m := &runMerge{rs: rs}
-	for _, name := range runs {
-		f, err := os.Open(name)
-		if err != nil {
-			m.close()
-			return nil, err
-		}
-		m.files = append(m.files, f)
-		h := runHead{br: bufio.NewReaderSize(f, 64<<10)}
+	for _, f := range runs {
+		h := runHead{br: f.reader()}
 		switch err := readRunRow(h.br, &h.row); {
 		case err == io.EOF:
 			continue
 		case err != nil:
-			m.close()
 			return nil, err
 		}
 		m.heads = append(m.heads, h)
@@ -704,42 +770,8 @@ func (m *runMerge) nextKey(dst []loadRow, in *input) ([]loadRow, error) {
 	return dst, nil
 }
 
-// writeTo writes every row, in order, to a new run file.
-func (m *runMerge) writeTo(name string) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var buf []byte
-	for {
-		row, ok, err := m.next()
-		if err != nil {
-			f.Close()
-			return err
-		}
-		if !ok {
-			break
-		}
-		buf = appendRunRow(buf[:0], &row)
-		if _, err := w.Write(buf); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func (m *runMerge) close() {
-	for _, f := range m.files {
-		f.Close()
-	}
-	m.files = nil
-}
+// close drops the merge's readers; the runs stay, to be read again.
+func (m *runMerge) close() { m.heads = nil }
 
 // Value tags of the run encoding.
 const (

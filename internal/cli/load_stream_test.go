@@ -226,3 +226,66 @@ func TestRunRowRoundTrip(t *testing.T) {
 		t.Fatal("an attribute value of no run type was encoded")
 	}
 }
+
+// TestRunFilesHaveNoName checks that a load's sorted runs leave no file in
+// their directory from the moment each is created (they are unlinked and read
+// back through their handles, so a killed load leaves nothing), that runs past
+// 2 x maxRunFanIn are merged as they come, and that the merged runs read back
+// every row in key order, then --at order, as often as they are read.
+func TestRunFilesHaveNoName(t *testing.T) {
+	dir := t.TempDir()
+	in := &input{cols: []string{"k", "v"}}
+	rs := &runSorter{dir: dir, budget: 1, byAt: true, attrCols: []int{1}}
+	defer rs.close()
+	const n = 3*maxRunFanIn + 5 // one run a row: merged while written, then by finish
+	for i := range n {
+		k := fmt.Sprintf("k%03d", (i*37)%50)
+		row := loadRow{line: i + 2, key: store.Key{k}, tuple: k, at: int64(n - i), attrs: store.Attrs{"v": int64(i)}}
+		if err := rs.add(&row, in); err != nil {
+			t.Fatal(err)
+		}
+		if len(rs.runs) >= 2*maxRunFanIn {
+			t.Fatalf("%d runs held after row %d: more than 2 x maxRunFanIn", len(rs.runs), i)
+		}
+		if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
+			t.Fatalf("after row %d the run directory holds %v (%v)", i, left, err)
+		}
+	}
+	if err := rs.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.runs) > maxRunFanIn {
+		t.Fatalf("%d runs after finish, want at most %d", len(rs.runs), maxRunFanIn)
+	}
+	for pass := range 2 {
+		m, err := rs.merge()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev loadRow
+		rows := 0
+		for {
+			group, err := m.nextKey(nil, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(group) == 0 {
+				break
+			}
+			for _, r := range group {
+				if rows > 0 && (r.tuple < prev.tuple || r.tuple == prev.tuple && r.at <= prev.at) {
+					t.Fatalf("pass %d: row %s at %d read after %s at %d", pass, r.tuple, r.at, prev.tuple, prev.at)
+				}
+				prev = r
+				rows++
+			}
+		}
+		m.close()
+		if rows != n {
+			t.Fatalf("pass %d read %d rows, want %d", pass, rows, n)
+		}
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
+		t.Fatalf("the run directory holds %v (%v)", left, err)
+	}
+}

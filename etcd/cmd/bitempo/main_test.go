@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if n, err := strconv.Atoi(os.Getenv(failCommitEnv)); err == nil {
+		os.Exit(failingCommitTool(n))
+	}
 	dir, err := os.MkdirTemp("", "bitempo-etcd-tool-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
