@@ -444,7 +444,6 @@ type runSorter struct {
 	heldSize int64
 	seq      uint64
 	runs     []*runFile
-	buf      []byte
 }
 
 // close releases the runs' files, which removes them.
