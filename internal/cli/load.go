@@ -109,10 +109,10 @@ commit adds them in one atomic step (an ingested sstable). Memory is then about
 2 x --spill-bytes, the rows of one key and about 100 bytes per distinct key,
 and grows only slowly with the rows: measured 0.62 GB peak for 1M change rows
 into a periods table (0.83 GB for 10M) and 0.58 GB for 1M CDC rows into a
-changes table. The run files take about 50 bytes per row on disk; each is
-unlinked as soon as it is created and read back through its open handle, so
-that it has no name and its space is freed when the load ends, however it ends
-(a kill or a crash included). Versions are the same as
+changes table. The run files take about 50 bytes per row on disk; each has
+no name (created with O_TMPFILE on Linux, else unlinked as soon as it is
+created) and is read back through its open handle, so that its space is freed
+when the load ends, however it ends (a kill or a crash included). Versions are the same as
 in memory; into a periods table surrogate keys (sk) are numbered in key order
 rather than file order, and overlapping versions are listed in key order.
 On a store whose engine bounds one commit (etcd), a one-transaction load of
@@ -183,7 +183,7 @@ it are as fast as reads of a store that has settled; --no-compact skips that.`,
 
 // removeLoadLeftovers removes what loads killed midway left: their spilled
 // writes, run files killed between their creation and their unlinking (a
-// moment), and stdin spools. The store's lock, held now, says no load is using them.
+// moment, where O_TMPFILE is not available), and stdin spools. The store's lock, held now, says no load is using them.
 func removeLoadLeftovers(db *store.DB) {
 	if left, _ := filepath.Glob(filepath.Join(db.Dir(), "bitempo-spill-*")); len(left) > 0 {
 		for _, d := range left {

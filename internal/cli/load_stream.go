@@ -459,10 +459,11 @@ func (rs *runSorter) close() {
 // directory (removeLoadLeftovers).
 const runFilePrefix = "bitempo-spill-load-"
 
-// runFile is one sorted run on disk. Its file is unlinked as soon as it is
-// created, so that it has no name and goes with its last handle, however the
-// process ends (a kill, a crash, a power loss included): the run is written
-// once and read back, any number of times, through that handle only.
+// runFile is one sorted run on disk. Its file has no name (created unnamed
+// where the system can, otherwise unlinked as soon as it is created), so that
+// it goes with its last handle however the process ends (a kill, a crash, a
+// power loss included): the run is written once and read back, any number of
+// times, through that handle only.
 type runFile struct {
 	f    *os.File
 	size int64  // bytes written
@@ -472,14 +473,11 @@ type runFile struct {
 // writeRunFile creates a run file in dir and writes to it the rows next
 // returns until it says there are no more.
 func writeRunFile(dir string, next func() (*runRow, bool, error)) (*runFile, error) {
-	f, err := os.CreateTemp(dir, runFilePrefix+"*")
+	f, name, err := createRunFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	rf := &runFile{f: f}
-	if os.Remove(f.Name()) != nil {
-		rf.name = f.Name()
-	}
+	rf := &runFile{f: f, name: name}
 	cw := &countingWriter{w: f}
 	w := bufio.NewWriterSize(cw, 1<<20)
 	var buf []byte
@@ -506,6 +504,22 @@ func writeRunFile(dir string, next func() (*runRow, bool, error)) (*runFile, err
 // reader reads the run from its start.
 func (rf *runFile) reader() *bufio.Reader {
 	return bufio.NewReaderSize(io.NewSectionReader(rf.f, 0, rf.size), 64<<10)
+}
+
+// createNamedRunFile creates a run file in dir (the system's temporary
+// directory when empty) and unlinks it at once. It returns the file's name
+// only where the system refused to unlink an open file, for close to remove.
+// Between the two calls the file has a name: a process killed there leaves
+// an empty file behind.
+func createNamedRunFile(dir string) (*os.File, string, error) {
+	f, err := os.CreateTemp(dir, runFilePrefix+"*")
+	if err != nil {
+		return nil, "", err
+	}
+	if os.Remove(f.Name()) != nil {
+		return f, f.Name(), nil
+	}
+	return f, "", nil
 }
 
 func (rf *runFile) close() {

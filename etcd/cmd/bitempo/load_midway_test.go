@@ -135,7 +135,7 @@ func csvLines(out string) []string {
 // TestKilledLoadLeavesNoRuns: a streamed load killed with SIGKILL while it
 // holds its sorted runs (writing them, or committing batches from them)
 // leaves nothing in the temporary directory its runs went to (TMPDIR: an etcd
-// store has no directory): they were unlinked when created.
+// store has no directory): they have no name (O_TMPFILE on Linux).
 func TestKilledLoadLeavesNoRuns(t *testing.T) {
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		t.Skip("needs /proc/PID/fd to see the load's open runs")
@@ -152,9 +152,8 @@ func TestKilledLoadLeavesNoRuns(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	// Kill once the load holds runs, all seen unlinked (or, if some keep a
-	// name, 200ms after it first held one: a run is unlinked microseconds
-	// after its creation).
+	// Kill once the load holds runs, all seen without a name (or, if some
+	// keep one, 200ms after it first held one).
 	var since time.Time
 	for {
 		select {
