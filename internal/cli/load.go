@@ -238,13 +238,15 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		path, name = spool, "stdin"
 	}
 	maxWrites, _, bounded := db.CommitLimits()
-	// On an engine that bounds one commit, a file of more rows than a commit
-	// holds writes streams: a one-transaction load then holds no more than
-	// the commit can before it fails, and a batched load (but one into a
-	// changes table, whose batch ids follow file order) no more than a batch
-	// (docs/replication.md).
-	batches := bounded && lf.batchSize > 0 && mode != modeEvents
-	if bounded && (lf.batchSize == 0 || batches) {
+	// A file of more than --spill-rows rows streams when the load is one
+	// transaction or a batched load into a changes table (its batches those
+	// of the in-memory path, in file order), on any engine. On an engine that
+	// bounds one commit, a batched load into a periods table streams too (in
+	// key order), and so does a file of more rows than a commit holds writes:
+	// a one-transaction load then holds no more than the commit can before it
+	// fails, and a batched load no more than a batch (docs/replication.md).
+	batches := lf.batchSize > 0 && (bounded || mode == modeEvents)
+	if bounded {
 		lf.spillRows = min(lf.spillRows, max(maxWrites, 1))
 	}
 	if stream, err := streamable(path, format, mode, lf, batches); err != nil {
@@ -269,6 +271,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err != nil {
 		return err
 	}
+	noteRowsHeld(len(in.rows))
 	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
 		return err
 	}
