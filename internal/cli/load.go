@@ -123,6 +123,11 @@ soon as they pass the bound, nothing written (--batch-size loads it). There a
 rows in batches of whole keys, in key order, holding one batch; a load that
 stops there (an interruption, a failed commit) names the rows committed in
 that order (rows 1-N of the file's, and the file line of the last one).
+A --batch-size load into a changes table of more rows than --spill-rows (on
+etcd, than one commit holds writes) streams on every engine, in the batches
+of the in-memory load: file order, the same rows in each, the same batch ids,
+the same store; it reads its input twice, writes its rows to runs twice
+(sorted by event, then by file order) and holds one batch of rows.
 A Parquet file is read row group by row group (one row group's pages in
 memory). Stdin (FILE -) is first copied to a file on disk, as large as the
 input: in the store directory's parent, named .bitempo-stdin-* (in the

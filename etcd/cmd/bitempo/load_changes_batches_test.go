@@ -24,11 +24,7 @@ func cdcEvents(t *testing.T, dir string, n, keys int, seed uint64) []int {
 	r := rand.New(rand.NewPCG(seed, 7))
 	var rows []string
 	for range n {
-		op := ""
-		if r.IntN(6) == 0 {
-			op = "d"
-		}
-		row := fmt.Sprintf("k%03d,%d,%d,%s,%d", r.IntN(keys), r.IntN(60), r.IntN(2), op, r.IntN(1000))
+		row := fmt.Sprintf("k%03d,%d,%d,%s,%d", r.IntN(keys), r.IntN(60), r.IntN(2), []string{"", "", "", "", "", "d"}[r.IntN(6)], r.IntN(1000))
 		rows = append(rows, row)
 		if r.IntN(8) == 0 {
 			rows = append(rows, row)
@@ -80,23 +76,14 @@ func TestBatchedChangesLoadStreamsAndFinishesAfterAFailure(t *testing.T) {
 		t.Fatalf("the load held up to %d rows at once; a batch is 8", held)
 	}
 
-	cmd := exec.Command(os.Args[0], append(load, "--db", midway)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), failCommitEnv+"=4") // one engine commit per batch
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	code := -1
-	if ee, isExit := err.(*exec.ExitError); isExit {
-		code = ee.ExitCode()
-	}
+	code, stderr, err := runFailingCommit(dir, 4, append(load, "--db", midway)...) // one engine commit per batch
 	want := regexp.MustCompile(fmt.Sprintf(`(?m)^bitempo: load t: commit: storage engine unavailable: the injected failure of commit 4; `+
 		`rows 1-24 of %d \(in file order; the last committed is %s line %d\) `+
 		`were committed in 3 transactions, tx \S+ \.\. \S+; the rest is not loaded; `+
 		`to continue, run the same command again with the same --batch-size 8: the committed batches are recognised by their batch ids and skipped\n\z`,
 		len(kept), regexp.QuoteMeta(filepath.Join(dir, "events.csv")), kept[23]))
-	if code != 1 || !want.MatchString(stderr.String()) {
-		t.Fatalf("load: %v (status %d), stderr:\n%s\nwant it to end with a line matching %s", err, code, stderr.String(), want)
+	if code != 1 || !want.MatchString(stderr) {
+		t.Fatalf("load: %v (status %d), stderr:\n%s\nwant it to end with a line matching %s", err, code, stderr, want)
 	}
 	r := ok(t, dir, append(load, "--db", midway)...)
 	if !strings.Contains(r.stderr, "3 batches already applied") {
@@ -120,4 +107,21 @@ var txTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 func dumpStore(t *testing.T, dir, db string) string {
 	t.Helper()
 	return txTime.ReplaceAllString(ok(t, dir, "dump", "--format", "csv", "--db", db).stdout, "TX")
+}
+
+// runFailingCommit runs the tool on args in dir with the failN-th commit of
+// its etcd engine failing (failingCommitTool), and returns its exit status
+// (-1 if it did not exit), its stderr and the error of the run.
+func runFailingCommit(dir string, failN int, args ...string) (int, string, error) {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", failCommitEnv, failN))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	code := -1
+	if ee, isExit := err.(*exec.ExitError); isExit {
+		code = ee.ExitCode()
+	}
+	return code, stderr.String(), err
 }
