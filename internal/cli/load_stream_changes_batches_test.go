@@ -17,11 +17,7 @@ import (
 // last of their event, is the same as in src.
 func withFailingEvent(t *testing.T, src, dir, name string) {
 	t.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(cdcFileText(t, src), "\n"), "\n")
 	event := func(line string) string {
 		f := strings.Split(line, ",")
 		return strings.Join(f[:3], ",")
@@ -47,7 +43,9 @@ func withFailingEvent(t *testing.T, src, dir, name string) {
 // event, then by file order): shuffled rows with duplicates, conflicts (ties
 // at one key, --at and --seq), deletes and nulls, then a file of late and
 // later events, then the first file again (every batch a replay), then a file
-// whose row in the middle fails inside Apply (the batches before it commit).
+// with two bad rows (failing with nothing loaded, then loaded with
+// --skip-bad), then a file whose row in the middle fails inside Apply (the
+// batches before it commit).
 // The two loads must say the same (but for transaction times) and leave the
 // same bytes: versions, surrogate keys, event log and batch ids. A load of a
 // file whose middle row fails is then finished by the same batch id and the
@@ -59,6 +57,13 @@ func TestBatchedChangesLoadStreamedSameAsInMemory(t *testing.T) {
 	a := cdcFile(t, dir, "a.csv", 2000, 200, 0, 1000, 11, true)
 	cdcFile(t, dir, "b.csv", 1500, 300, 500, 2000, 12, true)
 	withFailingEvent(t, a, dir, "a-fails.csv")
+	rows := strings.Split(cdcFileText(t, a), "\n")
+	for _, i := range []int{300, 1200} { // rows whose --at is not a time
+		f := strings.Split(rows[i], ",")
+		f[1] = "x"
+		rows[i] = strings.Join(f, ",")
+	}
+	write(t, dir, "bad-rows.csv", strings.Join(rows, "\n"))
 	for _, size := range []string{"7", "100", "5000"} {
 		t.Run("batch size "+size, func(t *testing.T) {
 			create := []string{"create", "t", "--key", "id", "--axis", "int", "--kind", "changes", "--group-by", "tier", "--track-except", "score"}
@@ -94,6 +99,12 @@ func TestBatchedChangesLoadStreamedSameAsInMemory(t *testing.T) {
 			}
 			if _, stderr := both("a.csv"); !strings.Contains(stderr, "already applied") {
 				t.Fatalf("the file again was not a replay: %s", stderr)
+			}
+			if code, stderr := both("bad-rows.csv"); code != 1 || !strings.Contains(stderr, "bad-rows.csv line 301") || !strings.Contains(stderr, "nothing loaded") {
+				t.Fatalf("bad-rows.csv: exit %d: %s", code, stderr)
+			}
+			if code, stderr := both("bad-rows.csv", "--skip-bad"); code != 0 || !strings.Contains(stderr, "skipped bad-rows.csv line 1201") {
+				t.Fatalf("bad-rows.csv --skip-bad: exit %d: %s", code, stderr)
 			}
 
 			// A load stopped midway, then finished, into new stores.
@@ -159,4 +170,14 @@ func TestBatchedChangesLoadStreamedHoldsOneBatch(t *testing.T) {
 	if x != y {
 		t.Fatalf("the stores differ at %s", firstDiff(x, y))
 	}
+}
+
+// cdcFileText is the content of the file at path.
+func cdcFileText(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
