@@ -58,7 +58,18 @@
 //     names the rows that committed and says how to continue; reloading is safe
 //     (versions already stored, upserts already in effect and CDC batch ids
 //     already applied change nothing). Batches are not the default: they leave
-//     an interrupted load half applied.
+//     an interrupted load half applied. A batched load into a changes table of
+//     more than --spill-rows rows streams too, on every engine, in the
+//     in-memory path's batches: checked rows go into runs sorted by event
+//     (key, --at, --seq), whose merge keeps the last row of each event in runs
+//     sorted by file order, whose merge gives the file-order batches one at a
+//     time, batch k applied as ID#k; so the batch ids, the rows a stopped load
+//     names and what a rerun skips are those of the in-memory load, the store
+//     ends byte for byte the same, and memory is the runs' budget and one
+//     batch's rows (load_stream_changes_batches.go). On an engine that bounds
+//     one commit (etcd) --spill-rows is at most what a commit holds, and a
+//     batched load into a periods table streams in key order instead
+//     (load_stream_batches.go).
 //   - A periods table keeps versions, not events: a change row equal to the
 //     version in effect is dropped, and a late row only rewrites up to the next
 //     stored change; the load summary counts both, and create says so when

@@ -123,6 +123,11 @@ soon as they pass the bound, nothing written (--batch-size loads it). There a
 rows in batches of whole keys, in key order, holding one batch; a load that
 stops there (an interruption, a failed commit) names the rows committed in
 that order (rows 1-N of the file's, and the file line of the last one).
+A --batch-size load into a changes table of more rows than --spill-rows (on
+etcd, than one commit holds writes) streams on every engine, in the batches
+of the in-memory load: file order, the same rows in each, the same batch ids,
+the same store; it reads its input twice, writes its rows to runs twice
+(sorted by event, then by file order) and holds one batch of rows.
 A Parquet file is read row group by row group (one row group's pages in
 memory). Stdin (FILE -) is first copied to a file on disk, as large as the
 input: in the store directory's parent, named .bitempo-stdin-* (in the
@@ -238,13 +243,15 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 		path, name = spool, "stdin"
 	}
 	maxWrites, _, bounded := db.CommitLimits()
-	// On an engine that bounds one commit, a file of more rows than a commit
-	// holds writes streams: a one-transaction load then holds no more than
-	// the commit can before it fails, and a batched load (but one into a
-	// changes table, whose batch ids follow file order) no more than a batch
-	// (docs/replication.md).
-	batches := bounded && lf.batchSize > 0 && mode != modeEvents
-	if bounded && (lf.batchSize == 0 || batches) {
+	// A file of more than --spill-rows rows streams when the load is one
+	// transaction or a batched load into a changes table (its batches those
+	// of the in-memory path, in file order), on any engine. On an engine that
+	// bounds one commit, a batched load into a periods table streams too (in
+	// key order), and so does a file of more rows than a commit holds writes:
+	// a one-transaction load then holds no more than the commit can before it
+	// fails, and a batched load no more than a batch (docs/replication.md).
+	batches := lf.batchSize > 0 && (bounded || mode == modeEvents)
+	if bounded {
 		lf.spillRows = min(lf.spillRows, max(maxWrites, 1))
 	}
 	if stream, err := streamable(path, format, mode, lf, batches); err != nil {
@@ -269,6 +276,7 @@ func (a *app) load(table, path string, lf *loadFlags) error {
 	if err != nil {
 		return err
 	}
+	noteRowsHeld(len(in.rows))
 	if err := in.checkParquetKeys("a key column of table "+t.Name, keyNames(t)); err != nil {
 		return err
 	}

@@ -18,15 +18,20 @@ import (
 func (r *loadRun) commitEvents(batchID string) error {
 	n := len(r.rows)
 	r.rows = lastPerEvent(r.rows)
-	dropped := n - len(r.rows)
-	parts := len(batches(len(r.rows), r.size))
+	r.batchID, r.parts = batchID, len(batches(len(r.rows), r.size))
+	err := r.commitEventRows()
+	r.eventsDone(err, n-len(r.rows))
+	return err
+}
+
+// commitEventRows applies r.rows as the load's next CDC batches, one Apply
+// per transaction, numbering them on from the batches already committed.
+func (r *loadRun) commitEventRows() error {
 	var res txn.ApplyResult
-	k := 0
-	err := r.commit(func(tx *txn.Tx, b batch) error {
-		k++
-		id := batchID
-		if parts > 1 {
-			id = fmt.Sprintf("%s#%d", batchID, k)
+	return r.commit(func(tx *txn.Tx, b batch) error {
+		id := r.batchID
+		if r.parts > 1 {
+			id = fmt.Sprintf("%s#%d", r.batchID, r.committed+1)
 		}
 		events := make([]txn.Event, 0, b.hi-b.lo)
 		for i := b.lo; i < b.hi; i++ {
@@ -47,12 +52,19 @@ func (r *loadRun) commitEvents(batchID string) error {
 			err = fmt.Errorf("%s line %d: %w", r.sum.file, r.rows[b.lo+ee.Index].line, ee.Err)
 		}
 		return err
-	}, func(_ txn.Commit, b batch) { r.addApplied(res, b.hi-b.lo) })
+	}, func(_ txn.Commit, b batch) {
+		r.committed++
+		r.addApplied(res, b.hi-b.lo)
+	})
+}
+
+// eventsDone completes the summary of a changes-table load that ended with
+// err, whose dropped rows were superseded by a later row of their event.
+func (r *loadRun) eventsDone(err error, dropped int) {
 	r.sum.events = true
-	if err == nil && r.sum.replayed == parts {
+	if err == nil && r.sum.replayed == r.parts {
 		r.sum.unchanged += dropped // a replayed file changed nothing, its dropped rows included
 	}
-	return err
 }
 
 // addApplied adds what one Apply of rows rows did to the summary.

@@ -53,6 +53,11 @@ type loadRun struct {
 	streamed bool
 	total    int
 	lastLine int // the file line of the last row committed
+	// The CDC batches of a load into a changes table: batchID names them,
+	// parts is how many the load's rows make (one is named batchID, more
+	// batchID#k for batch k from 1), committed how many have committed.
+	batchID          string
+	parts, committed int
 }
 
 // defaultSpillBytes is the memory a spilling load's writes may take before they
@@ -164,7 +169,7 @@ func (r *loadRun) tick(tx *txn.Tx, i int) error {
 
 // order names the order in which the rows of this load are applied.
 func (r *loadRun) order() string {
-	if r.streamed {
+	if r.streamed && r.mode != modeEvents { // a changes table's batches keep file order
 		return "in key order, each key's rows in " + map[bool]string{true: "--at", false: "file"}[r.mode == modeUpserts] + " order"
 	}
 	if r.mode == modeUpserts {

@@ -25,7 +25,9 @@ import (
 // This file is the bounded load: a load of more than --spill-rows rows in one
 // transaction, never holding the file (CSV, JSONL or Parquet, read by row
 // group; stdin is copied to a file first, load_spool.go). A changes table's
-// rows are applied as one CDC batch key by key (load_stream_changes.go).
+// rows are applied as one CDC batch key by key (load_stream_changes.go), or
+// with --batch-size in the file-order batches of the in-memory path
+// (load_stream_changes_batches.go).
 //
 //   - Pass 1 streams the file once and sums up each column (colStats): the
 //     types inferred from these sums are those the in-memory path infers from
@@ -122,7 +124,7 @@ func (p *loadPlan) inferStreamed(in *input, c int) (attrType, bool) {
 
 // streamable reports whether a load reads its file in two passes instead of
 // holding it: a one-transaction load (or with batches set, a batched one:
-// commitMergedBatches) of a CSV or JSONL file with more lines
+// commitMergedBatches, commitEventsInFileOrder) of a CSV or JSONL file with more lines
 // than --spill-rows (a row takes at least one line, so fewer lines means the
 // in-memory path, without reading the file twice), or of a Parquet file whose
 // footer counts more rows.
@@ -255,7 +257,8 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 	}
 
 	// Pass 2: check and convert every row into sorted runs.
-	rs := &runSorter{dir: runsPlace(db), budget: max(lf.spillBytes, 1), byAt: mode == modeUpserts, attrCols: plan.attrCols}
+	rs := &runSorter{dir: runsPlace(db), budget: max(lf.spillBytes, 1), byAt: mode == modeUpserts,
+		byEvent: mode == modeEvents && lf.batchSize > 0, attrCols: plan.attrCols}
 	defer rs.close()
 	var bad []*rowError
 	good := 0
@@ -310,7 +313,11 @@ func (a *app) loadStreamed(ctx context.Context, db *store.DB, t *store.Table, mo
 				return nil, false, fmt.Errorf("load %s: %w; nothing loaded", t.Name, err)
 			}
 		}
-		err = run.commitMergedEvents(rs, good, in, batchID)
+		if run.size > 0 {
+			err = run.commitEventsInFileOrder(rs, good, in, batchID)
+		} else {
+			err = run.commitMergedEvents(rs, good, in, batchID)
+		}
 	} else if run.size > 0 {
 		err = run.commitMergedBatches(rs, good, in)
 	} else {
@@ -436,14 +443,16 @@ var errOverlaps = errors.New("overlapping rows")
 
 // runSorter collects encoded rows and writes them to sorted runs.
 type runSorter struct {
-	dir      string // where run files are created ("": the system's temporary directory)
-	budget   int64
-	byAt     bool  // sort a key's rows by --at (changes), else file order
-	attrCols []int // the plan's attribute columns, which records name by index
-	held     []runRow
-	heldSize int64
-	seq      uint64
-	runs     []*runFile
+	dir       string // where run files are created ("": the system's temporary directory)
+	budget    int64
+	byAt      bool  // sort a key's rows by --at (changes), else file order
+	byEvent   bool  // sort by event (eventTuple: key, --at, --seq), then file order
+	fileOrder bool  // sort by file order alone
+	attrCols  []int // the plan's attribute columns, which records name by index
+	held      []runRow
+	heldSize  int64
+	seq       uint64
+	runs      []*runFile
 }
 
 // close releases the runs' files, which removes them.
@@ -550,6 +559,9 @@ type runRow struct {
 }
 
 func (rs *runSorter) compare(x, y *runRow) int {
+	if rs.fileOrder {
+		return cmp.Compare(x.seq, y.seq)
+	}
 	if c := cmp.Compare(x.tuple, y.tuple); c != 0 {
 		return c
 	}
@@ -567,9 +579,19 @@ func (rs *runSorter) add(row *loadRow, in *input) error {
 	if err != nil {
 		return err
 	}
-	rs.held = append(rs.held, runRow{tuple: row.tuple, at: row.at, seq: rs.seq, rec: rec})
+	tuple := row.tuple
+	if rs.byEvent {
+		tuple = eventTuple(row)
+	}
 	rs.seq++
-	rs.heldSize += int64(len(rec)+len(row.tuple)) + 64
+	return rs.hold(runRow{tuple: tuple, at: row.at, seq: rs.seq - 1, rec: rec})
+}
+
+// hold holds an encoded row, writing a run past the budget.
+func (rs *runSorter) hold(row runRow) error {
+	rs.held = append(rs.held, row)
+	noteRowsHeld(len(rs.held))
+	rs.heldSize += int64(len(row.rec)+len(row.tuple)) + 64
 	if rs.heldSize >= rs.budget {
 		return rs.writeRun()
 	}
@@ -774,6 +796,7 @@ func (m *runMerge) nextKey(dst []loadRow, in *input) ([]loadRow, error) {
 		}
 		lr.at = m.cur.at
 		dst = append(dst, lr)
+		noteRowsHeld(len(dst))
 		row, ok, err := m.next()
 		if err != nil {
 			return dst, err

@@ -86,23 +86,14 @@ func TestBatchedLoadFailsMidway(t *testing.T) {
 	db := fmt.Sprintf("etcd://%s/tool/midway-%d", members.Hosts(), time.Now().UnixNano()) // a new store at each run of the test
 	batchedChanges(t, dir, 200)
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", db)
-	cmd := exec.Command(os.Args[0], "load", "t", "changes.csv", "--at", "at", "--batch-size", "1000", "--db", db)
-	cmd.Dir = dir
 	// The load's engine commits are its batches' transactions, one each.
-	cmd.Env = append(os.Environ(), failCommitEnv+"=4")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	code := -1
-	if ee, isExit := err.(*exec.ExitError); isExit {
-		code = ee.ExitCode()
-	}
+	code, stderr, err := runFailingCommit(dir, 4, "load", "t", "changes.csv", "--at", "at", "--batch-size", "1000", "--db", db)
 	want := regexp.MustCompile(`(?m)^bitempo: load t: commit: storage engine unavailable: the injected failure of commit 4; ` +
 		`rows 1-27 of 600 \(in key order, each key's rows in --at order; the last committed is changes\.csv line 410\) ` +
 		`were committed in 3 transactions, tx \S+ \.\. \S+; the rest is not loaded; ` +
 		`to continue, run the same command again: rows already loaded change nothing\n\z`)
-	if code != 1 || !want.MatchString(stderr.String()) {
-		t.Fatalf("load: %v (status %d), stderr:\n%s\nwant it to end with a line matching %s", err, code, stderr.String(), want)
+	if code != 1 || !want.MatchString(stderr) {
+		t.Fatalf("load: %v (status %d), stderr:\n%s\nwant it to end with a line matching %s", err, code, stderr, want)
 	}
 	for k := range 9 {
 		r := ok(t, dir, "history", "t", fmt.Sprintf("k%03d", k), "--format", "csv", "--db", db)
