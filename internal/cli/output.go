@@ -208,18 +208,19 @@ func writeAligned(w io.Writer, rows [][]string) error {
 // renders it as an encoding.Value; a value of no attribute type prints as
 // fmt.Sprint prints it.
 func valueCell(x any) cell {
+	var v encoding.Value
 	switch y := x.(type) {
 	case string: // its own cell: ValueOf would copy it, and cellOf copy it back
 		return cell{y, y}
 	case int:
-		x = int64(y)
+		v = encoding.Value{Kind: encoding.KindInt, Int: int64(y)}
 	case uint32:
-		x = uint64(y)
-	}
-	v := encoding.ValueOf(x)
-	if v.Kind == encoding.KindNull && x != nil {
-		s := fmt.Sprint(x)
-		return cell{s, s}
+		v = encoding.Value{Kind: encoding.KindUint, Uint: uint64(y)}
+	default:
+		if v = encoding.ValueOf(x); v.Kind == encoding.KindNull && x != nil {
+			s := fmt.Sprint(x)
+			return cell{s, s}
+		}
 	}
 	return cellOf(&v)
 }
