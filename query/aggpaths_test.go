@@ -10,10 +10,9 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testlong"
-	"github.com/bitempo/bitempo/internal/testutil"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 const pathMinute = int64(60_000_000)
@@ -104,30 +103,12 @@ func pathStore(t *testing.T, rng *rand.Rand) *store.DB {
 		}
 		return a
 	}
-	for range 40 {
-		if _, err := txn.Update(db, func(tx *txn.Tx) error {
-			for range 1 + rng.IntN(5) {
-				key := store.Key{rng.Int64N(25)}
-				from := rng.Int64N(60) * pathMinute
-				var err error
-				switch rng.IntN(5) {
-				case 0, 1:
-					_, err = tx.Upsert("c", key, attrs(), from)
-				case 2, 3:
-					err = tx.Put("c", key, attrs(), from, from+(1+rng.Int64N(20))*pathMinute)
-				default:
-					err = tx.Delete("c", key, from, from+(1+rng.Int64N(10))*pathMinute)
-				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testutil.Verify(t, db)
+	randstore.Write(t, db, rng, randstore.History{
+		Table: "c", Commits: 40, MaxOps: 5,
+		Ops:   []randstore.Op{randstore.Upsert, randstore.Upsert, randstore.Put, randstore.Put, randstore.Delete},
+		Key:   func(int) store.Key { return store.Key{rng.Int64N(25)} },
+		Attrs: attrs, Valid: 60, Unit: pathMinute, PutLen: 20, DeleteLen: 10,
+	})
 	return db
 }
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // decimalStore writes a random grouped history whose "amt" is a decimal of
@@ -33,27 +33,18 @@ func decimalStore(t *testing.T, rng *rand.Rand) *store.DB {
 		}
 		return randomDecimal(rng, 7, 4)
 	}
-	for range 30 {
-		if _, err := txn.Update(db, func(tx *txn.Tx) error {
-			for range 1 + rng.IntN(5) {
-				a := store.Attrs{"user": fmt.Sprint("u", rng.IntN(3)), "amt": amt(), "fix": nil}
-				if d, ok := amt().(encoding.Decimal); ok {
-					a["fix"], _ = d.Rescale(4) // or null: decimals all of scale 4
-				}
-				from := rng.Int64N(60) * pathMinute
-				if rng.IntN(2) == 0 {
-					if _, err := tx.Upsert("c", store.Key{rng.Int64N(20)}, a, from); err != nil {
-						return err
-					}
-				} else if err := tx.Put("c", store.Key{rng.Int64N(20)}, a, from, from+(1+rng.Int64N(20))*pathMinute); err != nil {
-					return err
-				}
+	randstore.Write(t, db, rng, randstore.History{
+		Table: "c", Commits: 30, MaxOps: 5, Ops: []randstore.Op{randstore.Upsert, randstore.Put},
+		Key: func(int) store.Key { return store.Key{rng.Int64N(20)} },
+		Attrs: func() store.Attrs {
+			a := store.Attrs{"user": fmt.Sprint("u", rng.IntN(3)), "amt": amt(), "fix": nil}
+			if d, ok := amt().(encoding.Decimal); ok {
+				a["fix"], _ = d.Rescale(4) // or null: decimals all of scale 4
 			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+			return a
+		},
+		Valid: 60, Unit: pathMinute, PutLen: 20,
+	})
 	return db
 }
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // intStore returns a grouped table whose amounts are int64s (with mixed,
@@ -40,29 +40,18 @@ func intStore(t *testing.T, rng *rand.Rand, mixed bool) *store.DB {
 		}
 		return rng.Int64N(100)
 	}
-	for range 40 {
-		if _, err := txn.Update(db, func(tx *txn.Tx) error {
-			for range 1 + rng.IntN(5) {
-				from := rng.Int64N(60)
-				a := store.Attrs{"user": fmt.Sprint("u", rng.IntN(4)), "amount": amount(), "big": big(), "note": "x", "status": []string{"a", "b"}[rng.IntN(2)]}
-				if rng.IntN(6) == 0 {
-					delete(a, "amount")
-				}
-				var err error
-				if rng.IntN(2) == 0 {
-					_, err = tx.Upsert("c", store.Key{rng.Int64N(30)}, a, from)
-				} else {
-					err = tx.Put("c", store.Key{rng.Int64N(30)}, a, from, from+1+rng.Int64N(20))
-				}
-				if err != nil {
-					return err
-				}
+	randstore.Write(t, db, rng, randstore.History{
+		Table: "c", Commits: 40, MaxOps: 5, Ops: []randstore.Op{randstore.Upsert, randstore.Put},
+		Key: func(int) store.Key { return store.Key{rng.Int64N(30)} },
+		Attrs: func() store.Attrs {
+			a := store.Attrs{"user": fmt.Sprint("u", rng.IntN(4)), "amount": amount(), "big": big(), "note": "x", "status": []string{"a", "b"}[rng.IntN(2)]}
+			if rng.IntN(6) == 0 {
+				delete(a, "amount")
 			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+			return a
+		},
+		Valid: 60, PutLen: 20,
+	})
 	return db
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testutil"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -63,43 +64,13 @@ func drawProjection(t *rapid.T) []string {
 }
 
 func (w *randomWorld) writeAttrs(t *rapid.T) {
-	c, err := txn.Update(w.db, func(tx *txn.Tx) error {
-		for i := range rapid.IntRange(1, 3).Draw(t, "ops") {
-			key := drawKey(t, w.keys, fmt.Sprintf("op %d key", i))
-			from := rapid.Int64Range(0, 25).Draw(t, "from")
-			to := from + rapid.Int64Range(1, 10).Draw(t, "length")
-			attrs := drawAttrs(t)
-			var err error
-			switch rapid.IntRange(0, 3).Draw(t, "op") {
-			case 0:
-				err = tx.Put("r", key, attrs, from, to)
-			case 1:
-				_, err = tx.Upsert("r", key, attrs, from)
-			case 2:
-				// The same attributes again from a later time: an SCD2 close whose
-				// retired record shares its successor's attributes.
-				_, err = tx.Upsert("r", key, attrs, from)
-				if err == nil {
-					_, err = tx.Upsert("r", key, attrs, from+1)
-				}
-			case 3:
-				err = tx.Delete("r", key, from, to)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Tx != 0 {
-		w.txs = append(w.txs, c.Tx)
-	}
-	if err := verify(w.db); err != nil {
-		t.Fatal(err)
-	}
+	w.txs = append(w.txs, randstore.Write(t, w.db, randstore.Rapid(t), randstore.History{
+		Table: "r", Commits: 1, MaxOps: 3,
+		Ops:   []randstore.Op{randstore.Put, randstore.Upsert, randstore.Reupsert, randstore.Delete},
+		Key:   func(int) store.Key { return drawKey(t, w.keys, "key") },
+		Attrs: func() store.Attrs { return drawAttrs(t) },
+		Valid: 26, PutLen: 10, DeleteLen: 10, Log: t.Logf,
+	})...)
 }
 
 func TestProjectionMatchesBruteForce(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/bitempo/bitempo/internal/testutil"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -113,41 +114,13 @@ func (w *randomWorld) drawRange(t *rapid.T) query.KeyRange {
 }
 
 func (w *randomWorld) write(t *rapid.T) {
-	c, err := txn.Update(w.db, func(tx *txn.Tx) error {
-		for i := range rapid.IntRange(1, 3).Draw(t, "ops") {
-			key := drawKey(t, w.keys, fmt.Sprintf("op %d key", i))
-			from := rapid.Int64Range(0, 25).Draw(t, "from")
-			to := from + rapid.Int64Range(1, 10).Draw(t, "length")
-			if rapid.IntRange(0, 4).Draw(t, "open") == 0 {
-				to = store.Infinity
-			}
-			attrs := store.Attrs{"v": rapid.Int64Range(0, 2).Draw(t, "v")}
-			var err error
-			switch op := rapid.IntRange(0, 4).Draw(t, "op"); op {
-			case 0, 1:
-				err = tx.Put("r", key, attrs, from, to)
-			case 2:
-				err = tx.Delete("r", key, from, to)
-			case 3:
-				_, err = tx.Upsert("r", key, attrs, from)
-			case 4:
-				_, err = tx.DeleteAt("r", key, from)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Tx != 0 {
-		w.txs = append(w.txs, c.Tx)
-	}
-	if err := verify(w.db); err != nil {
-		t.Fatal(err)
-	}
+	w.txs = append(w.txs, randstore.Write(t, w.db, randstore.Rapid(t), randstore.History{
+		Table: "r", Commits: 1, MaxOps: 3,
+		Ops:   []randstore.Op{randstore.Put, randstore.Put, randstore.Delete, randstore.Upsert, randstore.DeleteAt},
+		Key:   func(int) store.Key { return drawKey(t, w.keys, "key") },
+		Attrs: func() store.Attrs { return store.Attrs{"v": rapid.Int64Range(0, 2).Draw(t, "v")} },
+		Valid: 26, PutLen: 10, DeleteLen: 10, Open: 5, Log: t.Logf,
+	})...)
 }
 
 // records returns every record of every key of the universe, by key.

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // tickingStore returns an in-memory store whose clock advances 10 ticks per
@@ -43,45 +43,20 @@ func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 3))
 			db := tickingStore(t)
 			const keys = 60
-			var txs []int64
-			for c := range 80 {
-				commit, err := txn.Update(db, func(tx *txn.Tx) error {
-					for range 1 + rng.IntN(8) {
-						k := store.Key{rng.Int64N(keys)}
-						if c%4 == 0 {
-							k = store.Key{int64(rng.IntN(3))} // a few keys corrected over and over
-						}
-						from := rng.Int64N(40)
-						a := store.Attrs{"v": rng.Int64N(5), "name": fmt.Sprint("n", rng.IntN(3)), "w": float64(rng.IntN(4))}
-						var err error
-						switch rng.IntN(6) {
-						case 0, 1:
-							_, err = tx.Upsert("d", k, a, from)
-						case 2:
-							err = tx.Put("d", k, a, from, from+1+rng.Int64N(10))
-						case 3:
-							err = tx.Put("d", k, a, 0, 20) // the same valid_from again: a correction
-						case 4:
-							err = tx.Delete("d", k, from, from+1+rng.Int64N(6))
-						case 5:
-							_, err = tx.DeleteAt("d", k, from)
-						}
-						if err != nil {
-							return err
-						}
+			txs := randstore.Write(t, db, rng, randstore.History{
+				Table: "d", Commits: 80, MaxOps: 8,
+				Ops: []randstore.Op{randstore.Upsert, randstore.Upsert, randstore.Put, randstore.Correct, randstore.Delete, randstore.DeleteAt},
+				Key: func(commit int) store.Key {
+					if commit%4 == 0 {
+						return store.Key{int64(rng.IntN(3))} // a few keys corrected over and over
 					}
-					return nil
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if commit.Tx != 0 {
-					txs = append(txs, commit.Tx)
-				}
-			}
-			if err := verify(db); err != nil {
-				t.Fatal(err)
-			}
+					return store.Key{rng.Int64N(keys)}
+				},
+				Attrs: func() store.Attrs {
+					return store.Attrs{"v": rng.Int64N(5), "name": fmt.Sprint("n", rng.IntN(3)), "w": float64(rng.IntN(4))}
+				},
+				Valid: 40, PutLen: 10, DeleteLen: 6, Correction: [2]int64{0, 20},
+			})
 			s, err := db.Snapshot()
 			if err != nil {
 				t.Fatal(err)

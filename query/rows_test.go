@@ -12,9 +12,9 @@ import (
 
 	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // rowAnswer is one row of ResolveRows, copied out of the view.
@@ -84,42 +84,18 @@ func TestResolveRowsMatchesVersionAt(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			db := tickingStore(t)
 			const keys = 50
-			var txs []int64
-			inferred := 0
-			for range 60 {
-				commit, err := txn.Update(db, func(tx *txn.Tx) error {
-					for range 1 + rng.IntN(8) {
-						k := store.Key{rng.Int64N(keys)}
-						from := rng.Int64N(40)
-						var err error
-						switch rng.IntN(6) {
-						case 0, 1:
-							_, err = tx.Upsert("d", k, randomAttrs(rng), from)
-						case 2:
-							err = tx.Put("d", k, randomAttrs(rng), from, from+1+rng.Int64N(10))
-						case 3:
-							err = tx.Put("d", k, randomAttrs(rng), 0, 20)
-						case 4:
-							err = tx.Delete("d", k, from, from+1+rng.Int64N(6))
-						case 5: // a placeholder of a key nothing else writes
-							if inferred < 5 {
-								_, err = tx.InsertInferred("d", store.Key{int64(keys + inferred)}, from)
-								inferred++
-							}
-						}
-						if err != nil {
-							return err
-						}
+			txs := randstore.Write(t, db, rng, randstore.History{
+				Table: "d", Commits: 60, MaxOps: 8,
+				Ops:   []randstore.Op{randstore.Upsert, randstore.Upsert, randstore.Put, randstore.Correct, randstore.Delete, randstore.Inferred},
+				Key:   func(int) store.Key { return store.Key{rng.Int64N(keys)} },
+				Attrs: func() store.Attrs { return randomAttrs(rng) }, Valid: 40, PutLen: 10, DeleteLen: 6, Correction: [2]int64{0, 20},
+				InferredKey: func(n int) store.Key { // a placeholder of a key nothing else writes
+					if n == 5 {
+						return nil
 					}
-					return nil
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if commit.Tx != 0 {
-					txs = append(txs, commit.Tx)
-				}
-			}
+					return store.Key{int64(keys + n)}
+				},
+			})
 			s, err := db.Snapshot()
 			if err != nil {
 				t.Fatal(err)

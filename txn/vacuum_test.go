@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/internal/enginetest"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // readsAt renders every read of table "r" at transaction time tx through
@@ -62,36 +62,16 @@ func TestVacuum(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(17, 1))
-	var txs []int64
-	for i := range 14 {
-		clock = int64(i+1) * 1000
-		c, err := txn.Update(db, func(tx *txn.Tx) error {
-			for range 3 {
-				k := store.Key{[]string{"a", "b", "c"}[rng.IntN(3)]}
-				at := int64(rng.IntN(20)) * 5
-				attrs := store.Attrs{"g": []string{"x", "y"}[rng.IntN(2)], "n": int64(rng.IntN(3))}
-				var err error
-				switch rng.IntN(4) {
-				case 0:
-					err = tx.Put("r", k, attrs, at, at+10+int64(rng.IntN(30)))
-				case 1:
-					_, err = tx.DeleteAt("r", k, at)
-				default:
-					_, err = tx.Upsert("r", k, attrs, at)
-				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Tx != 0 {
-			txs = append(txs, c.Tx)
-		}
-	}
+	txs := randstore.Write(t, db, rng, randstore.History{
+		Table: "r", Commits: 14, MinOps: 3, MaxOps: 3,
+		Ops: []randstore.Op{randstore.Put, randstore.DeleteAt, randstore.Upsert, randstore.Upsert},
+		Key: func(int) store.Key { return store.Key{[]string{"a", "b", "c"}[rng.IntN(3)]} },
+		Attrs: func() store.Attrs {
+			return store.Attrs{"g": []string{"x", "y"}[rng.IntN(2)], "n": int64(rng.IntN(3))}
+		},
+		Valid: 20, Unit: 5, PutLen: 8,
+		BeforeCommit: func(commit int) { clock = int64(commit+1) * 1000 },
+	})
 	maxSK := uint64(60)
 	before := map[int64][]string{}
 	for _, tx := range txs {

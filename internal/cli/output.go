@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -205,37 +204,25 @@ func writeAligned(w io.Writer, rows [][]string) error {
 	return nil
 }
 
-// valueCell renders an attribute or key component.
-func valueCell(v any) cell {
-	switch x := v.(type) {
-	case nil:
-		return cell{}
-	case string:
-		return cell{x, x}
-	case []byte:
-		h := hex.EncodeToString(x)
-		return cell{h, h}
-	case bool:
-		return cell{strconv.FormatBool(x), x}
-	case int64:
-		return cell{strconv.FormatInt(x, 10), x}
-	case uint64:
-		return cell{strconv.FormatUint(x, 10), x}
-	case float64:
-		return cell{formatFloat(x), x}
-	case time.Time:
-		s := x.UTC().Format(timeLayout) // RFC 3339, to the microsecond
-		return cell{s, s}
+// valueCell renders an attribute or key component, or a count, as cellOf
+// renders it as an encoding.Value; a value of no attribute type prints as
+// fmt.Sprint prints it.
+func valueCell(x any) cell {
+	var v encoding.Value
+	switch y := x.(type) {
+	case string: // its own cell: ValueOf would copy it, and cellOf copy it back
+		return cell{y, y}
 	case int:
-		return cell{strconv.Itoa(x), x}
+		v = encoding.Value{Kind: encoding.KindInt, Int: int64(y)}
 	case uint32:
-		return cell{strconv.FormatUint(uint64(x), 10), x}
-	case encoding.Decimal:
-		s := x.String() // with its scale: 232.10
-		return cell{s, json.Number(s)}
+		v = encoding.Value{Kind: encoding.KindUint, Uint: uint64(y)}
+	default:
+		if v = encoding.ValueOf(x); v.Kind == encoding.KindNull && x != nil {
+			s := fmt.Sprint(x)
+			return cell{s, s}
+		}
 	}
-	s := fmt.Sprint(v)
-	return cell{s, s}
+	return cellOf(&v)
 }
 
 // attrCell is the cell of attribute name's value v: as valueCell, but a value

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"strconv"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -15,11 +16,11 @@ import (
 // the same value decoded, text and JSON value alike, so every output format
 // prints the same bytes either way.
 
-// cellOf is valueCell of a value read in place.
+// cellOf renders an attribute or key component read in place: the one place
+// that formats a value as a cell (valueCell hands it every value it has as an
+// any), so a row view and a decoded map print the same bytes.
 func cellOf(v *encoding.Value) cell {
 	switch v.Kind {
-	case encoding.KindNull:
-		return cell{}
 	case encoding.KindString:
 		s := string(v.Bytes)
 		return cell{s, s}
@@ -34,8 +35,14 @@ func cellOf(v *encoding.Value) cell {
 		return cell{strconv.FormatUint(v.Uint, 10), v.Uint}
 	case encoding.KindFloat:
 		return cell{formatFloat(v.Float), v.Float}
+	case encoding.KindTime:
+		s := v.Time.UTC().Format(timeLayout) // RFC 3339, to the microsecond
+		return cell{s, s}
+	case encoding.KindDecimal:
+		s := v.Decimal().String() // with its scale: 232.10
+		return cell{s, json.Number(s)}
 	}
-	return valueCell(v.Any()) // a time or a decimal
+	return cell{}
 }
 
 // attrReader is a row view's attributes as the typed accessors read them:

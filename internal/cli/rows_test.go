@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
-	"github.com/bitempo/bitempo/txn"
 )
 
 // TestScanAndResolveRowsMatchMapReads checks that scan and resolve, which
@@ -141,35 +141,12 @@ func rowsStore(t *testing.T, rng *rand.Rand, dir string) []int64 {
 	if _, err := db.CreateTable(def); err != nil {
 		t.Fatal(err)
 	}
-	var txs []int64
-	for range 15 {
-		c, err := txn.Update(db, func(tx *txn.Tx) error {
-			for range 1 + rng.IntN(12) {
-				key := rowsKey(rng)
-				from := rng.Int64N(50)
-				var err error
-				switch rng.IntN(5) {
-				case 0, 1:
-					_, err = tx.Upsert("d", key, rowsAttrs(rng), from)
-				case 2, 3:
-					err = tx.Put("d", key, rowsAttrs(rng), from, from+1+rng.Int64N(20))
-				case 4:
-					err = tx.Delete("d", key, from, from+1+rng.Int64N(10))
-				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Tx != 0 {
-			txs = append(txs, c.Tx)
-		}
-	}
-	return txs
+	return randstore.Write(t, db, rng, randstore.History{
+		Table: "d", Commits: 15, MaxOps: 12,
+		Ops:   []randstore.Op{randstore.Upsert, randstore.Upsert, randstore.Put, randstore.Put, randstore.Delete},
+		Key:   func(int) store.Key { return rowsKey(rng) },
+		Attrs: func() store.Attrs { return rowsAttrs(rng) }, Valid: 50, PutLen: 20, DeleteLen: 10,
+	})
 }
 
 // rowsKey draws one of 24 keys.

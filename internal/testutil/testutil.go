@@ -17,9 +17,16 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
+// TB is what the helpers that take it need of a test: a *testing.T or B, or a
+// property test's *rapid.T.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // Verify fails t unless store.Verify checks db without an error and finds no
 // problem.
-func Verify(t testing.TB, db *store.DB) {
+func Verify(t TB, db *store.DB) {
 	t.Helper()
 	rep, err := store.Verify(db)
 	if err != nil || !rep.OK() {
