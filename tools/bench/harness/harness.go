@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +105,7 @@ type harness struct {
 	log     io.Writer
 	base    map[string]*openEngine
 	baseErr map[string]error
+	labels  pprof.LabelSet // of the workload and engine being measured
 	next    int
 	results []result
 }
@@ -283,6 +286,7 @@ func (h *harness) run(ws []*workload) {
 				continue
 			}
 			start := time.Now()
+			h.labels = pprof.Labels("workload", w.name, "engine", k.name)
 			m, err := w.run(h, k)
 			r := result{w: w, engine: k.name, measurement: m, err: err}
 			h.results = append(h.results, r)
@@ -306,13 +310,26 @@ func (h *harness) timeRuns(before func(run int) error, work func(run int) error)
 				return nil, err
 			}
 		}
-		w := startWatch()
-		if err := work(r); err != nil {
+		s, err := h.timed(func() error { return work(r) })
+		if err != nil {
 			return nil, err
 		}
-		times = append(times, w.stop())
+		times = append(times, s)
 	}
 	return times, nil
+}
+
+// timed times work, run with the pprof labels of the workload and engine
+// being measured (h.labels), so that a CPU profile (--cpuprofile) tells the
+// timed work of each apart from the untimed loads: go tool pprof -tagfocus
+// engine=bitempo-etcd,workload=resolve. Goroutines the work starts inherit the
+// labels; those an engine started earlier (etcd's members, Pebble's
+// compactions) do not.
+func (h *harness) timed(work func() error) (sample, error) {
+	var err error
+	w := startWatch()
+	pprof.Do(context.Background(), h.labels, func(context.Context) { err = work() })
+	return w.stop(), err
 }
 
 // failures returns a line per failed measurement and per workload whose
