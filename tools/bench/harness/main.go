@@ -16,7 +16,9 @@
 // (workload 5's facts at one past transaction time; bitempo only, checked
 // against the model), 10 snapshot-newest (workload 6 at the newest valid
 // time). Each engine gets a
-// 64 MiB cache budget and durable (fsynced) commits. The exit status is 1 when an
+// 64 MiB cache budget and durable (fsynced) commits; the opt-in duckdb-mem is
+// DuckDB with an 8GB memory limit, and the opt-in bitempo-etcd is bitempo on a
+// 3-member etcd cluster inside the process. The exit status is 1 when an
 // engine fails a workload or the engines' checksums of a workload differ; see
 // BENCHMARKS.md at the repository root for what each engine does per workload.
 package main
