@@ -321,6 +321,39 @@ func TestEtcdBaseLoadedInBulk(t *testing.T) {
 	}
 }
 
+// TestEtcdBulkLoadInCommits loads the finished table on etcd in commits of at
+// most 100 versions, keys whole, and reads back exactly the model's table.
+func TestEtcdBulkLoadInCommits(t *testing.T) {
+	e, err := openBitempoEtcd(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	etcdEngine := e.(*bitempoEtcdEngine)
+	etcdEngine.bulkVersions = 100
+	d := generate(tiny, 7)
+	final := finalDim(d.inOrder)
+	if err := inOrder(e.createDim, func() error { return etcdEngine.loadDim(final) }); err != nil {
+		t.Fatal(err)
+	}
+	var want checksum
+	for key, vs := range final {
+		for _, v := range vs {
+			want.add(hashVersion(key, v))
+		}
+	}
+	if want.rows <= 100 {
+		t.Fatalf("%d versions: too few for more than one commit", want.rows)
+	}
+	got, err := tableChecksum(e.dimVersions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("loaded table %s, want %s", got, want)
+	}
+}
+
 // failingPebbleIngest is the floor with an ingest that always fails, and no
 // bulk loader.
 type failingPebbleIngest struct{ engine }

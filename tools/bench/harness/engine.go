@@ -68,7 +68,7 @@ type engine interface {
 // dimBulkLoader is implemented by engines that can load the finished SCD2 table
 // in bulk. The harness uses it to build the base table of the read workloads
 // (3, 5, 6) when workload 1 did not: always for engines marked bulkBase
-// (bitempo on etcd, whose ingest of the medium feed takes half an hour), and
+// (bitempo on etcd, whose ingest of the medium feed took 24 minutes), and
 // when the engine's own ingest of the feed fails (DuckDB under its 64 MB memory
 // limit at large scale), so the reads are still measured; the failed ingest is
 // reported as a failure of workload 1.
