@@ -28,6 +28,16 @@ type Options struct {
 	// Fsync makes the members sync their logs, as in production; tests leave
 	// it off for speed (every member stop here is a clean one).
 	Fsync bool
+	// TickMs and ElectionMs are the members' --heartbeat-interval and
+	// --election-timeout (0: 50 and 500, so that fault tests elect a new
+	// leader quickly). A member fails a proposal it has not applied within
+	// 5 s plus two election timeouts ("etcdserver: request timed out").
+	TickMs, ElectionMs uint
+	// WarnAfter is the members' --warning-apply-duration and
+	// --warning-unary-request-duration (0: etcd's 100 and 300 ms). The
+	// members log nowhere, yet etcd renders every request slower than these as
+	// text before it logs it: a cost in proportion to the request's size.
+	WarnAfter time.Duration
 }
 
 // Cluster is a running in-process cluster.
@@ -101,6 +111,15 @@ func (c *Cluster) start(i int, state string) error {
 	cfg.ClusterState = state
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.TickMs, cfg.ElectionMs = 50, 500
+	if c.opts.TickMs != 0 {
+		cfg.TickMs = c.opts.TickMs
+	}
+	if c.opts.ElectionMs != 0 {
+		cfg.ElectionMs = c.opts.ElectionMs
+	}
+	if c.opts.WarnAfter != 0 {
+		cfg.WarningApplyDuration, cfg.WarningUnaryRequestDuration = c.opts.WarnAfter, c.opts.WarnAfter
+	}
 	cfg.UnsafeNoFsync = !c.opts.Fsync
 	if c.opts.MaxTxnOps != 0 {
 		cfg.MaxTxnOps = c.opts.MaxTxnOps

@@ -16,8 +16,9 @@ import (
 var tiny = scale{name: "tiny", keys: 300, versions: 6, lookups: 2_000, slowLookups: 100,
 	oldKeys: 20, corrections: 100, facts: 3_000, aggUsers: 20, aggRows: 300, batch: 100, runs: 1, writeRuns: 1}
 
-// TestEnginesAgree runs every workload on every engine and requires every
-// engine to succeed with the same checksum as bitempo.
+// TestEnginesAgree runs every workload on every engine, the opt-in ones
+// (duckdb-mem, bitempo-etcd) included, and requires every engine to succeed
+// with the same checksum as bitempo.
 func TestEnginesAgree(t *testing.T) {
 	var log bytes.Buffer
 	h := newHarness(generate(tiny, 7), t.TempDir(), engineKinds, &log)
@@ -41,9 +42,59 @@ func TestEnginesAgree(t *testing.T) {
 	if len(h.results) != want {
 		t.Fatalf("%d results, want %d", len(h.results), want)
 	}
+	ran := map[string]int{}
 	for _, r := range h.results {
 		if r.sum.rows == 0 {
 			t.Errorf("workload %s on %s checked no rows", r.w.name, r.engine)
+		}
+		ran[r.engine]++
+	}
+	for _, name := range []string{"duckdb", "duckdb-mem", "bitempo-etcd"} {
+		if ran[name] == 0 {
+			t.Errorf("no workload ran on %s", name)
+		}
+	}
+}
+
+// TestSelectOptInEngines checks that the opt-in engines run only when named,
+// and that --engines accepts them, bitempo first.
+func TestSelectOptInEngines(t *testing.T) {
+	def, err := selectEngines(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := engineNamesOf(def); slices.Contains(names, "duckdb-mem") || slices.Contains(names, "bitempo-etcd") || !slices.Contains(names, "duckdb") {
+		t.Fatalf("default engines %v", names)
+	}
+	kinds, err := selectEngines([]string{"duckdb-mem,duckdb", "bitempo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := engineNamesOf(kinds); !slices.Equal(names, []string{"bitempo", "duckdb", "duckdb-mem"}) {
+		t.Fatalf("engines %v, want bitempo, duckdb, duckdb-mem", names)
+	}
+	if _, err := selectEngines([]string{"duckdb-huge"}); err == nil || !strings.Contains(err.Error(), "duckdb-mem") {
+		t.Fatalf("unknown engine: err = %v, want a refusal naming the engines", err)
+	}
+}
+
+// TestDuckDBMemCommand runs the duckdb-mem engine through the command at tiny
+// scale beside the plain duckdb engine: each is a row of its own, with its
+// memory limit in the markdown's engine list, and they agree.
+func TestDuckDBMemCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results.md")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--scale", "small", "--engines", "duckdb,duckdb-mem", "--only", "resolve", "--runs", "1", "--out", out}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| 5 resolve | duckdb |", "| 5 resolve | duckdb-mem |", duckdbMemLimit + " memory limit", "64 MB memory limit"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
 }
@@ -218,6 +269,96 @@ func TestBulkBaseAfterFailedIngest(t *testing.T) {
 		t.Fatalf("no bulk fallback in the log:\n%s", log.String())
 	}
 }
+
+// TestOneBasePerRun runs three read workloads on an engine whose base table
+// cannot be built: it is tried once, and every workload fails naming why.
+func TestOneBasePerRun(t *testing.T) {
+	failing := engineKind{name: "pebble-noingest", version: func() string { return "test" }, open: func(dir string) (engine, error) {
+		e, err := openPebble(dir)
+		return failingPebbleIngest{e}, err
+	}}
+	var log bytes.Buffer
+	h := newHarness(generate(tiny, 7), t.TempDir(), []engineKind{failing}, &log)
+	h.run([]*workload{findWorkload("lookup-latest"), findWorkload("resolve"), findWorkload("snapshot")})
+	defer h.close()
+	if n := strings.Count(log.String(), "building the base table"); n != 1 {
+		t.Fatalf("the base table was built %d times, want once:\n%s", n, log.String())
+	}
+	f := h.failures()
+	if len(f) != 3 {
+		t.Fatalf("failures = %q, want three", f)
+	}
+	for _, line := range f {
+		if !strings.Contains(line, "ingest refused") {
+			t.Errorf("failure %q does not say why", line)
+		}
+	}
+}
+
+// TestEtcdBaseLoadedInBulk runs the read workloads on bitempo on etcd without
+// workload 1: its base table is loaded in bulk, once, and every workload's
+// checksum agrees with the floor's on an ingested table.
+func TestEtcdBaseLoadedInBulk(t *testing.T) {
+	kinds, err := selectEngines([]string{"pebble,bitempo-etcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	h := newHarness(generate(tiny, 7), t.TempDir(), kinds, &log)
+	h.run([]*workload{findWorkload("lookup-latest"), findWorkload("resolve"), findWorkload("snapshot"), findWorkload("snapshot-newest")})
+	defer h.close()
+	if f := h.failures(); len(f) > 0 {
+		t.Fatalf("failures: %q\nlog:\n%s", f, log.String())
+	}
+	if n := strings.Count(log.String(), "bitempo-etcd: loading the base table in bulk"); n != 1 {
+		t.Fatalf("the etcd base table was loaded %d times, want once:\n%s", n, log.String())
+	}
+	if strings.Contains(log.String(), "bitempo-etcd: building the base table") {
+		t.Fatalf("the etcd base table was ingested:\n%s", log.String())
+	}
+	if len(h.results) != 8 {
+		t.Fatalf("%d results, want 8", len(h.results))
+	}
+}
+
+// TestEtcdBulkLoadInCommits loads the finished table on etcd in commits of at
+// most 100 versions, keys whole, and reads back exactly the model's table.
+func TestEtcdBulkLoadInCommits(t *testing.T) {
+	e, err := openBitempoEtcd(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	etcdEngine := e.(*bitempoEtcdEngine)
+	etcdEngine.bulkVersions = 100
+	d := generate(tiny, 7)
+	final := finalDim(d.inOrder)
+	if err := inOrder(e.createDim, func() error { return etcdEngine.loadDim(final) }); err != nil {
+		t.Fatal(err)
+	}
+	var want checksum
+	for key, vs := range final {
+		for _, v := range vs {
+			want.add(hashVersion(key, v))
+		}
+	}
+	if want.rows <= 100 {
+		t.Fatalf("%d versions: too few for more than one commit", want.rows)
+	}
+	got, err := tableChecksum(e.dimVersions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("loaded table %s, want %s", got, want)
+	}
+}
+
+// failingPebbleIngest is the floor with an ingest that always fails, and no
+// bulk loader.
+type failingPebbleIngest struct{ engine }
+
+func (failingPebbleIngest) ingest([]change, int) error { return errors.New("ingest refused") }
 
 // failingIngest is DuckDB with an ingest that always fails.
 type failingIngest struct{ *duckdbEngine }

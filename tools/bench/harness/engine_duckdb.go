@@ -19,8 +19,8 @@ import (
 // the way its users use it: set-based statements per batch, the Appender for
 // bulk rows, the native ASOF JOIN for the batch resolve and window functions for
 // the CDC recompute. The memory limit is the shared 64 MiB budget (DuckDB has no
-// separate cache; it spills to a temporary directory beyond it), threads one per
-// core, commits durable (DuckDB syncs its WAL at commit). Tables have no index:
+// separate cache; it spills to a temporary directory beyond it), or
+// duckdbMemLimit for the duckdb-mem engine, threads one per core, commits durable (DuckDB syncs its WAL at commit). Tables have no index:
 // DuckDB's ART indexes slow appends and deletes and do not serve range
 // predicates such as valid_from <= t.
 type duckdbEngine struct {
@@ -29,10 +29,22 @@ type duckdbEngine struct {
 	lookupStmt, lookupAsOfStmt *sql.Stmt
 }
 
-func openDuckDB(dir string) (engine, error) {
+// duckdbMemLimit is the duckdb-mem engine's memory limit: enough for DuckDB to
+// finish every workload at large scale (the 64 MB of the duckdb engine runs out
+// on the ingest, the resolve and the backfill there), a third of the benchmark
+// machine's memory.
+const duckdbMemLimit = "8GB"
+
+func openDuckDB(dir string) (engine, error) { return openDuckDBLimited(dir, "64MB") }
+
+func openDuckDBMem(dir string) (engine, error) { return openDuckDBLimited(dir, duckdbMemLimit) }
+
+// openDuckDBLimited opens a DuckDB database in dir held to memoryLimit (DuckDB's
+// memory_limit setting).
+func openDuckDBLimited(dir, memoryLimit string) (engine, error) {
 	cfg := url.Values{}
 	cfg.Set("threads", fmt.Sprint(runtime.NumCPU()))
-	cfg.Set("memory_limit", "64MB")
+	cfg.Set("memory_limit", memoryLimit)
 	cfg.Set("temp_directory", filepath.Join(dir, "spill"))
 	connector, err := duckdb.NewConnector(filepath.Join(dir, "bench.duckdb")+"?"+cfg.Encode(), nil)
 	if err != nil {
@@ -47,7 +59,12 @@ func openDuckDB(dir string) (engine, error) {
 	return &duckdbEngine{db: db, conn: conn}, nil
 }
 
-func duckdbVersion() string {
+func duckdbVersion() string { return duckdbVersionLimited("64 MB") }
+
+func duckdbMemVersion() string { return duckdbVersionLimited(duckdbMemLimit) }
+
+// duckdbVersionLimited describes the DuckDB build and the memory limit.
+func duckdbVersionLimited(memoryLimit string) string {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return "?"
@@ -57,7 +74,7 @@ func duckdbVersion() string {
 	if err := db.QueryRow("SELECT version()").Scan(&v); err != nil {
 		return "?"
 	}
-	return "DuckDB " + v + " via " + moduleVersion("github.com/duckdb/duckdb-go/v2") + " (persistent file, 64 MB memory limit)"
+	return "DuckDB " + v + " via " + moduleVersion("github.com/duckdb/duckdb-go/v2") + " (persistent file, " + memoryLimit + " memory limit)"
 }
 
 func (e *duckdbEngine) exec(stmts ...string) error {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +96,7 @@ type result struct {
 
 // harness runs workloads on engines and keeps what runs share: the data, the
 // directory databases live in, and each engine's base table (the SCD2 table
-// after workload 1) that the read workloads use.
+// after workload 1) that the read workloads use, or why it could not be built.
 type harness struct {
 	d       *dataset
 	sc      scale
@@ -102,6 +104,8 @@ type harness struct {
 	kinds   []engineKind
 	log     io.Writer
 	base    map[string]*openEngine
+	baseErr map[string]error
+	labels  pprof.LabelSet // of the workload and engine being measured
 	next    int
 	results []result
 }
@@ -115,7 +119,8 @@ type openEngine struct {
 }
 
 func newHarness(d *dataset, root string, kinds []engineKind, log io.Writer) *harness {
-	return &harness{d: d, sc: d.sc, root: root, kinds: kinds, log: log, base: map[string]*openEngine{}}
+	return &harness{d: d, sc: d.sc, root: root, kinds: kinds, log: log,
+		base: map[string]*openEngine{}, baseErr: map[string]error{}}
 }
 
 // fresh opens a new, empty database of kind k.
@@ -144,23 +149,31 @@ func (h *harness) keepBase(k engineKind, e *openEngine) error {
 		err = h.discard(old)
 	}
 	h.base[k.name] = e
+	delete(h.baseErr, k.name)
 	return err
 }
 
 // baseFor returns engine k's base table, building it untimed when workload 1
-// did not run, with its reads started.
+// did not run, with its reads started. The table is built once per run: a
+// failure to build it is kept and returned to every later workload, which then
+// fails without building another.
 func (h *harness) baseFor(k engineKind) (*openEngine, error) {
+	if err := h.baseErr[k.name]; err != nil {
+		return nil, fmt.Errorf("no base table (failed earlier in this run): %w", err)
+	}
+	e, err := h.prepareBase(k)
+	if err != nil {
+		h.baseErr[k.name] = err
+	}
+	return e, err
+}
+
+func (h *harness) prepareBase(k engineKind) (*openEngine, error) {
 	e := h.base[k.name]
 	if e == nil {
 		var err error
-		if e, err = h.fresh(k, "base"); err != nil {
+		if e, err = h.buildBase(k); err != nil {
 			return nil, err
-		}
-		h.logf("  %s: building the base table (%d changes, not timed)", k.name, len(h.d.inOrder))
-		if err := inOrder(e.createDim, func() error { return e.ingest(h.d.inOrder, h.sc.batch) }); err != nil {
-			if e, err = h.bulkBase(k, e, err); err != nil {
-				return nil, err
-			}
 		}
 		h.base[k.name] = e
 	}
@@ -176,23 +189,58 @@ func (h *harness) baseFor(k engineKind) (*openEngine, error) {
 	return e, nil
 }
 
-// bulkBase replaces a base table whose ingest failed with ingestErr by one
-// loaded in bulk with the finished table, where engine k can (dimBulkLoader).
-func (h *harness) bulkBase(k engineKind, failed *openEngine, ingestErr error) (*openEngine, error) {
-	if _, ok := failed.engine.(dimBulkLoader); !ok {
-		return nil, errors.Join(ingestErr, h.discard(failed))
+// buildBase builds engine k's base table: loaded in bulk for engines marked
+// bulkBase, otherwise through the engine's ingest of workload 1's feed, and in
+// bulk after all where that fails and the engine can (dimBulkLoader).
+func (h *harness) buildBase(k engineKind) (*openEngine, error) {
+	if k.bulkBase {
+		return h.loadBase(k)
 	}
-	if err := h.discard(failed); err != nil {
+	e, err := h.fresh(k, "base")
+	if err != nil {
 		return nil, err
 	}
-	h.logf("  %s: the ingest failed (%v); loading the finished table in bulk instead (not timed)", k.name, firstLine(ingestErr))
+	h.logf("  %s: building the base table (%d changes, not timed)", k.name, len(h.d.inOrder))
+	err = inOrder(e.createDim, func() error { return e.ingest(h.d.inOrder, h.sc.batch) })
+	if err == nil {
+		return e, nil
+	}
+	if _, ok := e.engine.(dimBulkLoader); !ok {
+		return nil, errors.Join(err, h.discard(e))
+	}
+	if derr := h.discard(e); derr != nil {
+		return nil, errors.Join(err, derr)
+	}
+	h.logf("  %s: the ingest failed (%v); loading the finished table in bulk instead (not timed)", k.name, firstLine(err))
+	e, lerr := h.loadBase(k)
+	if lerr != nil {
+		return nil, errors.Join(err, lerr)
+	}
+	return e, nil
+}
+
+// loadBase creates a base table of engine k and loads the finished table into
+// it in bulk (dimBulkLoader), untimed.
+func (h *harness) loadBase(k engineKind) (*openEngine, error) {
 	e, err := h.fresh(k, "base-bulk")
 	if err != nil {
 		return nil, err
 	}
-	if err := inOrder(e.createDim, func() error { return e.engine.(dimBulkLoader).loadDim(finalDim(h.d.inOrder)) }); err != nil {
-		return nil, errors.Join(ingestErr, err, h.discard(e))
+	bl, ok := e.engine.(dimBulkLoader)
+	if !ok {
+		return nil, errors.Join(fmt.Errorf("%s cannot load a table in bulk", k.name), h.discard(e))
 	}
+	final := finalDim(h.d.inOrder)
+	n := 0
+	for _, vs := range final {
+		n += len(vs)
+	}
+	h.logf("  %s: loading the base table in bulk (%d keys, %d versions, not timed)", k.name, len(final), n)
+	start := time.Now()
+	if err := inOrder(e.createDim, func() error { return bl.loadDim(final) }); err != nil {
+		return nil, errors.Join(err, h.discard(e))
+	}
+	h.logf("  %s: loaded the base table in %s", k.name, time.Since(start).Round(time.Millisecond))
 	return e, nil
 }
 
@@ -238,6 +286,7 @@ func (h *harness) run(ws []*workload) {
 				continue
 			}
 			start := time.Now()
+			h.labels = pprof.Labels("workload", w.name, "engine", k.name)
 			m, err := w.run(h, k)
 			r := result{w: w, engine: k.name, measurement: m, err: err}
 			h.results = append(h.results, r)
@@ -261,13 +310,26 @@ func (h *harness) timeRuns(before func(run int) error, work func(run int) error)
 				return nil, err
 			}
 		}
-		w := startWatch()
-		if err := work(r); err != nil {
+		s, err := h.timed(func() error { return work(r) })
+		if err != nil {
 			return nil, err
 		}
-		times = append(times, w.stop())
+		times = append(times, s)
 	}
 	return times, nil
+}
+
+// timed times work, run with the pprof labels of the workload and engine
+// being measured (h.labels), so that a CPU profile (--cpuprofile) tells the
+// timed work of each apart from the untimed loads: go tool pprof -tagfocus
+// engine=bitempo-etcd,workload=resolve. Goroutines the work starts inherit the
+// labels; those an engine started earlier (etcd's members, Pebble's
+// compactions) do not.
+func (h *harness) timed(work func() error) (sample, error) {
+	var err error
+	w := startWatch()
+	pprof.Do(context.Background(), h.labels, func(context.Context) { err = work() })
+	return w.stop(), err
 }
 
 // failures returns a line per failed measurement and per workload whose

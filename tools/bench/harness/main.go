@@ -16,7 +16,9 @@
 // (workload 5's facts at one past transaction time; bitempo only, checked
 // against the model), 10 snapshot-newest (workload 6 at the newest valid
 // time). Each engine gets a
-// 64 MiB cache budget and durable (fsynced) commits. The exit status is 1 when an
+// 64 MiB cache budget and durable (fsynced) commits; the opt-in duckdb-mem is
+// DuckDB with an 8GB memory limit, and the opt-in bitempo-etcd is bitempo on a
+// 3-member etcd cluster inside the process. The exit status is 1 when an
 // engine fails a workload or the engines' checksums of a workload differ; see
 // BENCHMARKS.md at the repository root for what each engine does per workload.
 package main
@@ -63,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	scaleName := fs.String("scale", "small", "data size: small, medium or large")
 	var only, engineNames listFlag
 	fs.Var(&only, "only", "workloads to run, by number or name, comma separated or repeated (default all): "+workloadNames())
-	fs.Var(&engineNames, "engines", "engines to run, comma separated (default all but the opt-in bitempo-etcd: bitempo,pebble,sqlite,duckdb)")
+	fs.Var(&engineNames, "engines", "engines to run, comma separated: "+engineNamesHelp())
 	out := fs.String("out", "", "also write the results as markdown, with machine details, to this file")
 	runs := fs.Int("runs", 0, "repetitions of every measurement (default: the scale's, 3 for reads; 3 for writes at small, 1 above)")
 	seed := fs.Uint64("seed", 1, "seed of the generated data")
@@ -182,10 +184,32 @@ func selectEngines(names []string) ([]engineKind, error) {
 	}
 	for _, n := range want {
 		if !slices.ContainsFunc(out, func(k engineKind) bool { return k.name == n }) {
-			return nil, fmt.Errorf("unknown engine %q (want bitempo, pebble, sqlite, duckdb or bitempo-etcd)", n)
+			return nil, fmt.Errorf("unknown engine %q (want one of %s)", n, strings.Join(engineNamesOf(engineKinds), ", "))
 		}
 	}
 	return out, nil
+}
+
+// engineNamesHelp describes --engines: the default engines, and the opt-in
+// ones with what they are.
+func engineNamesHelp() string {
+	var def, optIn []string
+	for _, k := range engineKinds {
+		if k.optIn {
+			optIn = append(optIn, fmt.Sprintf("%s (%s)", k.name, k.about))
+		} else {
+			def = append(def, k.name)
+		}
+	}
+	return fmt.Sprintf("default %s; opt-in, run only when named: %s", strings.Join(def, ","), strings.Join(optIn, ", "))
+}
+
+func engineNamesOf(kinds []engineKind) []string {
+	var out []string
+	for _, k := range kinds {
+		out = append(out, k.name)
+	}
+	return out
 }
 
 // removeOnSignal makes an interrupt or termination remove the databases under

@@ -28,13 +28,15 @@ func runCDC(h *harness, k engineKind) (measurement, error) {
 		if err := e.createChanges(); err != nil {
 			return m, errors.Join(err, h.discard(e))
 		}
-		w := startWatch()
-		for i, b := range batches {
-			if err = e.applyCDC(fmt.Sprintf("batch-%06d", i), b); err != nil {
-				break
+		s, err := h.timed(func() error {
+			for i, b := range batches {
+				if err := e.applyCDC(fmt.Sprintf("batch-%06d", i), b); err != nil {
+					return err
+				}
 			}
-		}
-		m.times = append(m.times, w.stop())
+			return nil
+		})
+		m.times = append(m.times, s)
 		if err == nil && run == h.sc.writeRuns-1 {
 			m.sum, err = tableChecksum(e.changesVersions)
 		}

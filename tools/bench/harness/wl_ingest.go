@@ -28,9 +28,8 @@ func runIngest(h *harness, k engineKind, feed []change, keepBase bool) (measurem
 		if err := e.createDim(); err != nil {
 			return m, errors.Join(err, h.discard(e))
 		}
-		w := startWatch()
-		err = e.ingest(feed, h.sc.batch)
-		m.times = append(m.times, w.stop())
+		s, err := h.timed(func() error { return e.ingest(feed, h.sc.batch) })
+		m.times = append(m.times, s)
 		if err == nil && last {
 			m.sum, err = tableChecksum(e.dimVersions)
 		}
