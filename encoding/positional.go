@@ -248,6 +248,14 @@ func DecodeRecordHeadAt(b []byte, validFrom, keyTxFrom int64) (RecordValue, erro
 	return r, err
 }
 
+// DecodeRecordHeadSplitAt is DecodeRecordHeadAt also returning the bytes after
+// the head: the attributes, unchecked, that PositionalAttrs returns (none for a
+// record that shares its attributes). A reader that needs both decodes the
+// head once.
+func DecodeRecordHeadSplitAt(b []byte, validFrom, keyTxFrom int64) (RecordValue, []byte, error) {
+	return positionalHead(b, validFrom, keyTxFrom)
+}
+
 // positionalHead decodes the fields of a positional record before its
 // attributes, valid_to from base, and returns the bytes after them.
 func positionalHead(b []byte, base, keyTxFrom int64) (RecordValue, []byte, error) {

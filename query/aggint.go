@@ -176,16 +176,12 @@ func (p *plan) fillVersion(m *member, raw store.RawAttrs, attrs store.Attrs, key
 	return nil
 }
 
-// fillRecord sets m from a group index record's attributes: their stored form
+// fillRecord sets m from a group index entry's attributes: their stored form
 // on the integer path, a decoded map when the record shares its successor's
 // attributes or on the generic path.
-func (p *plan) fillRecord(m *member, rec *store.GroupRecord) error {
+func (p *plan) fillRecord(m *member, rec *store.GroupEntry) error {
 	if p.ints() {
-		raw, ok, err := rec.RawAttrs()
-		if err != nil {
-			return err
-		}
-		if ok {
+		if raw, ok := rec.RawAttrs(); ok {
 			return p.fillRaw(m, raw, nil)
 		}
 	}
@@ -243,8 +239,8 @@ func (b *memberBuf) addVersion(p *plan, v *store.Version) error {
 	return p.fillVersion(m, v.RawAttrs(), v.Attrs, v.Key)
 }
 
-// addRecord appends a member for a group index record read through p.t.
-func (b *memberBuf) addRecord(p *plan, rec *store.GroupRecord) error {
+// addRecord appends a member for a group index entry read through p.t.
+func (b *memberBuf) addRecord(p *plan, rec *store.GroupEntry) error {
 	m := b.add(len(p.attrs), rec.Tuple, rec.ValidFrom, rec.ValidTo, rec.TxFrom, rec.TxTo)
 	return p.fillRecord(m, rec)
 }

@@ -154,16 +154,15 @@ func aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 		}
 		tx := resolveTx(s, at.Tx)
 		var buf memberBuf
-		for rec, err := range s.GroupRecords(p.t, gk, tx, tx) {
-			if err != nil {
-				return Features{}, err
-			}
+		scan := s.GroupScan(p.t)
+		err = scan.Group(gk, tx, tx, func(rec *store.GroupEntry) error {
 			if !(rec.ValidFrom <= at.Valid && at.Valid < rec.ValidTo) {
-				continue
+				return nil
 			}
-			if err := buf.addRecord(p, rec); err != nil {
-				return Features{}, err
-			}
+			return buf.addRecord(p, rec)
+		})
+		if err = errors.Join(err, scan.Close()); err != nil {
+			return Features{}, err
 		}
 		f, err := p.point(buf.ms, at.Valid)
 		return f, inGroup(err, group)

@@ -121,6 +121,7 @@ func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, op
 			yield(nil, err)
 			return
 		}
+		defer b.scan.Close() // run closes it when the backfill ends; this after an early stop
 		b.run(yield)
 	}
 }
@@ -193,6 +194,12 @@ type backfill struct {
 	reported int // rows computed at the last Progress call
 	calls    int // Progress calls so far
 
+	// scan reads the groups' records, adding through onEntry those whose valid
+	// period meets [loadFrom, loadTo] (loadGroup).
+	scan             *store.GroupScan
+	onEntry          func(*store.GroupEntry) error
+	loadFrom, loadTo int64
+
 	// Reused buffers: members of the current group (or table-wide load), and
 	// per filter the sweep's edges and membership states.
 	mem          memberBuf
@@ -234,7 +241,8 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	}
 	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(), cols: make([]colPath, len(p.attrs)),
 		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters)),
-		spans: make([][]memberSpan, len(p.filters)), eval: eval}
+		spans: make([][]memberSpan, len(p.filters)), eval: eval, scan: s.GroupScan(p.t)}
+	b.onEntry = b.addEntry
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
 	}
@@ -350,6 +358,10 @@ func (b *backfill) run(yield func(*FeatureRow, error) bool) {
 		yield(nil, failErr)
 		return
 	}
+	if err := b.scan.Close(); err != nil {
+		yield(nil, err)
+		return
+	}
 	b.progress(len(b.groups), true)
 }
 
@@ -430,19 +442,21 @@ func (b *backfill) group(g int) error {
 // by the next group.
 func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
 	b.mem.reset()
-	for rec, err := range b.s.GroupRecords(b.p.t, group, minTx, maxTx) {
-		if err != nil {
-			return nil, err
-		}
-		if rec.ValidFrom > maxTS || rec.ValidTo <= minTS {
-			continue
-		}
-		if err := b.mem.addRecord(b.p, rec); err != nil {
-			return nil, err
-		}
+	b.loadFrom, b.loadTo = minTS, maxTS
+	if err := b.scan.Group(group, minTx, maxTx, b.onEntry); err != nil {
+		return nil, err
 	}
 	b.p.settleInts(b.mem.ms, b.boxed, b.cols)
 	return b.mem.ms, nil
+}
+
+// addEntry adds a member for a group's record whose valid period meets
+// [b.loadFrom, b.loadTo].
+func (b *backfill) addEntry(rec *store.GroupEntry) error {
+	if rec.ValidFrom > b.loadTo || rec.ValidTo <= b.loadFrom {
+		return nil
+	}
+	return b.mem.addRecord(b.p, rec)
 }
 
 // loadTable reads every version of the table alive at tx whose valid period

@@ -265,7 +265,7 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 		}
 		var rec GroupRecord
 		for ok := it.First(); ok; ok = it.Next() {
-			if err := decodeGroupEntry(t, it.Key()[len(prefix):], it.Value(), &rec); err != nil {
+			if _, err := decodeGroupEntry(t, it.Key()[len(prefix):], it.Value(), &rec); err != nil {
 				_ = it.Close()
 				yield(nil, err)
 				return
@@ -285,10 +285,11 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 	}
 }
 
-// decodeGroupEntry decodes an index entry from the bytes after its group tuple.
-func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: table %q group index entry: %s", ErrCorrupt, t.Name, fmt.Sprintf(format, args...))
+// decodeGroupEntry decodes an index entry from the bytes after its group tuple
+// and returns the record's positional attributes, unchecked.
+func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) ([]byte, error) {
+	bad := func(format string, args ...any) ([]byte, error) {
+		return nil, fmt.Errorf("%w: table %q group index entry: %s", ErrCorrupt, t.Name, fmt.Sprintf(format, args...))
 	}
 	if len(suffix) == 0 || suffix[0] > groupHistory {
 		return bad("missing or unknown marker")
@@ -301,7 +302,7 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 	if err != nil {
 		return bad("%v", err)
 	}
-	rv, err := encoding.DecodeRecordHeadAt(value, from, keyTxFrom)
+	rv, attrs, err := encoding.DecodeRecordHeadSplitAt(value, from, keyTxFrom)
 	if err != nil {
 		return bad("%v", err)
 	}
@@ -312,7 +313,7 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) error {
 		Tuple: tuple, ValidFrom: from, ValidTo: rv.ValidTo, TxFrom: rv.TxFrom, TxTo: rv.TxTo,
 		SK: rv.SK, Inferred: rv.Flags&encoding.FlagInferred != 0, Value: value,
 	}
-	return nil
+	return attrs, nil
 }
 
 // verifyGroups checks (as part of invariant 5) that the group index of every

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/bitempo/bitempo/encoding"
+	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
+)
+
+// This file reads the group index (groups.go) of one table one group after
+// another, for batch reads that visit many groups (a backfill). Where
+// GroupRecords opens an iterator per group, a GroupScan keeps one over the
+// table's whole index and seeks it to each group; when the groups come in
+// index order and the last group was read to its end, the iterator already
+// stands on the next group's first entry and no seek is made. Each entry is
+// decoded once (decodeGroupEntry), its attributes handed over in stored form
+// without decoding the record's head a second time. It reads the same entries
+// as GroupRecords, with the same checks and errors.
+
+// GroupScan reads the groups of one table's group index through one iterator.
+// It belongs to one goroutine and must be closed; the snapshot must outlive it.
+type GroupScan struct {
+	s     *Snapshot
+	t     *Table
+	it    engine.Iter // over the table's whole group index; nil until the first group
+	seek  []byte      // the key the last group was sought at
+	prev  []byte      // the one before it (a buffer reused for the next seek)
+	ended bool        // the last group was read to its end: it stands past it
+	entry GroupEntry
+}
+
+// GroupEntry is one entry of a group as GroupScan.Group hands it over: the
+// record (Attrs decodes its attributes) and its attributes in stored form.
+// Its slices belong to the scan and are valid only during the call.
+type GroupEntry struct {
+	GroupRecord
+	attrs []byte // the record's positional attributes, unchecked
+}
+
+// RawAttrs is GroupRecord.RawAttrs for an entry whose head was split from its
+// attributes as it was read: the attributes in stored form, walked as
+// projected by the scan's table, and true; or false when the record shares
+// its successor's attributes, which Attrs then reads.
+func (e *GroupEntry) RawAttrs() (RawAttrs, bool) {
+	if encoding.SharesAttrs(e.Value) {
+		return RawAttrs{}, false
+	}
+	return RawAttrs{b: e.attrs, name: e.names.nameFn, proj: e.t.proj}, true
+}
+
+// GroupScan returns a scan of the group index of t, read through t (a
+// projected table walks only its attributes). Reads of a table without
+// GroupBy fail with ErrNotGrouped, as GroupRecords does.
+func (s *Snapshot) GroupScan(t *Table) *GroupScan {
+	return &GroupScan{s: s, t: t}
+}
+
+// Group calls fn with each entry of the group encoded as group (by
+// AppendGroupKey) that GroupRecords(t, group, minTx, maxTx) yields, in the same
+// order. An error from fn stops the scan and is returned as is.
+func (g *GroupScan) Group(group []byte, minTx, maxTx int64, fn func(*GroupEntry) error) error {
+	s, t := g.s, g.t
+	switch {
+	case s.closed:
+		return ErrClosed
+	case len(t.GroupBy) == 0:
+		return fmt.Errorf("%w: table %q", ErrNotGrouped, t.Name)
+	}
+	if minTx < s.lastTx {
+		if err := s.checkHorizon(t, minTx); err != nil {
+			return err
+		}
+	}
+	// The entries are the keys prefix | marker | ..., marker at most last.
+	last := groupHistory
+	if minTx >= s.lastTx {
+		last = groupCurrent
+	}
+	ok, err := g.position(group)
+	if err != nil {
+		return err
+	}
+	n := len(g.seek) - 1 // the prefix 0x30 | tid | group tuple
+	names := s.attrNames(t)
+	e := &g.entry
+	for ; ok; ok = g.it.Next() {
+		key := g.it.Key()
+		if !bytes.HasPrefix(key, g.seek[:n]) || len(key) == n || key[n] > last {
+			break
+		}
+		attrs, err := decodeGroupEntry(t, key[n:], g.it.Value(), &e.GroupRecord)
+		if err != nil {
+			return err
+		}
+		if last == groupHistory && (e.TxFrom > maxTx || e.TxTo <= minTx) {
+			continue
+		}
+		e.names, e.t, e.attrs = names, t, attrs
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := g.it.Error(); err != nil {
+		return err
+	}
+	g.ended = true
+	return nil
+}
+
+// position moves the iterator to the first entry of group, creating it on
+// first use, and reports whether it stands on a key. A scan that read the last
+// group to its end stands on the first key after the entries it read, and
+// every key before it is at most one of them; so for a later group (whose keys
+// all sort after the last group's), when the group's first possible key is at
+// most the iterator's key, the iterator stands on the group's first entry.
+func (g *GroupScan) position(group []byte) (bool, error) {
+	g.prev, g.seek = g.seek, append(groupPrefix(g.prev[:0], g.t.ID, group), groupCurrent)
+	from := g.prev
+	ended := g.ended
+	g.ended = false
+	if g.it == nil {
+		prefix := layout.AppendTablePrefix(nil, layout.Groups, g.t.ID)
+		it, err := g.s.newIter(prefix, encoding.PrefixEnd(prefix))
+		if err != nil {
+			return false, err
+		}
+		g.it = it
+	} else if ended && bytes.Compare(from, g.seek) < 0 && (!g.it.Valid() || bytes.Compare(g.seek, g.it.Key()) <= 0) {
+		return g.it.Valid(), nil
+	}
+	return g.it.SeekGE(g.seek), nil
+}
+
+// Close releases the scan's iterator.
+func (g *GroupScan) Close() error {
+	if g.it == nil {
+		return nil
+	}
+	it := g.it
+	g.it = nil
+	return errors.Join(it.Error(), it.Close())
+}
