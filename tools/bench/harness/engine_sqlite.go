@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -134,6 +135,25 @@ func (e *sqliteEngine) ingest(changes []change, batch int) error {
 		}
 	}
 	return nil
+}
+
+// loadDim inserts the finished table (dimBulkLoader) in one transaction, keys
+// and each key's versions in ascending order, so the clustered table's pages
+// are filled in order as a bulk load leaves them.
+func (e *sqliteEngine) loadDim(final map[string][]version) error {
+	tx, err := e.db.Begin()
+	if err != nil {
+		return err
+	}
+	ins := tx.Stmt(e.insert)
+	for _, key := range slices.Sorted(maps.Keys(final)) {
+		for _, v := range final[key] {
+			if _, err := ins.Exec(key, v.from, v.to, v.city, v.tier); err != nil {
+				return errors.Join(err, tx.Rollback())
+			}
+		}
+	}
+	return tx.Commit()
 }
 
 // readWindow returns the window statement's versions in ascending order.
