@@ -35,9 +35,11 @@ func tickingStore(t *testing.T) *store.DB {
 // past transaction time (and batches mixing several, and the newest) with the
 // merged path, and checks every answer against the per-fact path,
 // Snapshot.VersionAt on the same snapshot: the reason, the surrogate key, the
-// flags and the attributes (whole and projected). The store has keys with
-// many corrections of one valid_from (history runs longer than a few steps),
-// SCD2 closes whose retired records share attributes, deletions and gaps.
+// flags and the attributes (whole and projected), and the rows of the row
+// view (ResolveRows) against query.Get's answer for each fact alone, periods
+// included. The store has keys with many corrections of one valid_from
+// (history runs longer than a few steps), SCD2 closes whose retired records
+// share attributes, deletions and gaps.
 func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
