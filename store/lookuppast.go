@@ -99,22 +99,24 @@ func (m *pastMerge) close() error {
 	return err
 }
 
-// lookup answers probe p (p.Tx older than LastTx) as Snapshot.VersionAt does.
-// The version is valid until the next call; its Key is nil.
-func (m *pastMerge) lookup(p *Probe) (Version, MissReason, error) {
+// lookup answers probe p (p.Tx older than LastTx) as Snapshot.VersionAt does,
+// setting v to the version found (zero for a miss). The version is valid until
+// the next call; its Key is nil.
+func (m *pastMerge) lookup(p *Probe, v *Version) (MissReason, error) {
+	*v = Version{}
 	if !m.built || m.tx != p.Tx || !bytes.Equal(m.tuple, p.Tuple) {
 		if err := m.build(p.Tuple, p.Tx); err != nil {
-			return Version{}, 0, err
+			return 0, err
 		}
 	}
 	// The first record (descending valid_from) that starts at or before p.Valid.
 	i := sort.Search(len(m.recs), func(i int) bool { return m.recs[i].from <= p.Valid })
 	found := i < len(m.recs)
 	if found && p.Valid < m.recs[i].head.ValidTo {
-		return m.version(&m.recs[i])
+		return Found, m.version(&m.recs[i], v)
 	}
 	later := len(m.recs) > 0 && m.recs[0].from > p.Valid
-	return Version{}, ClassifyMiss(found, later), nil
+	return ClassifyMiss(found, later), nil
 }
 
 // version builds the answer from a timeline record, with its attributes when
@@ -124,30 +126,28 @@ func (m *pastMerge) lookup(p *Probe) (Version, MissReason, error) {
 // same key, valid_from and surrogate key asserted when it was retired) when
 // that is a current record the timeline read, else those Snapshot.sharedAttrs
 // finds with point reads (a chain of shared records in history), decoded.
-func (m *pastMerge) version(r *pastRec) (Version, MissReason, error) {
+func (m *pastMerge) version(r *pastRec, v *Version) error {
 	h := &r.head
-	v := Version{
-		ValidFrom: r.from, ValidTo: h.ValidTo, TxFrom: h.TxFrom, TxTo: h.TxTo, SK: h.SK,
-		Inferred: h.Flags&encoding.FlagInferred != 0, tuple: m.tuple,
-	}
+	v.ValidFrom, v.ValidTo, v.TxFrom, v.TxTo, v.SK = r.from, h.ValidTo, h.TxFrom, h.TxTo, h.SK
+	v.Inferred, v.tuple = h.Flags&encoding.FlagInferred != 0, m.tuple
 	if !m.attrs {
-		return v, Found, nil
+		return nil
 	}
 	src := r
 	if encoding.SharesAttrs(m.vals[r.off:r.end]) {
 		if src = m.successor(r); src == nil {
 			var err error
 			v.Attrs, err = m.s.sharedAttrs(m.t, m.tuple, r.from, h.SK, h.TxTo)
-			return v, Found, err
+			return err
 		}
 	}
 	if m.t.rawAttrs {
-		v.raw = RawAttrs{b: m.vals[src.attrs:src.end], name: m.names, proj: m.t.proj}
-		return v, Found, nil
+		v.raw.b, v.raw.name, v.raw.proj = m.vals[src.attrs:src.end], m.names, m.t.proj
+		return nil
 	}
 	rv, err := m.s.decodeRecord(m.t, m.vals[src.off:src.end], src.from, src.keyTx)
 	v.Attrs = rv.Attrs
-	return v, Found, err
+	return err
 }
 
 // successor returns the current record of the timeline's later ones that
