@@ -62,6 +62,10 @@ type pastRec struct {
 	// With attrs, its value is vals[off:end] and its attributes, in
 	// positional form, vals[attrs:end].
 	off, attrs, end int
+	// raw is the answer's attributes for a WithRawAttrs table, set once the
+	// timeline is read: its own, or its successor's when it shares them;
+	// zero when its successor is not among the timeline's later records.
+	raw RawAttrs
 }
 
 // newPastMerge opens the merge's iterators over the records of the keys from
@@ -119,18 +123,23 @@ func (m *pastMerge) lookup(p *Probe, v *Version) (MissReason, error) {
 	return ClassifyMiss(found, later), nil
 }
 
-// version builds the answer from a timeline record, with its attributes when
-// the merge reads them: as stored, aliasing the timeline (valid until the next
-// lookup, as the version is), for a WithRawAttrs table, else decoded. A record
-// that shares its attributes takes those of its successor (the record of the
-// same key, valid_from and surrogate key asserted when it was retired) when
-// that is a current record the timeline read, else those Snapshot.sharedAttrs
-// finds with point reads (a chain of shared records in history), decoded.
+// version sets v to the answer from a timeline record, with its attributes
+// when the merge reads them: as stored, aliasing the timeline (valid until the
+// next lookup, as the version is), for a WithRawAttrs table (r.raw), else
+// decoded. A record that shares its attributes takes those of its successor
+// (the record of the same key, valid_from and surrogate key asserted when it
+// was retired) when that is a current record the timeline read, else those
+// Snapshot.sharedAttrs finds with point reads (a chain of shared records in
+// history), decoded.
 func (m *pastMerge) version(r *pastRec, v *Version) error {
 	h := &r.head
 	v.ValidFrom, v.ValidTo, v.TxFrom, v.TxTo, v.SK = r.from, h.ValidTo, h.TxFrom, h.TxTo, h.SK
 	v.Inferred, v.tuple = h.Flags&encoding.FlagInferred != 0, m.tuple
 	if !m.attrs {
+		return nil
+	}
+	if !r.raw.IsZero() {
+		v.raw = r.raw
 		return nil
 	}
 	src := r
@@ -140,10 +149,6 @@ func (m *pastMerge) version(r *pastRec, v *Version) error {
 			v.Attrs, err = m.s.sharedAttrs(m.t, m.tuple, r.from, h.SK, h.TxTo)
 			return err
 		}
-	}
-	if m.t.rawAttrs {
-		v.raw.b, v.raw.name, v.raw.proj = m.vals[src.attrs:src.end], m.names, m.t.proj
-		return nil
 	}
 	rv, err := m.s.decodeRecord(m.t, m.vals[src.off:src.end], src.from, src.keyTx)
 	v.Attrs = rv.Attrs
@@ -186,6 +191,17 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 	// share a valid_from: merge them.
 	if n > 0 && n < len(m.recs) {
 		slices.SortStableFunc(m.recs, func(a, b pastRec) int { return cmp.Compare(b.from, a.from) })
+	}
+	if m.attrs && m.t.rawAttrs {
+		for i := range m.recs {
+			r, src := &m.recs[i], &m.recs[i]
+			if encoding.SharesAttrs(m.vals[r.off:r.end]) {
+				src = m.successor(r)
+			}
+			if src != nil {
+				r.raw = RawAttrs{b: m.vals[src.attrs:src.end:src.end], name: m.names, proj: m.t.proj}
+			}
+		}
 	}
 	m.built = true
 	return nil
