@@ -3,6 +3,7 @@ package query_test
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -34,9 +35,11 @@ func tickingStore(t *testing.T) *store.DB {
 // past transaction time (and batches mixing several, and the newest) with the
 // merged path, and checks every answer against the per-fact path,
 // Snapshot.VersionAt on the same snapshot: the reason, the surrogate key, the
-// flags and the attributes (whole and projected). The store has keys with
-// many corrections of one valid_from (history runs longer than a few steps),
-// SCD2 closes whose retired records share attributes, deletions and gaps.
+// flags and the attributes (whole and projected), and the rows of the row
+// view (ResolveRows) against query.Get's answer for each fact alone, periods
+// included. The store has keys with many corrections of one valid_from
+// (history runs longer than a few steps), SCD2 closes whose retired records
+// share attributes, deletions and gaps.
 func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 	for _, seed := range testlong.Size([]uint64{1, 2, rand.Uint64()}, []uint64{1, rand.Uint64()}) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
@@ -110,12 +113,52 @@ func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 					}
 				}
 			}
+			// The row view, ResolveRows: every field of each row against
+			// query.Get's answer for the fact alone.
+			rows := func(name string, facts []query.Fact, project []string) {
+				seen := make([]bool, len(facts))
+				err := query.ResolveRows(s, "d", facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true, Project: project},
+					func(row *query.ResolvedRow) error {
+						f := facts[row.Index]
+						seen[row.Index] = true
+						want, err := query.Get(s, "d", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx}, query.GetOptions{Project: project})
+						var miss *query.Miss
+						switch {
+						case errors.As(err, &miss):
+							if row.Reason != miss.Reason || row.SK != 0 || row.ValidFrom != 0 || row.ValidTo != 0 {
+								return fmt.Errorf("%s: fact %d %+v: row %v sk=%d [%d,%d), Get %v", name, row.Index, f,
+									row.Reason, row.SK, row.ValidFrom, row.ValidTo, miss.Reason)
+							}
+							return nil
+						case err != nil:
+							return err
+						}
+						got, err := row.Map()
+						if err != nil {
+							return err
+						}
+						a := fmt.Sprintf("%v sk=%d inferred=%v [%d,%d) %v", row.Reason, row.SK, row.Inferred, row.ValidFrom, row.ValidTo, got)
+						b := fmt.Sprintf("%v sk=%d inferred=%v [%d,%d) %v", store.Found, want.SK, want.Inferred, want.ValidFrom, want.ValidTo, want.Attrs)
+						if a != b {
+							return fmt.Errorf("%s: fact %d %+v: row %s, Get %s", name, row.Index, f, a, b)
+						}
+						return nil
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i := slices.Index(seen, false); i >= 0 {
+					t.Fatalf("%s: no row for fact %d", name, i)
+				}
+			}
 			for k, t0 := range append(slices.Clone(txs[:len(txs)-1]), txs[0]-1, txs[len(txs)/2]+3) {
 				if k%3 != 0 && k < len(txs)-1 {
 					continue
 				}
 				check(fmt.Sprint("one past tx ", t0), drawFacts(2000, func() int64 { return t0 }), nil)
 				check(fmt.Sprint("projected at ", t0), drawFacts(300, func() int64 { return t0 }), []string{"name", "zz"})
+				rows(fmt.Sprint("rows at ", t0), drawFacts(1000, func() int64 { return t0 }), nil)
+				rows(fmt.Sprint("projected rows at ", t0), drawFacts(300, func() int64 { return t0 }), []string{"v", "zz"})
 			}
 			// store.Snapshot.LookupSorted, under Resolve, returns whole versions:
 			// their periods must be VersionAt's too.
@@ -157,6 +200,7 @@ func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 				return txs[rng.IntN(len(txs))] - rng.Int64N(2)
 			}
 			check("mixed transaction times", drawFacts(5000, mixed), nil)
+			rows("rows at mixed transaction times", drawFacts(3000, mixed), nil)
 			// Enough facts for Resolve's parallel path (forks of the snapshot
 			// sharing the projected table) on a machine with two or more cores.
 			check("parallel and projected", drawFacts(40_000, mixed), []string{"v", "w"})

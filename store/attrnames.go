@@ -150,11 +150,7 @@ func (s *Snapshot) decodeRecord(t *Table, value []byte, validFrom, keyTxFrom int
 // which it returns in their positional form, unchecked (RawAttrs.Walk checks);
 // validFrom and keyTxFrom are as for decodeRecord.
 func decodeHeadSplit(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, []byte, error) {
-	rv, err := encoding.DecodeRecordHeadAt(value, validFrom, keyTxFrom)
-	if err != nil {
-		return rv, nil, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
-	}
-	attrs, err := encoding.PositionalAttrs(value)
+	rv, attrs, err := encoding.DecodeRecordHeadSplitAt(value, validFrom, keyTxFrom)
 	if err != nil {
 		return rv, nil, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}

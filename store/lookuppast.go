@@ -18,8 +18,10 @@ import (
 // order, instead of seeking afresh for every probe. For each probed key and
 // transaction time it reads the key's versions alive at that time once, in
 // descending valid_from order (the key's timeline as then known; record heads
-// only, the values kept to decode the answers), and answers every probe of the
-// key from it.
+// only, and with attrs the values, copied once to answer from), and answers
+// every probe of the key from it: the answer's attributes are read from the
+// copied value, without decoding its head again, and a record that shares its
+// attributes takes those of its successor when the timeline holds it.
 //
 // A key's records alive at tx are its current records with tx_from <= tx and,
 // for each valid_from in its history, the newest record asserted at or before
@@ -33,6 +35,7 @@ type pastMerge struct {
 	s     *Snapshot
 	t     *Table
 	attrs bool
+	names func(ord uint32) (string, bool) // t's attribute names, for raw answers
 	cur   engine.Iter
 	hist  engine.Iter
 	curOK bool // the current-index iterator is positioned
@@ -52,17 +55,26 @@ type pastMerge struct {
 }
 
 // pastRec is one record of a timeline: a version alive at the timeline's
-// transaction time.
+// transaction time (or, in later, a current record asserted after it).
 type pastRec struct {
 	from, keyTx int64 // valid_from; the tx_from its key holds (0: current index)
 	head        encoding.RecordValue
-	off, n      int // its value is vals[off : off+n]
+	// With attrs, its value is vals[off:end] and its attributes, in
+	// positional form, vals[attrs:end].
+	off, attrs, end int
+	// raw is the answer's attributes for a WithRawAttrs table, set once the
+	// timeline is read: its own, or its successor's when it shares them;
+	// zero when its successor is not among the timeline's later records.
+	raw RawAttrs
 }
 
 // newPastMerge opens the merge's iterators over the records of the keys from
 // lowTuple to highTuple, inclusive.
 func (s *Snapshot) newPastMerge(t *Table, lowTuple, highTuple []byte, attrs bool) (*pastMerge, error) {
 	m := &pastMerge{s: s, t: t, attrs: attrs}
+	if attrs && t.rawAttrs {
+		m.names = s.attrNames(t).nameFn
+	}
 	var err error
 	for _, r := range []struct {
 		keys layout.RecordCodec
@@ -91,80 +103,69 @@ func (m *pastMerge) close() error {
 	return err
 }
 
-// lookup answers probe p (p.Tx older than LastTx) as Snapshot.VersionAt does.
-// The version is valid until the next call; its Key is nil.
-func (m *pastMerge) lookup(p *Probe) (Version, MissReason, error) {
+// lookup answers probe p (p.Tx older than LastTx) as Snapshot.VersionAt does,
+// setting v to the version found (zero for a miss). The version is valid until
+// the next call; its Key is nil.
+func (m *pastMerge) lookup(p *Probe, v *Version) (MissReason, error) {
+	*v = Version{}
 	if !m.built || m.tx != p.Tx || !bytes.Equal(m.tuple, p.Tuple) {
 		if err := m.build(p.Tuple, p.Tx); err != nil {
-			return Version{}, 0, err
+			return 0, err
 		}
 	}
 	// The first record (descending valid_from) that starts at or before p.Valid.
 	i := sort.Search(len(m.recs), func(i int) bool { return m.recs[i].from <= p.Valid })
 	found := i < len(m.recs)
 	if found && p.Valid < m.recs[i].head.ValidTo {
-		return m.version(&m.recs[i])
+		return Found, m.version(&m.recs[i], v)
 	}
 	later := len(m.recs) > 0 && m.recs[0].from > p.Valid
-	return Version{}, ClassifyMiss(found, later), nil
+	return ClassifyMiss(found, later), nil
 }
 
-// version builds the answer from a timeline record, with its attributes when
-// the merge reads them.
-func (m *pastMerge) version(r *pastRec) (Version, MissReason, error) {
+// version sets v to the answer from a timeline record, with its attributes
+// when the merge reads them: as stored, aliasing the timeline (valid until the
+// next lookup, as the version is), for a WithRawAttrs table (r.raw), else
+// decoded. A record that shares its attributes takes those of its successor
+// (the record of the same key, valid_from and surrogate key asserted when it
+// was retired) when that is a current record the timeline read, else those
+// Snapshot.sharedAttrs finds with point reads (a chain of shared records in
+// history), decoded.
+func (m *pastMerge) version(r *pastRec, v *Version) error {
 	h := &r.head
-	head := Version{
-		ValidFrom: r.from, ValidTo: h.ValidTo, TxFrom: h.TxFrom, TxTo: h.TxTo, SK: h.SK,
-		Inferred: h.Flags&encoding.FlagInferred != 0, tuple: m.tuple,
-	}
+	v.ValidFrom, v.ValidTo, v.TxFrom, v.TxTo, v.SK = r.from, h.ValidTo, h.TxFrom, h.TxTo, h.SK
+	v.Inferred, v.tuple = h.Flags&encoding.FlagInferred != 0, m.tuple
 	if !m.attrs {
-		return head, Found, nil
+		return nil
 	}
-	value := m.vals[r.off : r.off+r.n]
-	if encoding.SharesAttrs(value) {
-		if v, ok, err := m.fromSuccessor(r); ok || err != nil {
-			return v, Found, err
+	if !r.raw.IsZero() {
+		v.raw = r.raw
+		return nil
+	}
+	src := r
+	if encoding.SharesAttrs(m.vals[r.off:r.end]) {
+		if src = m.successor(r); src == nil {
+			var err error
+			v.Attrs, err = m.s.sharedAttrs(m.t, m.tuple, r.from, h.SK, h.TxTo)
+			return err
 		}
-	} else if m.t.rawAttrs {
-		// The attributes as stored, aliasing the timeline: valid until the
-		// next lookup, as the version is.
-		_, b, err := decodeHeadSplit(m.t, value, r.from, r.keyTx)
-		if err != nil {
-			return Version{}, 0, err
-		}
-		head.raw = RawAttrs{b: b, name: m.s.attrNames(m.t).nameFn, proj: m.t.proj}
-		return head, Found, nil
 	}
-	v, err := m.s.decodeVersion(m.t, m.tuple, r.from, r.keyTx, value)
-	if err != nil {
-		return Version{}, 0, err
-	}
-	v.Key = nil // as LookupSorted documents: the caller knows the key
-	return v, Found, nil
+	rv, err := m.s.decodeRecord(m.t, m.vals[src.off:src.end], src.from, src.keyTx)
+	v.Attrs = rv.Attrs
+	return err
 }
 
-// fromSuccessor builds the answer for a record that shares its attributes
-// when its successor (the record of the same key, valid_from and surrogate key
-// asserted when it was retired) is a current record the timeline read: the
-// record's own periods and flags with the successor's attributes, without the
-// point reads Snapshot.sharedAttrs would make. ok is false when the successor
-// is elsewhere (in history: a chain of shared records).
-func (m *pastMerge) fromSuccessor(r *pastRec) (Version, bool, error) {
+// successor returns the current record of the timeline's later ones that
+// record r shares its attributes with, or nil.
+func (m *pastMerge) successor(r *pastRec) *pastRec {
 	for i := range m.later {
 		succ := &m.later[i]
-		if succ.from != r.from || succ.head.TxFrom != r.head.TxTo || succ.head.SK != r.head.SK {
-			continue
+		if succ.from == r.from && succ.head.TxFrom == r.head.TxTo && succ.head.SK == r.head.SK &&
+			!encoding.SharesAttrs(m.vals[succ.off:succ.end]) {
+			return succ
 		}
-		v, err := m.s.decodeVersion(m.t, m.tuple, succ.from, 0, m.vals[succ.off:succ.off+succ.n])
-		if err != nil {
-			return Version{}, false, err
-		}
-		h := &r.head
-		v.Key, v.ValidTo, v.TxFrom, v.TxTo, v.SK = nil, h.ValidTo, h.TxFrom, h.TxTo, h.SK
-		v.Inferred = h.Flags&encoding.FlagInferred != 0
-		return v, true, nil
 	}
-	return Version{}, false, nil
+	return nil
 }
 
 // build reads the timeline of tuple at tx: its records alive at tx, by
@@ -191,6 +192,17 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 	if n > 0 && n < len(m.recs) {
 		slices.SortStableFunc(m.recs, func(a, b pastRec) int { return cmp.Compare(b.from, a.from) })
 	}
+	if m.attrs && m.t.rawAttrs {
+		for i := range m.recs {
+			r, src := &m.recs[i], &m.recs[i]
+			if encoding.SharesAttrs(m.vals[r.off:r.end]) {
+				src = m.successor(r)
+			}
+			if src != nil {
+				r.raw = RawAttrs{b: m.vals[src.attrs:src.end:src.end], name: m.names, proj: m.t.proj}
+			}
+		}
+	}
 	m.built = true
 	return nil
 }
@@ -210,10 +222,24 @@ func (m *pastMerge) enter(it engine.Iter, ok bool, keyPfx []byte, again bool) bo
 	return ok
 }
 
-// keep appends a record of the timeline, copying its value.
-func (m *pastMerge) keep(from, keyTx int64, head encoding.RecordValue, value []byte) {
-	m.recs = append(m.recs, pastRec{from: from, keyTx: keyTx, head: head, off: len(m.vals), n: len(value)})
-	m.vals = append(m.vals, value...)
+// record decodes the head of value, the record of the key valid from from
+// whose key holds tx_from keyTx; its attrs is where its attributes start in
+// value until keep copies it.
+func (m *pastMerge) record(from, keyTx int64, value []byte) (pastRec, error) {
+	head, attrs, err := decodeHeadSplit(m.t, value, from, keyTx)
+	return pastRec{from: from, keyTx: keyTx, head: head, attrs: len(value) - len(attrs)}, err
+}
+
+// keep appends r, a record of value, to list, with attrs copying value to
+// vals.
+func (m *pastMerge) keep(list []pastRec, r pastRec, value []byte) []pastRec {
+	if m.attrs {
+		r.off = len(m.vals)
+		m.vals = append(m.vals, value...)
+		r.attrs += r.off
+		r.end = len(m.vals)
+	}
+	return append(list, r)
 }
 
 func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
@@ -225,17 +251,16 @@ func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
 		if err != nil {
 			return err
 		}
-		head, err := decodeHead(m.t, it.Value(), from, 0)
+		r, err := m.record(from, 0, it.Value())
 		if err != nil {
 			return err
 		}
-		if head.TxFrom <= tx {
-			m.keep(from, 0, head, it.Value())
+		if r.head.TxFrom <= tx {
+			m.recs = m.keep(m.recs, r, it.Value())
 		} else if m.attrs {
 			// A record alive at tx that shares its attributes usually shares
 			// them with this one (its successor, asserted when it was retired).
-			m.later = append(m.later, pastRec{from: from, head: head, off: len(m.vals), n: len(it.Value())})
-			m.vals = append(m.vals, it.Value()...)
+			m.later = m.keep(m.later, r, it.Value())
 		}
 	}
 	return it.Error()
@@ -273,12 +298,12 @@ func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
 		if !found {
 			continue // the iterator has left the valid_from's records
 		}
-		head, err := decodeHead(m.t, it.Value(), from, keyTx)
+		r, err := m.record(from, keyTx, it.Value())
 		if err != nil {
 			return err
 		}
-		if tx < head.TxTo {
-			m.keep(from, keyTx, head, it.Value())
+		if tx < r.head.TxTo {
+			m.recs = m.keep(m.recs, r, it.Value())
 		}
 		// Past the older records of this valid_from: a few steps, then one seek.
 		for steps := 0; ; steps++ {
