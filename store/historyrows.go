@@ -74,7 +74,7 @@ func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *Hi
 		if more, err := h.run(); !more || err != nil {
 			return err
 		}
-		next := encoding.PrefixEnd(h.keyPfx)
+		next := h.keyEnd()
 		if bytes.Compare(next, upper) >= 0 {
 			break // the span holds no further key (a single-key history ends here)
 		}
@@ -109,7 +109,7 @@ func (h *keyHistory) run() (bool, error) {
 	case h.resume && h.after >= h.from:
 		ok = h.it.SeekLT(h.seekKey(h.after)) // the first version starting after h.after
 	case h.from == NegInfinity:
-		ok = h.it.SeekLT(encoding.PrefixEnd(h.keyPfx)) // the key's first version
+		ok = h.it.SeekLT(h.keyEnd()) // the key's first version
 	default:
 		// The version with the greatest valid_from <= from may overlap the period;
 		// when it is the newest, it is the only one that can.
@@ -148,6 +148,13 @@ func (h *keyHistory) run() (bool, error) {
 		}
 	}
 	return true, h.it.Error()
+}
+
+// keyEnd returns the least key after every record of the key (keyPfx starts
+// with the current keyspace's byte, not 0xff, so there is one).
+func (h *keyHistory) keyEnd() []byte {
+	h.seek = encoding.PrefixEndInPlace(append(h.seek[:0], h.keyPfx...))
+	return h.seek
 }
 
 func (h *keyHistory) seekKey(t int64) []byte {
