@@ -200,17 +200,22 @@ func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *H
 		if w.resume {
 			w.after = after.ValidFrom
 		}
-		if more, err := w.key(); !more || err != nil {
+		if err := w.collect(); err != nil {
+			return err
+		}
+		if more, err := w.emit(); !more || err != nil {
 			return err
 		}
 	}
 }
 
 // pastKeys walks the keys of a history read at a past transaction time. For
-// each key it steps backwards through the key's records in both indexes
-// (each newest valid_from first, so stepping backwards ascends), merging them
-// by valid_from, and hands over each record alive at the read's transaction
-// time: at most one per valid_from.
+// each key it steps forwards through the key's records in both indexes, both
+// newest valid_from first, merging them by valid_from: it keeps a copy of
+// each record alive at the read's transaction time (at most one per
+// valid_from) that the read returns, then hands them over oldest first. It
+// never seeks: the step off a key's last record lands on the next key's
+// first.
 type pastKeys struct {
 	r        *Row
 	idx      [2]pastIndex // the current index and history
@@ -219,8 +224,17 @@ type pastKeys struct {
 	tuple    []byte // the key being walked
 	resume   bool   // the key is the one the scan resumes in
 	after    int64  // with resume: only versions starting after it
-	end      []byte // seek key past the key's records
+	recs     []keptRec
+	vals     []byte // the values recs point into
 	each     func(*Row) (bool, error)
+}
+
+// keptRec is a record pastKeys keeps: where its key's valid_from and tx_from
+// say it is, and its value, and its successor's for a record that shares
+// the successor's attributes, in pastKeys.vals.
+type keptRec struct {
+	from, keyTx int64
+	val, succ   [2]int // [start, end) in vals; an empty succ: none kept
 }
 
 // pastIndex is one record keyspace of a pastKeys walk: its iterator and the
@@ -230,7 +244,6 @@ type pastIndex struct {
 	it     engine.Iter
 	pfxLen int
 	on     bool   // the iterator is on a record (of keyPfx)
-	inKey  bool   // on a record of the key the walk is in
 	keyPfx []byte // keyspace | table id | tuple of that record
 	from   int64  // its valid_from
 }
@@ -258,108 +271,84 @@ func (w *pastKeys) least() []byte {
 	return least
 }
 
-// key hands over the versions of key w.tuple and leaves each index on the
-// first record after the key's; it reports false when the scan has ended.
-func (w *pastKeys) key() (bool, error) {
-	var in [2]bool // the index holds records of the key
+// next returns the index on the key's record of greatest valid_from, or nil
+// when both have left the key. Of a valid_from in both, the current record
+// comes first, so that collect has it when history's record of the same
+// valid_from shares its attributes.
+func (w *pastKeys) next() *pastIndex {
+	var most *pastIndex
 	for i := range w.idx {
 		x := &w.idx[i]
-		if in[i] = x.on && bytes.Equal(x.tuple(), w.tuple); in[i] {
-			// The key's oldest valid_from, its first record going backwards.
-			w.end = encoding.PrefixEndInPlace(append(w.end[:0], x.keyPfx...))
-			if err := x.within(x.it.SeekLT(w.end)); err != nil {
-				return false, err
-			}
+		if x.on && bytes.Equal(x.tuple(), w.tuple) && (most == nil || x.from > most.from) {
+			most = x
 		}
 	}
-	for {
-		x := w.next()
-		if x == nil || x.from >= w.to {
-			break
-		}
+	return most
+}
+
+// collect steps both indexes through the records of key w.tuple, keeping
+// those the read returns in w.recs, newest valid_from first.
+func (w *pastKeys) collect() error {
+	w.recs, w.vals = w.recs[:0], w.vals[:0]
+	var cur keptRec // the last current record stepped over, when its value is kept
+	var curHead encoding.RecordValue
+	for x := w.next(); x != nil; x = w.next() {
 		keyTx, err := x.keys.TxFrom(x.it.Key()) // 0 in the current index
 		if err != nil {
-			return false, err
+			return err
 		}
-		head, err := decodeHead(w.r.t, x.it.Value(), x.from, keyTx)
+		value := x.it.Value()
+		head, err := decodeHead(w.r.t, value, x.from, keyTx)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if head.TxFrom <= w.tx && w.tx < head.TxTo && head.ValidTo > w.from && (!w.resume || x.from > w.after) {
-			succ, err := w.successor(x, &head)
-			if err != nil {
-				return false, err
-			}
-			if err := w.r.fillRecord(x.keyPfx[x.pfxLen:], x.it.Value(), x.from, keyTx, succ); err != nil {
-				return false, err
-			}
-			if more, err := w.each(w.r); !more || err != nil {
-				return false, err
-			}
+		current := x == &w.idx[0]
+		if current {
+			// A successor of history's record of the same valid_from, if it
+			// shares its attributes.
+			cur, curHead = keptRec{from: x.from, val: w.keep(value)}, head
 		}
-		if err := x.within(x.it.Prev()); err != nil {
-			return false, err
+		if head.TxFrom <= w.tx && w.tx < head.TxTo && head.ValidTo > w.from && x.from < w.to && (!w.resume || x.from > w.after) {
+			rec := keptRec{from: x.from, keyTx: keyTx, val: cur.val}
+			if !current {
+				rec.val = w.keep(value)
+				if encoding.SharesAttrs(value) && cur.val != [2]int{} && cur.from == x.from &&
+					curHead.TxFrom == head.TxTo && curHead.SK == head.SK {
+					rec.succ = cur.val // an SCD2 close: the successor is the current record
+				}
+			}
+			w.recs = append(w.recs, rec)
+		}
+		if err := x.load(x.it.Next()); err != nil {
+			return err
 		}
 	}
-	for i := range w.idx {
-		if x := &w.idx[i]; in[i] {
-			x.inKey = false
-			w.end = encoding.PrefixEndInPlace(append(w.end[:0], x.keyPfx...))
-			if len(w.end) == 0 {
-				x.on = false // keyPfx is all 0xff: no key follows it
-				continue
-			}
-			if err := x.load(x.it.SeekGE(w.end)); err != nil {
-				return false, err
-			}
+	return nil
+}
+
+// keep copies value into w.vals and returns where it is.
+func (w *pastKeys) keep(value []byte) [2]int {
+	w.vals = append(w.vals, value...)
+	return [2]int{len(w.vals) - len(value), len(w.vals)}
+}
+
+// emit hands over the records collect kept, oldest valid_from first; it
+// reports false when the scan has ended.
+func (w *pastKeys) emit() (bool, error) {
+	for i := len(w.recs) - 1; i >= 0; i-- {
+		rec := &w.recs[i]
+		var succ []byte
+		if rec.succ != [2]int{} {
+			succ = w.vals[rec.succ[0]:rec.succ[1]]
+		}
+		if err := w.r.fillRecord(w.tuple, w.vals[rec.val[0]:rec.val[1]], rec.from, rec.keyTx, succ); err != nil {
+			return false, err
+		}
+		if more, err := w.each(w.r); !more || err != nil {
+			return false, err
 		}
 	}
 	return true, nil
-}
-
-// within loads the record the iterator moved to within the key it was on;
-// off the key, the index is off until the walk seeks it to the next key.
-func (x *pastIndex) within(ok bool) error {
-	if x.inKey = ok && bytes.HasPrefix(x.it.Key(), x.keyPfx); !x.inKey {
-		x.on = false
-		return x.it.Error()
-	}
-	_, from, err := x.keys.Split(x.it.Key(), x.pfxLen)
-	x.from = from
-	return err
-}
-
-// next returns the index on the key's record of least valid_from, or nil
-// when both are done with the key. Of a valid_from in both, history's
-// records come first, so that successor finds the current record beside
-// them.
-func (w *pastKeys) next() *pastIndex {
-	var least *pastIndex
-	for i := len(w.idx) - 1; i >= 0; i-- {
-		if x := &w.idx[i]; x.inKey && (least == nil || x.from < least.from) {
-			least = x
-		}
-	}
-	return least
-}
-
-// successor returns the stored value of the current record that holds the
-// attributes of x's record (head), when x is on a retired record that shares
-// its successor's attributes and the successor is the current record of the
-// same valid_from that the current index is on: the common case, an SCD2
-// close, read without the point reads Snapshot.sharedRecord makes. Otherwise
-// it returns nil.
-func (w *pastKeys) successor(x *pastIndex, head *encoding.RecordValue) ([]byte, error) {
-	c := &w.idx[0]
-	if x == c || !c.inKey || c.from != x.from || !encoding.SharesAttrs(x.it.Value()) {
-		return nil, nil
-	}
-	value := c.it.Value()
-	ch, err := decodeHead(w.r.t, value, c.from, 0)
-	if err != nil || ch.TxFrom != head.TxTo || ch.SK != head.SK || encoding.SharesAttrs(value) {
-		return nil, err
-	}
-	return value, nil
 }
 
 func (w *pastKeys) close() error {
