@@ -114,7 +114,8 @@ func HistoryPage(r store.Reader, table string, keys KeyRange, from, to int64, op
 // after the last of them, else it is empty (as it is when fn stops the
 // scan). RawAttrs changes only what Row.Version returns. At the latest
 // transaction time, and at an older one, it allocates nothing per row but
-// for a retired record that shares its successor's attributes
+// for a retired record that shares its successor's attributes when the
+// successor is not the current record of the same valid_from
 // (store.Snapshot.ScanHistoryRows).
 func HistoryRows(r store.Reader, table string, keys KeyRange, from, to int64, opts HistoryOptions, fn func(*store.Row) bool) (next string, err error) {
 	h, err := startHistory(r, table, keys.span, from, to, opts)

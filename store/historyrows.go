@@ -21,12 +21,14 @@ import (
 //
 // At or after LastTx it reads the current-state index backwards from the
 // start of the period: a few seeks per key plus one step per version
-// returned. At an older transaction time it steps backwards through each
+// returned. At an older transaction time it steps forwards through each
 // key's records in the current index and in history, decoding the head of
-// each and the attributes of none, so a key costs the number of its
-// records. Neither allocates per row, except for a retired record that
-// shares its successor's attributes (Writer.shareAttrs): finding them costs
-// a point read or two per record of the chain.
+// each and the attributes of none, and copies the records it returns, so a
+// key costs the number of its records and no seek. Neither allocates per
+// row, except for a retired record that shares its successor's attributes
+// (Writer.shareAttrs) when the successor is not the current record of the
+// same valid_from (an SCD2 close's is): finding them costs a point read or
+// two per record of the chain.
 func (s *Snapshot) ScanHistoryRows(t *Table, span Span, tx, from, to int64, after *HistoryPos, fn func(*Row) bool) error {
 	return s.scanHistory(t, span, tx, from, to, after, func(r *Row) (bool, error) {
 		more := fn(r)
