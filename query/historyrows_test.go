@@ -218,6 +218,17 @@ func TestHistoryRowsMatchesHistoryRange(t *testing.T) {
 				checkHistoryRows(t, s, kr, from, to, opts, want)
 				shared += n
 			}
+			// Whole histories as of each commit until one reads a record
+			// that shares its successor's attributes.
+			for _, tx := range txs {
+				if shared > 0 {
+					break
+				}
+				opts := query.HistoryOptions{Tx: tx}
+				want, n := historyReference(t, s, tb, keys, query.KeyRange{}, store.NegInfinity, store.Infinity, opts)
+				checkHistoryRows(t, s, query.KeyRange{}, store.NegInfinity, store.Infinity, opts, want)
+				shared += n
+			}
 			if shared == 0 {
 				t.Fatal("no row read a retired record that shares its successor's attributes")
 			}

@@ -533,36 +533,6 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	return Version{}, fmt.Errorf("%w: table %q: no record of sk %d (key %x valid from %d) asserted in [%d, %d]", ErrCorrupt, t.Name, sk, tuple, validFrom, indexTx, tx)
 }
 
-// record reads the record of a key that starts at validFrom and was asserted at
-// txFrom, from the current index or, once retired, from history. The sk index and
-// the transaction log point at records this way; a pointer to nothing is
-// corruption (invariant 5).
-func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Version, error) {
-	cur, err := s.iter(layout.Current)
-	if err != nil {
-		return Version{}, err
-	}
-	key := layout.CurrentKeys.Key(nil, t.ID, tuple, validFrom, 0)
-	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
-		v, err := s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
-		if err != nil || v.TxFrom == txFrom {
-			return v, err
-		}
-	}
-	hist, err := s.iter(layout.History)
-	if err != nil {
-		return Version{}, err
-	}
-	key = layout.HistoryKeys.Key(key[:0], t.ID, tuple, validFrom, txFrom)
-	if hist.SeekPrefixGE(key) && bytes.Equal(hist.Key(), key) {
-		return s.decodeVersion(t, tuple, validFrom, txFrom, hist.Value())
-	}
-	if err := firstError(cur.Error(), hist.Error()); err != nil {
-		return Version{}, err
-	}
-	return Version{}, fmt.Errorf("%w: table %q: no record of key %x valid from %d asserted at %d", ErrCorrupt, t.Name, tuple, validFrom, txFrom)
-}
-
 // Fork returns a snapshot of the same consistent view with iterators of its own,
 // for reading on another goroutine in parallel with s (a Snapshot is meant for one
 // goroutine). Closing the fork releases only its iterators; close every fork
