@@ -35,6 +35,11 @@
 // HistoryOptions: it clips the row's period in place, and with Limit and
 // Cursor it pages as HistoryPage does, returning the next page's cursor.
 // History, HistoryRange and HistoryPage copy rows out of the same walk.
+// ChangesRows is Changes read in place: a reused ChangeRow per change, its
+// Row the record (nil for an erasure, which Erasure describes) and its
+// Cursor the change's; it allocates nothing per change but for an erasure
+// and a retired record that shares its successor's attributes. Changes and
+// ChangesPage copy rows out of the same walk.
 //
 // # Behaviour that docs/semantics.md leaves open
 //
@@ -82,7 +87,8 @@
 //     encoded (RawAttrs in their options), for a caller that decodes them
 //     itself, as package typed does into structs; a retired record that
 //     shares its successor's attributes still comes back decoded.
-//     HistoryRows reads every version in place, such a record included.
+//     HistoryRows and ChangesRows read every record in place, such a
+//     record included.
 //   - A projected name that no version holds, including one the table has
 //     never stored, is absent from Attrs, as an attribute a version lacks is;
 //     it is not an error. A projected read checks the bytes it decodes and

@@ -114,7 +114,7 @@ func BenchmarkHistoryRows(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	city, tier := store.NewAttrRef("city"), store.NewAttrRef("tier")
+	refs := newCityTier()
 	for _, at := range []struct {
 		name string
 		tx   int64
@@ -122,45 +122,27 @@ func BenchmarkHistoryRows(b *testing.B) {
 	}{{"latest", query.Latest, historyKeys * (historyVersions + 1)}, {"past", loaded, historyKeys * historyVersions}} {
 		opts := query.HistoryOptions{Tx: at.tx}
 		b.Run(at.name+"/map", func(b *testing.B) {
-			before := mallocs()
-			for b.Loop() {
-				n := 0
+			benchPer(b, at.rows, "row", func() (n int) {
 				for v, err := range query.HistoryRange(s, "dim", query.KeyRange{}, store.NegInfinity, store.Infinity, opts) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					c, _ := v.Attrs["city"].(string)
-					_, ok := v.Attrs["tier"].(int64)
-					if ok && c != "" {
-						n++
-					}
+					n += mapCityTier(v.Attrs)
 				}
-				if n != at.rows {
-					b.Fatalf("%d rows, want %d", n, at.rows)
-				}
-			}
-			reportPer(b, at.rows, "row", before)
+				return n
+			})
 		})
 		b.Run(at.name+"/rows", func(b *testing.B) {
-			before := mallocs()
-			for b.Loop() {
-				n := 0
+			benchPer(b, at.rows, "row", func() (n int) {
 				_, err := query.HistoryRows(s, "dim", query.KeyRange{}, store.NegInfinity, store.Infinity, opts, func(r *store.Row) bool {
-					c, _ := r.Text(city)
-					_, ok := r.Int64(tier)
-					if ok && len(c) > 0 {
-						n++
-					}
+					n += refs.read(r)
 					return true
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if n != at.rows {
-					b.Fatalf("%d rows, want %d", n, at.rows)
-				}
-			}
-			reportPer(b, at.rows, "row", before)
+				return n
+			})
 		})
 	}
 }
@@ -179,52 +161,71 @@ func BenchmarkChangesRows(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	city, tier := store.NewAttrRef("city"), store.NewAttrRef("tier")
+	refs := newCityTier()
 	for _, w := range []struct {
 		name    string
 		since   int64
 		changes int
 	}{{"all", 0, historyKeys * (historyVersions + 3)}, {"closes", loaded, historyKeys * 3}} {
 		b.Run(w.name+"/map", func(b *testing.B) {
-			before := mallocs()
-			for b.Loop() {
-				n := 0
+			benchPer(b, w.changes, "change", func() (n int) {
 				for c, err := range query.Changes(s, "dim", w.since, query.Latest, "", query.ChangesOptions{}) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					name, _ := c.Version.Attrs["city"].(string)
-					_, ok := c.Version.Attrs["tier"].(int64)
-					if ok && name != "" {
-						n++
-					}
+					n += mapCityTier(c.Version.Attrs)
 				}
-				if n != w.changes {
-					b.Fatalf("%d changes, want %d", n, w.changes)
-				}
-			}
-			reportPer(b, w.changes, "change", before)
+				return n
+			})
 		})
 		b.Run(w.name+"/rows", func(b *testing.B) {
-			before := mallocs()
-			for b.Loop() {
-				n := 0
+			benchPer(b, w.changes, "change", func() (n int) {
 				err := query.ChangesRows(s, "dim", w.since, query.Latest, "", query.ChangesOptions{}, func(c *query.ChangeRow) bool {
-					name, _ := c.Row.Text(city)
-					_, ok := c.Row.Int64(tier)
-					if ok && len(name) > 0 {
-						n++
-					}
+					n += refs.read(c.Row)
 					return true
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if n != w.changes {
-					b.Fatalf("%d changes, want %d", n, w.changes)
-				}
-			}
-			reportPer(b, w.changes, "change", before)
+				return n
+			})
 		})
 	}
+}
+
+// benchPer runs read, which reads want items and returns how many it read,
+// and reports the time and heap allocations per item.
+func benchPer(b *testing.B, want int, unit string, read func() int) {
+	before := mallocs()
+	for b.Loop() {
+		if n := read(); n != want {
+			b.Fatalf("%d %ss, want %d", n, unit, want)
+		}
+	}
+	reportPer(b, want, unit, before)
+}
+
+// mapCityTier reports 1 when attrs hold a city and a tier, else 0.
+func mapCityTier(attrs store.Attrs) int {
+	city, _ := attrs["city"].(string)
+	if _, ok := attrs["tier"].(int64); ok && city != "" {
+		return 1
+	}
+	return 0
+}
+
+// cityTier reads the city and tier of rows.
+type cityTier struct{ city, tier *store.AttrRef }
+
+func newCityTier() cityTier {
+	return cityTier{store.NewAttrRef("city"), store.NewAttrRef("tier")}
+}
+
+// read reports 1 when r holds a city and a tier, else 0.
+func (c cityTier) read(r *store.Row) int {
+	city, _ := r.Text(c.city)
+	if _, ok := r.Int64(c.tier); ok && len(city) > 0 {
+		return 1
+	}
+	return 0
 }
