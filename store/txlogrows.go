@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/engine"
 	"github.com/bitempo/bitempo/layout"
 )
@@ -59,9 +60,13 @@ func (s *Snapshot) newLogRecords(t *Table) (*logRecords, error) {
 // fill points r at the record of a key that starts at validFrom and was
 // asserted at txFrom, from the current index or, once retired, from history.
 // The transaction log points at records this way; a pointer to nothing is
-// corruption (invariant 5).
+// corruption (invariant 5). A retired record that shares its successor's
+// attributes takes them from the current record of the same valid_from when
+// that is the successor (an SCD2 close), without reading it again.
 func (lr *logRecords) fill(r *Row, tuple []byte, validFrom, txFrom int64) error {
 	t := r.t
+	var cur []byte // the current record of validFrom, when not the one asked for
+	var curHead encoding.RecordValue
 	lr.key = layout.CurrentKeys.Key(lr.key[:0], t.ID, tuple, validFrom, 0)
 	if lr.cur.SeekPrefixGE(lr.key) && bytes.Equal(lr.cur.Key(), lr.key) {
 		head, err := decodeHead(t, lr.cur.Value(), validFrom, 0)
@@ -71,10 +76,22 @@ func (lr *logRecords) fill(r *Row, tuple []byte, validFrom, txFrom int64) error 
 		if head.TxFrom == txFrom {
 			return r.fillRecord(tuple, lr.cur.Value(), validFrom, 0, nil)
 		}
+		cur, curHead = lr.cur.Value(), head
 	}
 	lr.key = layout.HistoryKeys.Key(lr.key[:0], t.ID, tuple, validFrom, txFrom)
 	if lr.hist.SeekPrefixGE(lr.key) && bytes.Equal(lr.hist.Key(), lr.key) {
-		return r.fillRecord(tuple, lr.hist.Value(), validFrom, txFrom, nil)
+		value := lr.hist.Value()
+		var succ []byte
+		if cur != nil && encoding.SharesAttrs(value) && !encoding.SharesAttrs(cur) {
+			head, err := decodeHead(t, value, validFrom, txFrom)
+			if err != nil {
+				return err
+			}
+			if curHead.TxFrom == head.TxTo && curHead.SK == head.SK {
+				succ = cur
+			}
+		}
+		return r.fillRecord(tuple, value, validFrom, txFrom, succ)
 	}
 	if err := firstError(lr.cur.Error(), lr.hist.Error()); err != nil {
 		return err
