@@ -133,8 +133,9 @@ func (c *ChangeRow) Cursor() string {
 // Cursor resumes the feed right after it, in ChangesRows or Changes alike;
 // there is no page size, since fn stops the feed where it wants. It
 // allocates nothing per change but for an erasure and for a retired record
-// that shares its successor's attributes (store.Snapshot.TxLogRows);
-// Changes is the same feed with every row copied out.
+// that shares its successor's attributes when the successor is not the
+// current record of the same valid_from (store.Snapshot.TxLogRows); Changes
+// is the same feed with every row copied out.
 func ChangesRows(r store.Reader, table string, since, until int64, cur string, opts ChangesOptions, fn func(*ChangeRow) bool) error {
 	f, err := startFeed(r, table, since, until, cur, opts)
 	if err != nil {

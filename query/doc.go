@@ -38,8 +38,8 @@
 // ChangesRows is Changes read in place: a reused ChangeRow per change, its
 // Row the record (nil for an erasure, which Erasure describes) and its
 // Cursor the change's; it allocates nothing per change but for an erasure
-// and a retired record that shares its successor's attributes. Changes and
-// ChangesPage copy rows out of the same walk.
+// and, as HistoryRows, a retired record whose successor is not the current
+// record beside it. Changes and ChangesPage copy rows out of the same walk.
 //
 // # Behaviour that docs/semantics.md leaves open
 //

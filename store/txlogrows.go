@@ -18,10 +18,12 @@ import (
 // the walk. A malformed record that fn's reads of the row find ends the walk
 // with their error.
 //
-// It costs one contiguous range read of the log plus one seek per change for
-// its record, and allocates nothing per change but for an erasure or a
-// retired record that shares its successor's attributes (Writer.shareAttrs),
-// whose attributes cost the point reads that find them.
+// It costs one contiguous range read of the log plus a seek or two per
+// change for its record, and allocates nothing per change but for an
+// erasure or a retired record that shares its successor's attributes
+// (Writer.shareAttrs) when the successor is not the current record of the
+// same valid_from (an SCD2 close's is): finding them costs a point read or
+// two per record of the chain.
 func (s *Snapshot) TxLogRows(t *Table, from LogPos, until int64, fn func(pos LogPos, op LogOp, r *Row, e *Erasure) bool) error {
 	return s.txLog(t, from, until, func(pos LogPos, op LogOp, r *Row, e *Erasure) (bool, error) {
 		more := fn(pos, op, r, e)
