@@ -43,6 +43,18 @@ func historySetup(b *testing.B) (*store.DB, int64) {
 	return historyDB, historyLoaded
 }
 
+// historySnapshot returns a snapshot of the data, closed when b ends, and
+// the transaction time of the last load.
+func historySnapshot(b *testing.B) (*store.Snapshot, int64) {
+	db, loaded := historySetup(b)
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s, loaded
+}
+
 // buildHistoryBench writes the data into an in-memory store and reopens it.
 func buildHistoryBench() (*store.DB, int64, error) {
 	fs := vfs.NewMem()
@@ -108,12 +120,7 @@ func buildHistoryBench() (*store.DB, int64, error) {
 // the city and tier of every version, and reports time and heap allocations
 // per row.
 func BenchmarkHistoryRows(b *testing.B) {
-	db, loaded := historySetup(b)
-	s, err := db.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s, loaded := historySnapshot(b)
 	refs := newCityTier()
 	for _, at := range []struct {
 		name string
@@ -155,12 +162,7 @@ func BenchmarkHistoryRows(b *testing.B) {
 // retirement and two assertions, 700k changes) and the closes alone (300k,
 // a third of them retired records that share their successor's attributes).
 func BenchmarkChangesRows(b *testing.B) {
-	db, loaded := historySetup(b)
-	s, err := db.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s, loaded := historySnapshot(b)
 	refs := newCityTier()
 	for _, w := range []struct {
 		name    string
