@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"fmt"
 	"iter"
 
@@ -99,6 +100,51 @@ func Changes(r store.Reader, table string, since, until int64, cur string, opts 
 	}
 }
 
+// ChangeRow is one entry of a change feed read in place: transaction Tx
+// asserted or retired the record Row, or (Op Erased) erased a key, which
+// Erasure describes. ChangesRows hands out the same ChangeRow, and the same
+// Row, for every change, valid until its callback returns.
+type ChangeRow struct {
+	Tx int64
+	Op Op
+	// Row is the record, read in place as store.Row reads it (Row.Version
+	// copies it out as Changes returns it); nil when Op is Erased. A record
+	// retired after the feed's until shows TxTo store.Infinity.
+	Row *store.Row
+	// Erasure is set when Op is Erased.
+	Erasure *store.Erasure
+
+	table   uint32
+	ordinal uint32
+}
+
+// Cursor returns the cursor that resumes a change feed right after this
+// change, as Change.Cursor does.
+func (c *ChangeRow) Cursor() string {
+	return cursor{kind: cursorChanges, table: c.table, tx: c.Tx, ordinal: c.ordinal}.encode()
+}
+
+// ChangesRows is Changes reading each record in place: it calls fn with
+// every change of the window (since, until], after cur when it is not empty,
+// in transaction order, as a ChangeRow whose Row is the same every time and
+// valid until fn returns, and stops when fn returns false. Read attributes
+// with the Row's typed accessors and a store.AttrRef per attribute made
+// before the feed, or with Row.Walk (projected by opts.Project). A change's
+// Cursor resumes the feed right after it, in ChangesRows or Changes alike;
+// there is no page size, since fn stops the feed where it wants. It
+// allocates nothing per change but for an erasure and for a retired record
+// that shares its successor's attributes when the successor is not the
+// current record of the same valid_from (store.Snapshot.TxLogRows); Changes
+// is the same feed with every row copied out.
+func ChangesRows(r store.Reader, table string, since, until int64, cur string, opts ChangesOptions, fn func(*ChangeRow) bool) error {
+	f, err := startFeed(r, table, since, until, cur, opts)
+	if err != nil {
+		return err
+	}
+	defer f.release()
+	return f.rows(fn)
+}
+
 // ChangesPage returns up to limit changes of Changes (all of them when limit is
 // 0) and, when more follow, the cursor that resumes after the last one.
 func ChangesPage(r store.Reader, table string, since, until int64, limit int, cur string, opts ChangesOptions) (Page[Change], error) {
@@ -158,28 +204,43 @@ func startFeed(r store.Reader, table string, since, until int64, cur string, opt
 
 func (f *feed) changes() iter.Seq2[Change, error] {
 	return func(yield func(Change, error) bool) {
-		if f.empty {
-			return
-		}
-		for e, err := range f.s.TxLog(f.t, f.from, f.until) {
-			if err != nil {
-				yield(Change{}, err)
-				return
+		var failed error
+		stopped := false // the loop has ended: yield no more
+		err := f.rows(func(c *ChangeRow) bool {
+			change := Change{Tx: c.Tx, Op: c.Op, Erasure: c.Erasure, table: c.table, ordinal: c.ordinal}
+			if c.Row != nil {
+				if change.Version, failed = c.Row.Version(); failed != nil {
+					return false
+				}
 			}
-			v := e.Version
-			if v.TxTo > f.until {
-				v.TxTo = store.Infinity
-			}
-			op := Asserted
-			switch e.Op {
-			case store.LogRetire:
-				op = Retired
-			case store.LogErase:
-				op = Erased
-			}
-			if !yield(Change{Tx: e.Pos.Tx, Op: op, Version: v, Erasure: e.Erasure, table: f.t.ID, ordinal: e.Pos.Ordinal}, nil) {
-				return
-			}
+			stopped = !yield(change, nil)
+			return !stopped
+		})
+		if err = cmp.Or(failed, err); err != nil && !stopped {
+			yield(Change{}, err)
 		}
 	}
+}
+
+// rows calls fn with each change of the feed.
+func (f *feed) rows(fn func(*ChangeRow) bool) error {
+	if f.empty {
+		return nil
+	}
+	c := &ChangeRow{table: f.t.ID}
+	return f.s.TxLogRows(f.t, f.from, f.until, func(pos store.LogPos, op store.LogOp, row *store.Row, e *store.Erasure) bool {
+		if row != nil && row.TxTo > f.until {
+			row.TxTo = store.Infinity
+		}
+		c.Tx, c.Row, c.Erasure, c.ordinal = pos.Tx, row, e, pos.Ordinal
+		switch op {
+		case store.LogRetire:
+			c.Op = Retired
+		case store.LogErase:
+			c.Op = Erased
+		default:
+			c.Op = Asserted
+		}
+		return fn(c)
+	})
 }

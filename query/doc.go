@@ -24,6 +24,23 @@
 // ends. A failure to read is the last pair a sequence yields. Scans select keys
 // with a KeyRange: a prefix of leading key columns, and/or a [Start, End) range.
 //
+// SnapshotRows and HistoryRows are Snapshot and HistoryRange read in place:
+// a callback gets one reused store.Row per version, its attributes read
+// through store.AttrRef accessors or Row.Walk, and Row.Version copies one
+// out as the map API returns it. Neither builds a Version or a map per row;
+// at the latest transaction time neither allocates per row, nor does
+// HistoryRows at an older one but for a retired record that shares its
+// successor's attributes and whose successor is not the current record
+// beside it (store.Snapshot.ScanHistoryRows). HistoryRows takes
+// HistoryOptions: it clips the row's period in place, and with Limit and
+// Cursor it pages as HistoryPage does, returning the next page's cursor.
+// History, HistoryRange and HistoryPage copy rows out of the same walk.
+// ChangesRows is Changes read in place: a reused ChangeRow per change, its
+// Row the record (nil for an erasure, which Erasure describes) and its
+// Cursor the change's; it allocates nothing per change but for an erasure
+// and, as HistoryRows, a retired record whose successor is not the current
+// record beside it. Changes and ChangesPage copy rows out of the same walk.
+//
 // # Behaviour that docs/semantics.md leaves open
 //
 // The reasons for these choices, and the alternatives set aside, are in
@@ -70,6 +87,8 @@
 //     encoded (RawAttrs in their options), for a caller that decodes them
 //     itself, as package typed does into structs; a retired record that
 //     shares its successor's attributes still comes back decoded.
+//     HistoryRows and ChangesRows read every record in place, such a
+//     record included.
 //   - A projected name that no version holds, including one the table has
 //     never stored, is absent from Attrs, as an attribute a version lacks is;
 //     it is not an error. A projected read checks the bytes it decodes and

@@ -88,14 +88,60 @@ func HistoryPage(r store.Reader, table string, keys KeyRange, from, to int64, op
 			return Page[store.Version]{}, err
 		}
 		if opts.Limit > 0 && len(page.Rows) == opts.Limit {
-			c := cursor{kind: cursorHistory, table: h.t.ID, tx: h.tx, validFrom: last.ValidFrom, tuple: last.Tuple()}
-			page.Next = c.encode()
+			page.Next = h.cursor(last.Tuple(), last.ValidFrom)
 			break
 		}
 		last = v
 		page.Rows = append(page.Rows, h.clip(v))
 	}
 	return page, nil
+}
+
+// HistoryRows is HistoryRange reading each version in place: it calls fn
+// with the versions of every key of keys that overlap [from, to), ordered by
+// key and then valid time, as a store.Row that is the same every time and
+// valid until fn returns (Row.Version copies one out, as HistoryRange would
+// return it with the same options), and stops when fn returns false. Read
+// attributes with the Row's typed accessors and a store.AttrRef per attribute
+// made before the scan, or with Row.Walk (projected by opts.Project). A
+// single key's history is the KeyRange whose Prefix is the whole key.
+//
+// It honours every option as HistoryPage does: Tx, Clip (the row's ValidFrom
+// and ValidTo are trimmed before fn sees them), Project, Limit and Cursor.
+// opts.Cursor resumes after the version it names (the next of a HistoryPage
+// or HistoryRows call made with the same arguments); with opts.Limit, fn sees
+// at most Limit rows and, when more follow, next is the cursor that resumes
+// after the last of them, else it is empty (as it is when fn stops the
+// scan). RawAttrs changes only what Row.Version returns. At the latest
+// transaction time, and at an older one, it allocates nothing per row but
+// for a retired record that shares its successor's attributes when the
+// successor is not the current record of the same valid_from
+// (store.Snapshot.ScanHistoryRows).
+func HistoryRows(r store.Reader, table string, keys KeyRange, from, to int64, opts HistoryOptions, fn func(*store.Row) bool) (next string, err error) {
+	h, err := startHistory(r, table, keys.span, from, to, opts)
+	if err != nil {
+		return "", err
+	}
+	defer h.release()
+	n := 0
+	var lastTuple []byte // the key and valid_from of the last row fn saw, unclipped
+	var lastFrom int64
+	err = h.s.ScanHistoryRows(h.t, h.span, h.tx, h.from, h.to, h.after, func(row *store.Row) bool {
+		if opts.Limit > 0 {
+			if n == opts.Limit {
+				next = h.cursor(lastTuple, lastFrom)
+				return false
+			}
+			lastTuple, lastFrom = append(lastTuple[:0], row.Tuple()...), row.ValidFrom
+		}
+		n++
+		h.clipPeriod(&row.ValidFrom, &row.ValidTo)
+		return fn(row)
+	})
+	if err != nil {
+		return "", err
+	}
+	return next, nil
 }
 
 // historyRead is a history read ready to scan.
@@ -148,10 +194,22 @@ func (h *historyRead) scan() iter.Seq2[store.Version, error] {
 	return h.s.ScanHistory(h.t, h.span, h.tx, h.from, h.to, h.after)
 }
 
+// cursor returns the cursor that resumes the read after the version of the
+// key encoded as tuple that starts at validFrom.
+func (h *historyRead) cursor(tuple []byte, validFrom int64) string {
+	return cursor{kind: cursorHistory, table: h.t.ID, tx: h.tx, validFrom: validFrom, tuple: tuple}.encode()
+}
+
 // clip trims v to the read's period when the options ask for it.
 func (h *historyRead) clip(v store.Version) store.Version {
-	if h.clipped {
-		v.ValidFrom, v.ValidTo = max(v.ValidFrom, h.from), min(v.ValidTo, h.to)
-	}
+	h.clipPeriod(&v.ValidFrom, &v.ValidTo)
 	return v
+}
+
+// clipPeriod trims the valid period [from, to) to the read's when the
+// options ask for it.
+func (h *historyRead) clipPeriod(from, to *int64) {
+	if h.clipped {
+		*from, *to = max(*from, h.from), min(*to, h.to)
+	}
 }

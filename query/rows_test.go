@@ -132,9 +132,18 @@ func TestResolveRowsMatchesVersionAt(t *testing.T) {
 	}
 }
 
+// typedAccessors are the typed accessors query.AttrRow and store.Row share.
+type typedAccessors interface {
+	Int64(*store.AttrRef) (int64, bool)
+	Float64(*store.AttrRef) (float64, bool)
+	Bool(*store.AttrRef) (bool, bool)
+	Text(*store.AttrRef) ([]byte, bool)
+	String(*store.AttrRef) (string, bool)
+}
+
 // checkTypedAccessors checks that each typed accessor of row reads ref's
 // value v (held or not) when it is of the accessor's kind, and nothing else.
-func checkTypedAccessors(row *query.AttrRow, ref *store.AttrRef, v *encoding.Value, held bool) error {
+func checkTypedAccessors(row typedAccessors, ref *store.AttrRef, v *encoding.Value, held bool) error {
 	i, iok := row.Int64(ref)
 	f, fok := row.Float64(ref)
 	b, bok := row.Bool(ref)

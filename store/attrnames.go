@@ -189,26 +189,50 @@ func (db *DB) attrName(tid, ord uint32) (string, bool) {
 
 // sharedAttrs returns the attributes of a retired record stored without them
 // (Writer.shareAttrs): those of its successor, the record of surrogate key sk,
-// key tuple and validFrom asserted at txTo, which may share its own with its
-// successor in turn. Each step is one or two point reads, not iterator moves, so
-// a caller may resolve a record it is iterating over. Each successor was
-// asserted later than the last, so the chain ends.
+// key tuple and validFrom asserted at txTo (sharedRecord).
 func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint64, txTo int64) (Attrs, error) {
+	value, keyTx, err := s.sharedRecord(t, tuple, validFrom, sk, txTo)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := s.decodeRecord(t, value, validFrom, keyTx)
+	return rv.Attrs, err
+}
+
+// sharedRawAttrs is sharedAttrs in stored, positional form, unchecked
+// (RawAttrs.Walk checks).
+func (s *Snapshot) sharedRawAttrs(t *Table, tuple []byte, validFrom int64, sk uint64, txTo int64) ([]byte, error) {
+	value, keyTx, err := s.sharedRecord(t, tuple, validFrom, sk, txTo)
+	if err != nil {
+		return nil, err
+	}
+	_, attrs, err := decodeHeadSplit(t, value, validFrom, keyTx)
+	return attrs, err
+}
+
+// sharedRecord returns the stored record that holds the attributes of a
+// retired record stored without them, and the tx_from of its key (0 in the
+// current index): its successor, the record of surrogate key sk, key tuple and
+// validFrom asserted at txTo, which may share its own with its successor in
+// turn. Each step is one or two point reads, not iterator moves, so a caller
+// may resolve a record it is iterating over; the value is a copy. Each
+// successor was asserted later than the last, so the chain ends.
+func (s *Snapshot) sharedRecord(t *Table, tuple []byte, validFrom int64, sk uint64, txTo int64) ([]byte, int64, error) {
 	for {
 		value, ok, err := s.view.Get(layout.CurrentKeys.Key(nil, t.ID, tuple, validFrom, 0))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		var head encoding.RecordValue
 		var keyTx int64 // the tx_from of value's key: 0 in the current index
 		if ok {
 			if head, err = decodeHead(t, value, validFrom, 0); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if !ok || head.TxFrom != txTo {
 			if value, ok, err = s.view.Get(layout.HistoryKeys.Key(nil, t.ID, tuple, validFrom, txTo)); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if keyTx = txTo; ok {
 				head, err = decodeHead(t, value, validFrom, keyTx)
@@ -216,12 +240,11 @@ func (s *Snapshot) sharedAttrs(t *Table, tuple []byte, validFrom int64, sk uint6
 		}
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, 0, err
 		case !ok || head.SK != sk || head.TxFrom != txTo:
-			return nil, fmt.Errorf("%w: table %q: record of key %x valid from %d shares the attributes of a record of sk %d asserted at %d, which does not exist", ErrCorrupt, t.Name, tuple, validFrom, sk, txTo)
+			return nil, 0, fmt.Errorf("%w: table %q: record of key %x valid from %d shares the attributes of a record of sk %d asserted at %d, which does not exist", ErrCorrupt, t.Name, tuple, validFrom, sk, txTo)
 		case !encoding.SharesAttrs(value):
-			rv, err := s.decodeRecord(t, value, validFrom, keyTx)
-			return rv.Attrs, err
+			return value, keyTx, nil
 		}
 		txTo = head.TxTo
 	}

@@ -33,8 +33,10 @@ type Row struct {
 	names   *attrNames
 	name    func(ord uint32) (string, bool) // names.name, bound once per scan
 	tuple   []byte
-	value   []byte   // the stored record (current index), or nil
-	attrs   []byte   // its positional attributes
+	value   []byte   // the stored record (current index or history), or nil
+	from    int64    // the valid_from of value's key
+	keyTx   int64    // the tx_from of value's key: 0 in the current index
+	attrs   []byte   // its positional attributes (its successor's, when shared)
 	past    *Version // at a past transaction time: the version read (raw attributes)
 	keyBuf  []byte   // unescaped key components
 	attrBuf []byte   // re-encoded shared attributes
@@ -184,12 +186,25 @@ func (r *Row) Walk(fn func(name string, v *encoding.Value) error) error {
 	return r.RawAttrs().Walk(fn)
 }
 
-// Version returns the row as a Version that owns its bytes, decoded as every
-// read through the row's table decodes (attributes as a map, or as RawAttrs
-// for a WithRawAttrs table, projected by Project).
+// Version returns the row as a Version that owns its bytes: its key and
+// attributes decoded as every read through the row's table decodes them
+// (attributes as a map, or as RawAttrs for a WithRawAttrs table, projected by
+// Project), its periods, surrogate key and flags as the row's fields hold
+// them (a read that clips the valid period sets the fields, and the Version
+// says the same).
 func (r *Row) Version() (Version, error) {
+	v, err := r.stored()
+	if err != nil {
+		return Version{}, err
+	}
+	v.ValidFrom, v.ValidTo, v.TxFrom, v.TxTo, v.SK, v.Inferred = r.ValidFrom, r.ValidTo, r.TxFrom, r.TxTo, r.SK, r.Inferred
+	return v, nil
+}
+
+// stored decodes the version the row was filled from.
+func (r *Row) stored() (Version, error) {
 	if r.past == nil {
-		return r.s.decodeVersion(r.t, r.tuple, r.ValidFrom, 0, r.value)
+		return r.s.decodeVersion(r.t, r.tuple, r.from, r.keyTx, r.value)
 	}
 	v := *r.past
 	if r.t.rawAttrs || v.raw.IsZero() {
@@ -211,12 +226,33 @@ func (s *Snapshot) newRow(t *Table) *Row {
 
 // fillCurrent points r at a record of the current index.
 func (r *Row) fillCurrent(tuple, value []byte, validFrom int64) error {
-	rv, attrs, err := decodeHeadSplit(r.t, value, validFrom, 0)
+	return r.fillRecord(tuple, value, validFrom, 0, nil)
+}
+
+// fillRecord points r at a stored record whose key holds validFrom and
+// keyTx (0 in the current index). A retired record that shares its
+// successor's attributes (Writer.shareAttrs) gets the successor's, as
+// stored: those of succ, the successor's stored value in the current index,
+// when the caller has it at hand, else read from the store.
+func (r *Row) fillRecord(tuple, value []byte, validFrom, keyTx int64, succ []byte) error {
+	rv, attrs, err := decodeHeadSplit(r.t, value, validFrom, keyTx)
 	if err != nil {
 		return err
 	}
+	switch {
+	case !encoding.SharesAttrs(value):
+	case succ != nil:
+		if _, attrs, err = decodeHeadSplit(r.t, succ, validFrom, 0); err != nil {
+			return err
+		}
+	default:
+		if attrs, err = r.s.sharedRawAttrs(r.t, tuple, validFrom, rv.SK, rv.TxTo); err != nil {
+			return err
+		}
+	}
 	r.setHead(validFrom, &rv)
 	r.tuple, r.value, r.attrs, r.past = tuple, value, attrs, nil
+	r.from, r.keyTx = validFrom, keyTx
 	return nil
 }
 

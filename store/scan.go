@@ -437,159 +437,20 @@ type HistoryPos struct {
 
 // ScanHistory yields the versions alive at transaction time tx of every key of
 // span that overlap the valid period [from, to), ordered by key and then valid
-// time, starting after position after when it is not nil. At or after LastTx it
-// reads the current-state index backwards from the start of the period: a few
-// seeks per key plus one step per version returned. At an older transaction time
-// it reads each key's whole timeline at tx (KeyVersions), so a key costs the number
-// of its records.
+// time, starting after position after when it is not nil. It is
+// ScanHistoryRows with each row copied out (Row.Version), and costs what that
+// walk costs plus the decoding of each version.
 func (s *Snapshot) ScanHistory(t *Table, span Span, tx, from, to int64, after *HistoryPos) iter.Seq2[Version, error] {
 	return func(yield func(Version, error) bool) {
 		y := &yielder[Version]{yield: yield}
-		if after != nil {
-			span = span.from(after.Tuple)
-		}
-		switch {
-		case s.closed:
-			y.fail(ErrClosed)
-		case span.empty() || from >= to:
-		case tx >= s.lastTx:
-			y.fail(s.historyCurrent(t, span, from, to, after, y))
-		default:
-			if err := s.checkHorizon(t, tx); err != nil {
-				y.fail(err)
-				return
-			}
-			y.fail(s.historyPast(t, span, tx, from, to, after, y))
-		}
-	}
-}
-
-func (s *Snapshot) historyCurrent(t *Table, span Span, from, to int64, after *HistoryPos, y *yielder[Version]) (err error) {
-	lower, upper := span.bounds(layout.CurrentKeys, t.ID)
-	it, err := s.newIter(lower, upper)
-	if err != nil {
-		return err
-	}
-	defer func() { err = firstError(err, it.Close()) }()
-	h := &keyHistory{s: s, t: t, it: it, pfxLen: len(lower) - len(span.Start), from: from, to: to, y: y}
-	for ok := it.First(); ok; {
-		kp, _, err := layout.CurrentKeys.Split(it.Key(), h.pfxLen)
-		if err != nil {
-			return err
-		}
-		h.keyPfx = append(h.keyPfx[:0], kp...)
-		h.resume = after != nil && bytes.Equal(kp[h.pfxLen:], after.Tuple)
-		if h.resume {
-			h.after = after.ValidFrom
-		}
-		if more, err := h.run(); !more || err != nil {
-			return err
-		}
-		next := encoding.PrefixEnd(h.keyPfx)
-		if bytes.Compare(next, upper) >= 0 {
-			break // the span holds no further key (a single-key history ends here)
-		}
-		ok = it.SeekGE(next)
-	}
-	return it.Error()
-}
-
-// keyHistory yields the versions of one key overlapping [from, to) from the
-// current index, in ascending valid order. The index holds a key's versions
-// newest first, so it seeks to the start of the period and steps backwards.
-type keyHistory struct {
-	s      *Snapshot
-	t      *Table
-	it     engine.Iter
-	pfxLen int
-	from   int64
-	to     int64
-	keyPfx []byte
-	resume bool  // the key is the one the scan resumes in
-	after  int64 // with resume: yield only versions starting after it
-	seek   []byte
-	y      *yielder[Version]
-}
-
-// run yields the key's versions, starting with the iterator on the key's newest
-// record; it reports false when the loop has ended.
-func (h *keyHistory) run() (bool, error) {
-	var ok bool
-	switch {
-	case h.resume && h.after >= h.from:
-		ok = h.it.SeekLT(h.seekKey(h.after)) // the first version starting after h.after
-	case h.from == NegInfinity:
-		ok = h.it.SeekLT(encoding.PrefixEnd(h.keyPfx)) // the key's first version
-	default:
-		// The version with the greatest valid_from <= from may overlap the period;
-		// when it is the newest, it is the only one that can.
-		v, err := h.decode()
-		if err != nil {
-			return false, err
-		}
-		newest := v.ValidFrom <= h.from
-		if !newest {
-			if ok = h.it.SeekGE(h.seekKey(h.from)); !ok || !bytes.HasPrefix(h.it.Key(), h.keyPfx) {
-				ok = h.it.SeekLT(h.seekKey(h.from)) // every version starts after from
-				break
-			}
-			if v, err = h.decode(); err != nil {
+		y.fail(s.scanHistory(t, span, tx, from, to, after, func(r *Row) (bool, error) {
+			v, err := r.Version()
+			if err != nil {
 				return false, err
 			}
-		}
-		if v.ValidTo > h.from && (!h.resume || v.ValidFrom > h.after) && !h.y.emit(v) {
-			return false, nil
-		}
-		if newest {
-			return true, nil
-		}
-		ok = h.it.Prev()
+			return y.emit(v), nil
+		}))
 	}
-	for ; ok && bytes.HasPrefix(h.it.Key(), h.keyPfx); ok = h.it.Prev() {
-		v, err := h.decode()
-		if err != nil {
-			return false, err
-		}
-		if v.ValidFrom >= h.to {
-			break
-		}
-		if !h.y.emit(v) {
-			return false, nil
-		}
-	}
-	return true, h.it.Error()
-}
-
-func (h *keyHistory) seekKey(t int64) []byte {
-	h.seek = layout.CurrentKeys.AppendValid(append(h.seek[:0], h.keyPfx...), t)
-	return h.seek
-}
-
-func (h *keyHistory) decode() (Version, error) {
-	from, err := layout.CurrentKeys.ValidFrom(h.it.Key(), len(h.keyPfx))
-	if err != nil {
-		return Version{}, err
-	}
-	return h.s.decodeVersion(h.t, h.keyPfx[h.pfxLen:], from, 0, h.it.Value())
-}
-
-func (s *Snapshot) historyPast(t *Table, span Span, tx, from, to int64, after *HistoryPos, y *yielder[Version]) error {
-	return s.eachTableKey(t, span, func(tuple []byte) (bool, error) {
-		versions, err := s.KeyVersions(t, tuple, tx)
-		if err != nil {
-			return false, err
-		}
-		resume := after != nil && bytes.Equal(tuple, after.Tuple)
-		for _, v := range versions {
-			if v.ValidTo <= from || v.ValidFrom >= to || (resume && v.ValidFrom <= after.ValidFrom) {
-				continue
-			}
-			if !y.emit(v) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
 }
 
 // RecordBySK returns the newest record of surrogate key sk asserted at or before
@@ -670,36 +531,6 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		return Version{}, err
 	}
 	return Version{}, fmt.Errorf("%w: table %q: no record of sk %d (key %x valid from %d) asserted in [%d, %d]", ErrCorrupt, t.Name, sk, tuple, validFrom, indexTx, tx)
-}
-
-// record reads the record of a key that starts at validFrom and was asserted at
-// txFrom, from the current index or, once retired, from history. The sk index and
-// the transaction log point at records this way; a pointer to nothing is
-// corruption (invariant 5).
-func (s *Snapshot) record(t *Table, tuple []byte, validFrom, txFrom int64) (Version, error) {
-	cur, err := s.iter(layout.Current)
-	if err != nil {
-		return Version{}, err
-	}
-	key := layout.CurrentKeys.Key(nil, t.ID, tuple, validFrom, 0)
-	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
-		v, err := s.decodeVersion(t, tuple, validFrom, 0, cur.Value())
-		if err != nil || v.TxFrom == txFrom {
-			return v, err
-		}
-	}
-	hist, err := s.iter(layout.History)
-	if err != nil {
-		return Version{}, err
-	}
-	key = layout.HistoryKeys.Key(key[:0], t.ID, tuple, validFrom, txFrom)
-	if hist.SeekPrefixGE(key) && bytes.Equal(hist.Key(), key) {
-		return s.decodeVersion(t, tuple, validFrom, txFrom, hist.Value())
-	}
-	if err := firstError(cur.Error(), hist.Error()); err != nil {
-		return Version{}, err
-	}
-	return Version{}, fmt.Errorf("%w: table %q: no record of key %x valid from %d asserted at %d", ErrCorrupt, t.Name, tuple, validFrom, txFrom)
 }
 
 // Fork returns a snapshot of the same consistent view with iterators of its own,

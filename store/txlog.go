@@ -225,26 +225,41 @@ func (w *Writer) flushLog(tid uint32) {
 
 // TxLog yields the table's transaction-log changes from position from
 // (inclusive) through every change of transaction until, in commit order: one
-// contiguous range read, plus one point read per change for its record.
+// contiguous range read, plus one seek per change for its record. It is
+// TxLogRows with each row copied out (Row.Version).
 func (s *Snapshot) TxLog(t *Table, from LogPos, until int64) iter.Seq2[LogEntry, error] {
 	return func(yield func(LogEntry, error) bool) {
 		y := &yielder[LogEntry]{yield: yield}
-		if s.closed {
-			y.fail(ErrClosed)
-			return
-		}
-		if from.Tx > until {
-			return
-		}
-		if err := s.checkHorizon(t, max(from.Tx, NegInfinity+1)-1); err != nil { // the window starts after from.Tx-1
-			y.fail(err)
-			return
-		}
-		y.fail(s.txLog(t, from, until, y))
+		y.fail(s.txLog(t, from, until, func(pos LogPos, op LogOp, r *Row, e *Erasure) (bool, error) {
+			entry := LogEntry{Pos: pos, Op: op, Erasure: e}
+			if r != nil {
+				v, err := r.Version()
+				if err != nil {
+					return false, err
+				}
+				entry.Version = v
+			}
+			return y.emit(entry), nil
+		}))
 	}
 }
 
-func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry]) (err error) {
+// txLog is TxLogRows with a callback that may fail.
+func (s *Snapshot) txLog(t *Table, from LogPos, until int64, each func(LogPos, LogOp, *Row, *Erasure) (bool, error)) (err error) {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case from.Tx > until:
+		return nil
+	}
+	if err := s.checkHorizon(t, max(from.Tx, NegInfinity+1)-1); err != nil { // the window starts after from.Tx-1
+		return err
+	}
+	recs, err := s.newLogRecords(t)
+	if err != nil {
+		return err
+	}
+	defer func() { err = firstError(err, recs.close()) }()
 	pfx := layout.TxLogKeys.TablePrefix(t.ID)
 	lower := layout.TxLogKeys.Key(nil, t.ID, from.Tx, 0)
 	upper := encoding.PrefixEnd(pfx)
@@ -262,6 +277,7 @@ func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry
 	if !ok {
 		ok = it.First()
 	}
+	r := s.newRow(t)
 	var changes []logChange
 	for ; ok; ok = it.Next() {
 		tx, first, err := layout.TxLogKeys.Decode(it.Key()[len(pfx):])
@@ -276,8 +292,8 @@ func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry
 			if err != nil {
 				return err
 			}
-			if !y.emit(LogEntry{Pos: LogPos{Tx: tx, Ordinal: first}, Op: LogErase, Erasure: &e}) {
-				return nil
+			if more, err := each(LogPos{Tx: tx, Ordinal: first}, LogErase, nil, &e); !more || err != nil {
+				return err
 			}
 			continue
 		}
@@ -290,12 +306,11 @@ func (s *Snapshot) txLog(t *Table, from LogPos, until int64, y *yielder[LogEntry
 			if pos.Tx == from.Tx && pos.Ordinal < from.Ordinal {
 				continue
 			}
-			v, err := s.record(t, tuple, c.validFrom, c.txFrom)
-			if err != nil {
+			if err := recs.fill(r, tuple, c.validFrom, c.txFrom); err != nil {
 				return err
 			}
-			if !y.emit(LogEntry{Pos: pos, Op: c.op, Version: v}) {
-				return nil
+			if more, err := each(pos, c.op, r, nil); !more || err != nil {
+				return err
 			}
 		}
 	}
