@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/spf13/cobra"
@@ -80,8 +81,14 @@ never stored is an empty column.`,
 			if err := w.header(header); err != nil {
 				return err
 			}
-			err = changeFeed(db, t, lo, hi, attrs, func(c *query.Change) error {
-				return w.row(changeCells(cols, c, len(header)))
+			rowAttrs := newAttrColumns(t, cols.attrs)
+			var v encoding.Value
+			err = changeFeed(db, t, lo, hi, attrs, func(c *query.ChangeRow) error {
+				cells, err := changeCells(cols, rowAttrs, c, len(header), &v)
+				if err != nil {
+					return err
+				}
+				return w.row(cells)
 			})
 			if err != nil {
 				return err
@@ -102,17 +109,20 @@ never stored is an empty column.`,
 // erasing transaction in tx, empty record columns, and the number of records
 // the erasure removed and its reason in the last two columns, which are empty
 // for asserted and retired records.
-func changeCells(cols *versionColumns, c *query.Change, n int) []cell {
+func changeCells(cols *versionColumns, attrs *attrColumns, c *query.ChangeRow, n int, v *encoding.Value) ([]cell, error) {
 	row := make([]cell, 0, n)
 	row = append(row, txCell(c.Tx), valueCell(c.Op.String()))
 	if c.Op != query.Erased || c.Erasure == nil {
-		row = append(row, cols.cells(&c.Version)...)
-		return append(row, cell{}, cell{})
+		cells, err := cols.rowCells(c.Row, attrs, v)
+		if err != nil {
+			return nil, err
+		}
+		return append(append(row, cells...), cell{}, cell{}), nil
 	}
 	for len(row) < n-2 {
 		row = append(row, cell{})
 	}
-	return append(row, valueCell(int64(c.Erasure.Records)), valueCell(c.Erasure.Reason))
+	return append(row, valueCell(int64(c.Erasure.Records)), valueCell(c.Erasure.Reason)), nil
 }
 
 // tableHorizon returns t's retention horizon (0 when never vacuumed).

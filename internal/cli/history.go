@@ -90,10 +90,11 @@ edge with an arrow. The output depends only on the key's records.`,
 			if err != nil {
 				return err
 			}
-			var versions []store.Version
+			cols := newVersionColumns(db, t, out.withTx).project(attrs)
 			if sel.keys == nil {
-				versions, err = rangeHistory(db, t, sel.prefix, lo, hi, tx, attrs)
+				return writeRangeHistory(db, t, sel.prefix, lo, hi, tx, cols, w)
 			}
+			var versions []store.Version
 			for _, key := range sel.keys {
 				var vs []store.Version
 				if vs, err = keyHistory(db, t, key, lo, hi, tx, attrs); err != nil {
@@ -104,7 +105,7 @@ edge with an arrow. The output depends only on the key's records.`,
 			if err != nil {
 				return err
 			}
-			return writeVersions(w, newVersionColumns(db, t, out.withTx).project(attrs), versions)
+			return writeVersions(w, cols, versions)
 		}),
 	}
 	out.register(cmd, true)

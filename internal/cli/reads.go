@@ -26,18 +26,41 @@ func keyHistory(db *store.DB, t *store.Table, key store.Key, from, to, tx int64,
 	return out, nil
 }
 
-// rangeHistory returns the versions of every key in keys
-// overlapping [from, to) as known at tx, in key and valid order, decoding only
-// the attributes in project (all when it is empty).
-func rangeHistory(db *store.DB, t *store.Table, keys query.KeyRange, from, to, tx int64, project []string) ([]store.Version, error) {
-	var out []store.Version
-	for v, err := range query.HistoryRange(db, t.Name, keys, from, to, query.HistoryOptions{Tx: tx, Project: project}) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
+// writeRangeHistory writes the versions of every key in keys overlapping
+// [from, to) as known at tx (0: the latest commit), in key and valid order,
+// with the layout of cols, reading each in place (query.HistoryRows): only the
+// attributes cols prints are read, and no Version or attribute map is made per
+// row. The header goes out with the first row, or after a read that found
+// none, so that a read refused at its start (a transaction time before the
+// horizon) prints nothing.
+func writeRangeHistory(db *store.DB, t *store.Table, keys query.KeyRange, from, to, tx int64, cols *versionColumns, w rowWriter) error {
+	attrs := newAttrColumns(t, cols.attrs)
+	var v encoding.Value
+	var err error
+	headed := false
+	_, readErr := query.HistoryRows(db, t.Name, keys, from, to, query.HistoryOptions{Tx: tx, Project: cols.attrs},
+		func(r *store.Row) bool {
+			if !headed {
+				if err = w.header(cols.header()); err != nil {
+					return false
+				}
+				headed = true
+			}
+			var cells []cell
+			if cells, err = cols.rowCells(r, attrs, &v); err == nil {
+				err = w.row(cells)
+			}
+			return err == nil
+		})
+	if err := cmp.Or(err, readErr); err != nil {
+		return err
 	}
-	return out, nil
+	if !headed {
+		if err := w.header(cols.header()); err != nil {
+			return err
+		}
+	}
+	return w.close()
 }
 
 // keyAudit returns every record of key, retired ones included, in transaction
@@ -73,18 +96,16 @@ func scanRows(db *store.DB, t *store.Table, keys query.KeyRange, valid, tx int64
 }
 
 // changeFeed calls fn for every record asserted or retired by the transactions
-// in (since, until] (until 0: the latest commit), in commit order, decoding
-// only the attributes in project (all when it is empty).
-func changeFeed(db *store.DB, t *store.Table, since, until int64, project []string, fn func(c *query.Change) error) error {
-	for c, err := range query.Changes(db, t.Name, since, until, "", query.ChangesOptions{Project: project}) {
-		if err != nil {
-			return err
-		}
-		if err := fn(&c); err != nil {
-			return err
-		}
-	}
-	return nil
+// in (since, until] (until 0: the latest commit), in commit order, reading
+// each record in place (query.ChangesRows): the row is valid only during fn,
+// and only the attributes in project are read (all when it is empty).
+func changeFeed(db *store.DB, t *store.Table, since, until int64, project []string, fn func(c *query.ChangeRow) error) error {
+	var err error
+	feedErr := query.ChangesRows(db, t.Name, since, until, "", query.ChangesOptions{Project: project}, func(c *query.ChangeRow) bool {
+		err = fn(c)
+		return err == nil
+	})
+	return cmp.Or(err, feedErr)
 }
 
 // lookupFacts resolves every fact at its valid time as known at tx (0: the

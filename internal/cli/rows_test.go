@@ -17,15 +17,16 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
-// TestScanAndResolveRowsMatchMapReads checks that scan and resolve, which
-// read row views (query.SnapshotRows, query.ResolveRows), print byte for byte
-// what the map API's versions print through the same writers, in every
+// TestRowReadsPrintAsMapReads checks that scan, resolve, history over a range
+// of keys and changes, which read row views (query.SnapshotRows,
+// query.ResolveRows, query.HistoryRows, query.ChangesRows), print byte for
+// byte what the map API's versions print through the same writers, in every
 // output format the commands have (csv, json, table, and for resolve a
 // Parquet file), on random stores: keys of three column types, attributes of
 // every kind, declared columns whose values print conformed, corrections and
 // deletes, at the latest and at past transaction times, with and without
-// --attrs (a name no record holds included) and --prefix.
-func TestScanAndResolveRowsMatchMapReads(t *testing.T) {
+// --attrs (a name no record holds included), --prefix and valid-time windows.
+func TestRowReadsPrintAsMapReads(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
@@ -78,6 +79,37 @@ func TestScanAndResolveRowsMatchMapReads(t *testing.T) {
 						args = append(args, "--with-tx")
 					}
 					runs = append(runs, run{args: args, want: mapScan(t, db, tb, format, valid, tx, prefix, project, withTx)})
+					from, to := rng.Int64N(30)-5, rng.Int64N(30)+26
+					args = append([]string{"history", "d", "--format", format, "--from", fmt.Sprint(from), "--to", fmt.Sprint(to)}, common...)
+					hprefix, whole := []string{fmt.Sprint("k", rng.IntN(4))}, false
+					switch rng.IntN(3) {
+					case 0:
+						hprefix = []string{"k"} // a string prefix of every key
+						args = append(args, "--prefix", hprefix[0])
+					case 1:
+						args = append(args, "--prefix", hprefix[0])
+					default:
+						args, whole = append(args, hprefix[0]), true // leading values: whole components
+					}
+					if withTx {
+						args = append(args, "--with-tx")
+					}
+					runs = append(runs, run{args: args, want: mapHistory(t, db, tb, format, from, to, tx, hprefix, whole, project, withTx)})
+					since := int64(0)
+					if c := txs[rng.IntN(len(txs))]; rng.IntN(2) == 0 && (tx == 0 || c < tx) {
+						since = c // a window (since, until] that is not empty
+					}
+					args = []string{"changes", "d", "--format", format, "--db", filepath.Join(dir, "db"), "--since", "0"}
+					if since != 0 {
+						args[len(args)-1] = formatInstant(since)
+					}
+					if tx != 0 {
+						args = append(args, "--until", formatInstant(tx))
+					}
+					if project != nil {
+						args = append(args, "--attrs", strings.Join(project, ","))
+					}
+					runs = append(runs, run{args: args, want: mapChanges(t, db, tb, format, since, tx, project)})
 					for _, miss := range []string{"null", "skip"} {
 						args := append([]string{"resolve", "d", "--facts", facts, "--key", "s,b,n", "--at", "at", "--miss", miss, "--format", format}, common...)
 						runs = append(runs, run{args: args, want: mapResolve(t, db, tb, facts, &outputFlags{format: format}, tx, project, miss == "skip")})
@@ -123,7 +155,7 @@ func TestScanAndResolveRowsMatchMapReads(t *testing.T) {
 	}
 }
 
-// rowsStore writes the random store of TestScanAndResolveRowsMatchMapReads
+// rowsStore writes the random store of TestRowReadsPrintAsMapReads
 // into dir and returns its commits' transaction times.
 func rowsStore(t *testing.T, rng *rand.Rand, dir string) []int64 {
 	t.Helper()
@@ -234,6 +266,65 @@ func mapScan(t *testing.T, db *store.DB, tb *store.Table, format string, valid, 
 		t.Fatal(err)
 	}
 	if err := writeVersions(w, newVersionColumns(db, tb, withTx).project(project), versions); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// mapHistory prints a history of the keys starting with prefix (its last
+// value a string prefix unless whole) from query.HistoryRange's versions with
+// the layout history prints.
+func mapHistory(t *testing.T, db *store.DB, tb *store.Table, format string, from, to, tx int64, prefix []string, whole bool, project []string, withTx bool) []byte {
+	t.Helper()
+	keys, err := prefixRange(tb, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole {
+		keys.StringPrefix = false
+	}
+	var versions []store.Version
+	for v, err := range query.HistoryRange(db, "d", keys, from, to, query.HistoryOptions{Tx: tx, Project: project}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	var buf bytes.Buffer
+	w, err := (&outputFlags{format: format}).writer(&app{stdout: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeVersions(w, newVersionColumns(db, tb, withTx).project(project), versions); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// mapChanges prints the change feed (since, until] (until 0: the latest
+// commit) from query.Changes's versions with the layout changes prints.
+func mapChanges(t *testing.T, db *store.DB, tb *store.Table, format string, since, until int64, project []string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := (&outputFlags{format: format}).writer(&app{stdout: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := newVersionColumns(db, tb, true).project(project)
+	header := append(append([]string{"tx", "op"}, cols.header()...), "erased_records", "erasure_reason")
+	if err := w.header(header); err != nil {
+		t.Fatal(err)
+	}
+	for c, err := range query.Changes(db, "d", since, until, "", query.ChangesOptions{Project: project}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := append([]cell{txCell(c.Tx), valueCell(c.Op.String())}, cols.cells(&c.Version)...)
+		if err := w.row(append(row, cell{}, cell{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.close(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
