@@ -21,8 +21,10 @@ type bitempoEngine struct {
 	roundTx []int64         // workload 4: the transaction time after each round
 	baseTx  []int64         // workload 9: the transaction time after each commit of the base table's ingest
 	facts   []query.Fact
-	rows    []query.LeftRow // workload 8
-	aggs    []query.Agg
+	// pastFacts are facts at one past transaction time (stagePast).
+	pastFacts []query.Fact
+	rows      []query.LeftRow // workload 8
+	aggs      []query.Agg
 	// city and tier are get's references to the attributes it reads.
 	city, tier *store.AttrRef
 }
@@ -216,20 +218,23 @@ func (e *bitempoEngine) resolveFacts(facts []query.Fact, out []answer) error {
 	})
 }
 
-// resolveAfter resolves the staged facts as known after the first commits
-// commits of the base table's ingest: every fact at that one past transaction
-// time (workload 9).
-func (e *bitempoEngine) resolveAfter(commits int, out []answer) error {
+// stagePast copies the staged facts with the transaction time the base table
+// had after its ingest's first commits commits (workload 9), untimed: every
+// fact at that one past transaction time.
+func (e *bitempoEngine) stagePast(commits int) error {
 	if commits < 1 || commits > len(e.baseTx) {
 		return fmt.Errorf("no transaction time after %d of %d commits", commits, len(e.baseTx))
 	}
 	tx := e.baseTx[commits-1]
-	facts := make([]query.Fact, len(e.facts))
+	e.pastFacts = make([]query.Fact, len(e.facts))
 	for i, f := range e.facts {
-		facts[i] = query.Fact{Key: f.Key, At: f.At, Tx: tx}
+		e.pastFacts[i] = query.Fact{Key: f.Key, At: f.At, Tx: tx}
 	}
-	return e.resolveFacts(facts, out)
+	return nil
 }
+
+// resolvePast resolves the facts stagePast prepared.
+func (e *bitempoEngine) resolvePast(out []answer) error { return e.resolveFacts(e.pastFacts, out) }
 
 // snapshot reads the rows in place (query.SnapshotRows): the key and the
 // city are copied into strings for fn, as the floor copies them, and nothing
