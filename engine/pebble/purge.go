@@ -8,7 +8,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/bitempo/bitempo/encoding"
 	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // Purge flushes the memtable, compacts spans (everything when all) to the
@@ -31,7 +33,8 @@ func (e *Engine) Purge(ctx context.Context, spans []engine.Span, all, wait bool)
 	}
 	err := e.waitUnlessFailed(func() error {
 		for _, sp := range spans {
-			if err := e.db.RangeKeyDelete(sp.Start, sp.End, pebble.NoSync); err != nil {
+			start, end := rangeKeyBounds(sp.Start, sp.End)
+			if err := e.db.RangeKeyDelete(start, end, pebble.NoSync); err != nil {
 				return err
 			}
 		}
@@ -151,4 +154,22 @@ func (e *Engine) reopen() (*pebble.DB, error) {
 		return err
 	})
 	return db, err
+}
+
+// rangeKeyBounds widens [start, end) to bounds a range key may have: Pebble
+// takes only prefix keys (keys that layout.Split leaves whole) as range-key
+// bounds, and a span of erased records can start or end inside a prefix (the
+// records of a key of several components, whose first component alone is
+// the prefix; a transaction's log entries). start becomes its prefix, which
+// sorts at or before it and splits as itself; end, when it has a suffix, the
+// first key after every key of its prefix (encoding.PrefixEnd), which ends
+// the prefix's last component early or breaks its escape and so splits as
+// itself too (layout.ImmediateSuccessor relies on the same). The tombstone
+// only marks the span for compaction, so a wider one is harmless.
+func rangeKeyBounds(start, end []byte) ([]byte, []byte) {
+	start = start[:layout.Split(start)]
+	if n := layout.Split(end); n != len(end) {
+		end = encoding.PrefixEnd(end[:n])
+	}
+	return start, end
 }
