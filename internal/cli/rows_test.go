@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -253,19 +254,26 @@ func mapScan(t *testing.T, db *store.DB, tb *store.Table, format string, valid, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var versions []store.Version
-	for v, err := range query.Snapshot(db, "d", query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: project}) {
+	versions := query.Snapshot(db, "d", query.AsOf{Valid: valid, Tx: tx}, keys, query.SnapshotOptions{Project: project})
+	return printVersions(t, db, tb, format, versions, project, withTx)
+}
+
+// printVersions prints versions with the layout scan and history print.
+func printVersions(t *testing.T, db *store.DB, tb *store.Table, format string, versions iter.Seq2[store.Version, error], project []string, withTx bool) []byte {
+	t.Helper()
+	var all []store.Version
+	for v, err := range versions {
 		if err != nil {
 			t.Fatal(err)
 		}
-		versions = append(versions, v)
+		all = append(all, v)
 	}
 	var buf bytes.Buffer
 	w, err := (&outputFlags{format: format}).writer(&app{stdout: &buf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeVersions(w, newVersionColumns(db, tb, withTx).project(project), versions); err != nil {
+	if err := writeVersions(w, newVersionColumns(db, tb, withTx).project(project), all); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -283,22 +291,8 @@ func mapHistory(t *testing.T, db *store.DB, tb *store.Table, format string, from
 	if whole {
 		keys.StringPrefix = false
 	}
-	var versions []store.Version
-	for v, err := range query.HistoryRange(db, "d", keys, from, to, query.HistoryOptions{Tx: tx, Project: project}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		versions = append(versions, v)
-	}
-	var buf bytes.Buffer
-	w, err := (&outputFlags{format: format}).writer(&app{stdout: &buf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := writeVersions(w, newVersionColumns(db, tb, withTx).project(project), versions); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	versions := query.HistoryRange(db, "d", keys, from, to, query.HistoryOptions{Tx: tx, Project: project})
+	return printVersions(t, db, tb, format, versions, project, withTx)
 }
 
 // mapChanges prints the change feed (since, until] (until 0: the latest
