@@ -160,7 +160,7 @@ func (e *Engine) reopen() (*pebble.DB, error) {
 // takes only prefix keys (keys that layout.Split leaves whole) as range-key
 // bounds, and a span of erased records can start or end inside a prefix (the
 // records of a key of several components, whose first component alone is
-// the prefix; a transaction's log entries). start becomes its prefix, which
+// the prefix, or one record of a key). start becomes its prefix, which
 // sorts at or before it and splits as itself; end, when it has a suffix, the
 // first key after every key of its prefix (encoding.PrefixEnd), which ends
 // the prefix's last component early or breaks its escape and so splits as

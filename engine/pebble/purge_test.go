@@ -13,8 +13,9 @@ import (
 // its range-key tombstones: Pebble accepts only prefix keys there (its
 // invariant builds panic on a suffixed one), and the tombstone must still
 // cover the span, on the spans erasures and vacuums make (a key of several
-// components, whose first component alone is the prefix; a transaction's log
-// entries; a group-index entry) and on random keys of every keyspace.
+// components, whose first component alone is the prefix; one record; a
+// transaction's log entries; a surrogate key's index entries) and on random
+// keys of every keyspace.
 func TestRangeKeyBoundsArePrefixKeysAroundTheSpan(t *testing.T) {
 	var spans [][2][]byte
 	for _, key := range [][]any{{"a", "b"}, {"a\x00", int64(-1)}, {int64(7), "x", []byte{0, 0xff}}, {"solo"}, {uint64(1<<64 - 1), "z"}} {
