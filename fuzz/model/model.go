@@ -199,10 +199,20 @@ func (m *Model) VersionsAt(tableName, key string, tx int64) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tx < t.horizon {
-		return nil, fmt.Errorf("%w: %s at tx %d (horizon %d)", ErrBeforeHorizon, tableName, tx, t.horizon)
+	if err := t.checkHorizon(tx); err != nil {
+		return nil, err
 	}
 	return aliveAt(t.records, key, tx), nil
+}
+
+// checkHorizon refuses a read at a transaction time before the table's
+// retention horizon, whether or not the table holds any key: the history
+// before the horizon is gone, so no answer about it can be given.
+func (t *table) checkHorizon(tx int64) error {
+	if tx < t.horizon {
+		return fmt.Errorf("%w: %s at tx %d (horizon %d)", ErrBeforeHorizon, t.def.Name, tx, t.horizon)
+	}
+	return nil
 }
 
 // Horizon returns the table's retention horizon (0 before any Vacuum).
@@ -296,8 +306,16 @@ func lookup(vs []Record, valid int64) (Record, Miss) {
 }
 
 // Snapshot returns, for every key with a version at (valid, tx), that version,
-// in key order.
+// in key order. A tx before the table's retention horizon is refused even when
+// the table holds no key, as the store refuses it.
 func (m *Model) Snapshot(tableName string, valid, tx int64) ([]Record, error) {
+	t, err := m.table(tableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkHorizon(tx); err != nil {
+		return nil, err
+	}
 	keys, err := m.Keys(tableName)
 	if err != nil {
 		return nil, err

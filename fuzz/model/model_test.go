@@ -308,3 +308,42 @@ func TestValuesEqual(t *testing.T) {
 
 // dec parses a decimal of a test (testutil.Decimal).
 var dec = testutil.Decimal
+
+// TestReadsBeforeTheHorizonAreRefused checks that once Vacuum moves a table's
+// horizon, every read at an earlier transaction time is refused, the snapshot
+// of a table that holds no key included.
+func TestReadsBeforeTheHorizonAreRefused(t *testing.T) {
+	m := newModel(t, Table{RetainTx: 40})
+	if err := m.CreateTable(Table{Name: "other", Key: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, m, 100, put("c", Attrs{"city": "Oslo"}, 0, 10))
+	m.Vacuum(1000) // horizon min(1000-40, 100) = 100
+	if h := m.Horizon("t"); h != 100 {
+		t.Fatalf("horizon %d, want 100", h)
+	}
+	if _, err := m.Snapshot("t", 5, 99); !errors.Is(err, ErrBeforeHorizon) {
+		t.Errorf("snapshot before the horizon: %v", err)
+	}
+	if _, _, err := m.Get("t", "c", 5, 99); !errors.Is(err, ErrBeforeHorizon) {
+		t.Errorf("get before the horizon: %v", err)
+	}
+	if got, err := m.Snapshot("t", 5, 100); err != nil || len(got) != 1 {
+		t.Errorf("snapshot at the horizon: %v, %v", got, err)
+	}
+	// A table with no key and no retention has no horizon.
+	if _, err := m.Snapshot("other", 5, 1); err != nil {
+		t.Errorf("snapshot of an empty table without retention: %v", err)
+	}
+	// An empty table whose horizon moved refuses earlier snapshots too.
+	m2 := newModel(t, Table{RetainTx: 40})
+	commit(t, m2, 100, put("c", Attrs{"city": "Oslo"}, 0, 10))
+	commit(t, m2, 101, del("c", NegInfinity, Infinity))
+	m2.Vacuum(1000)
+	if got, err := m2.Snapshot("t", 5, 101); err != nil || len(got) != 0 {
+		t.Errorf("snapshot of the emptied table at its horizon: %v, %v", got, err)
+	}
+	if _, err := m2.Snapshot("t", 5, 1); !errors.Is(err, ErrBeforeHorizon) {
+		t.Errorf("snapshot of the emptied table before its horizon: %v", err)
+	}
+}
