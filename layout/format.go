@@ -27,11 +27,9 @@ import (
 //	   an absolute valid_to in record values): bitempo.layout.v3 is the
 //	   layout of the package doc.
 //
-// Decision: a store of another format is refused, not upgraded in place. An
-// in-place rewrite would have to rewrite every record of a store users trust
-// with their history, inside Open, with no way back if it were interrupted; an
-// export and a reload into a new directory leave the old store untouched until
-// the user deletes it. A read-only open of an old store is refused too: its
+// A store of another format is refused, not upgraded in place nor opened
+// read-only: an export and a reload into a new directory leave the old store
+// untouched until the user deletes it (docs/design/old-formats-refused.md).
 
 // PebbleDefaultComparer is the name of Pebble's default comparer, which the
 // development builds of format 2 wrote before the layout had a comparer of

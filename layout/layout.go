@@ -151,12 +151,12 @@ const (
 // (rather than CockroachDB's 136+v, which keeps room for negative values that
 // no key here holds).
 //
-// Decision: a variable width rather than the fixed 4 bytes (table ids,
-// log ordinals) and 8 (surrogate keys) of the first layout: a store has a
-// handful of tables, so its ids take one byte in every key instead of four; a
-// surrogate key of a table of a million keys takes four bytes instead of
-// eight; most log ordinals take one to four. Rejected: a LEB128 varint, whose
-// byte order is not its numeric order.
+// The width is variable, not the fixed 4 bytes (table ids, log ordinals) and
+// 8 (surrogate keys) of the first layout: a store has a handful of tables, so
+// its ids take one byte in every key instead of four; a surrogate key of a
+// table of a million keys takes four bytes instead of eight; most log ordinals
+// take one to four. A LEB128 varint would not do: its byte order is not its
+// numeric order.
 const OrderedOneByte = 0xf8
 
 // AppendOrdered appends the ordered-uvarint form of v.

@@ -336,8 +336,8 @@ func (db *DB) Close() error {
 // Share hands the open store to one more user, such as one request of a
 // server: that user's Close only ends its share, and the store stays open for
 // the others; the Close of the store's owner, once every share has ended,
-// closes it. (Rejected: a second DB over the same engine, whose catalog and
-// transaction-time caches would drift from the first's.)
+// closes it. A share is the same DB, not a second DB over the same engine,
+// whose catalog and transaction-time caches would drift from the first's.
 func (db *DB) Share() *DB {
 	db.mu.Lock()
 	db.shares++
@@ -348,9 +348,8 @@ func (db *DB) Share() *DB {
 // Compact rewrites the whole store into its read-optimised shape and returns when
 // that is done. Pebble compacts in the background as writes arrive, but a bulk
 // load (or a CDC backfill) writes faster than one background compaction keeps
-// up with, and leaves a deep level 0 whose files every read must consult: on the
-// peer benchmark's 1M-version load, point reads right after the load were about
-// 2.5x slower than after Compact. Call it after bulk loads, before serving reads;
+// up with, and leaves a deep level 0 whose files every read must consult
+// (docs/design/load-compaction.md). Call it after bulk loads, before serving reads;
 // readers and writers may run meanwhile (they see no change but speed). It is
 // refused on a read-only store and stops early, with ctx's error, when ctx ends.
 // On an engine without such a shape (etcd, which keeps its keys in a B-tree

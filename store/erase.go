@@ -39,9 +39,9 @@ import (
 // erasure of a store created before erasure existed). A plain hash of a key
 // with a small domain (an e-mail, a national id) is reversed by hashing every
 // candidate; the secret keeps that to whoever can read the store's meta.
-// Decision: the erasure keeps the table, the time, the reason and that hash,
-// and nothing else; the rejected alternative, keeping the key encrypted, keeps
-// the personal data itself, recoverable by anyone holding the key.
+// The erasure keeps the table, the time, the reason and that hash, and
+// nothing else: not the key encrypted, which would keep the personal data
+// itself, recoverable by anyone holding the key.
 //
 // Surrogate keys are never reused: the table's sk counter only grows, so the
 // erased surrogate keys are simply never handed out again.

@@ -361,10 +361,9 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 // the value each record needs (24 bytes per record), sorted; a pass over the
 // index matches its entries against them; and only when a record's entry is
 // missing, a third pass over the records names it. Hashes are seeded per call
-// (tupleHash); a collision (2^-64 per pair) could hide a problem. Rejected:
-// a map from every expected key to its value (a copy of the whole index in
-// memory), and a point read per entry and per record (bounded memory, but
-// four times the time).
+// (tupleHash); a collision (2^-64 per pair) could hide a problem. It holds 24
+// bytes per record, not a copy of the index, and scans instead of making a
+// point read per entry (docs/design/verify-group-hashes.md).
 func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 	h := tupleHash{maphash.MakeSeed()}
 	var want []groupHash

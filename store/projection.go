@@ -66,14 +66,10 @@ const maxViews = 64
 // ordinal again); one that knows fewer uses it as is, since its records never
 // hold the newer ordinals.
 //
-// Decision: the cache sits on the store's side of the read, invisible in the
-// API, so every projected read of package query (Get, GetBySK,
-// Snapshot, History, Audit, Changes, Resolve, the aggregations)
-// and every caller of Project gains from it without changing a call.
-// Rejected: a prepared projection value (query.Prepare(names) passed in the
-// options instead of the list), which would spare the key's lookup but only
-// for callers rewritten to hold one, and would add a second way of naming a
-// projection to every options struct.
+// The cache sits on the store's side of the read, invisible in the API, so
+// every projected read of package query (Get, GetBySK, Snapshot, History,
+// Audit, Changes, Resolve, the aggregations) and every caller of Project gains
+// from it without changing a call (docs/design/projection-view-cache.md).
 type viewCache struct {
 	mu    sync.RWMutex
 	views map[string]cachedView

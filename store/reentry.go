@@ -12,25 +12,22 @@ import (
 // DeclareAttrNames, RawWrite, Close) and refuses a re-entrant call: one made
 // from inside a write transaction's function (Writer.Run, which txn.Update uses)
 // while this store's writer is held. Such a call would wait for the transaction
-// it is part of, for ever; it used to deadlock and block every later writer and
-// Close.
+// it is part of, for ever, and block every later writer and Close.
 //
 // Detection costs nothing on the uncontended path: a call that finds the lock
 // free takes it. A call that finds it held, by a transaction whose function is
-// running, looks at its own call stack (runtime.Callers, well under a
-// microsecond, and only on this path) for Writer.Run's frame: if it is there,
-// the call comes from inside a transaction function, so it is re-entrant and
-// fails with ErrReentrant; otherwise it is another goroutine and waits.
+// running, looks at its own call stack (runtime.Callers, only on this path)
+// for Writer.Run's frame: if it is there, the call comes from inside a
+// transaction function, so it is re-entrant and fails with ErrReentrant;
+// otherwise it is another goroutine and waits.
 //
 // The one imprecision: a goroutine inside a transaction function of store A that
 // writes to store B while another goroutine's transaction function holds B gets
 // ErrReentrant rather than waiting (nested transactions on two stores, the shape
-// of a lock-order deadlock). Rejected: identifying goroutines by the id in
-// runtime.Stack's header, which is exact but cost 12-17 us per write transaction
-// on the loaded development machine, a fifth of a small unsynced commit; and a
-// context value marking the transaction, which every call on the DB would have
-// to take. A caller of BeginWrite that calls a writing method before Commit on
-// the same goroutine, outside Writer.Run, still deadlocks.
+// of a lock-order deadlock); goroutine ids would be exact but cost too much
+// per write transaction (docs/design/writer-reentry.md). A caller of
+// BeginWrite that calls a writing method before Commit on the same goroutine,
+// outside Writer.Run, still deadlocks.
 type writerLock struct {
 	mu   sync.Mutex
 	inFn atomic.Bool // the holder is running a transaction function (Writer.Run)

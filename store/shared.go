@@ -14,9 +14,9 @@ import (
 // next table id, the catalog, the surrogate key counters, the attribute names
 // and the erase secret: everything load reads at Open. Each is reloaded whole
 // from one view when the view's generation is not the one the caches describe.
-// (Rejected: reloading only what changed, found by scanning the keys written
-// since; it saves little on a catalog of a few tables and adds a second way to
-// be wrong.) Tables keep their *Table across a reload when their id is
+// Reloading only what changed, found by scanning the keys written since, would
+// save little on a catalog of a few tables and add a second way to be wrong.
+// Tables keep their *Table across a reload when their id is
 // unchanged, so callers' handles stay valid; a table another process dropped
 // is gone from the catalog, and writes to it through an old handle write keys
 // that no catalog entry names (as on Pebble after DropTable).

@@ -39,10 +39,10 @@ import (
 // keeps its whole view, the dropped records included, until it closes;
 // it reads the horizon from its own view too.
 //
-// Decision: the horizon is the stored time through which records were
-// dropped, not the clock minus the retention, so reads never fail for data
-// the store still holds; the rejected alternative (refusing reads older than
-// now - RetainTx even before a Vacuum) would make reads depend on the clock.
+// The horizon is the stored time through which records were dropped, not the
+// clock minus the retention, so reads never fail for data the store still
+// holds; refusing reads older than now - RetainTx even before a Vacuum would
+// make reads depend on the clock.
 
 // ErrBeforeHorizon: a read at a transaction time older than the table's
 // retention horizon, whose records Vacuum dropped. The error is a

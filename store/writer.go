@@ -174,12 +174,11 @@ type retiredRecord struct {
 // attributes when value, the record re-asserted in its place with the same sk,
 // key and valid_from (an SCD2 close), holds exactly the same attribute bytes:
 // the retired record then reads them from its successor, the record of its key
-// and valid_from asserted at its tx_to. Decision: the later record holds the
+// and valid_from asserted at its tx_to. The later record holds the
 // attributes, not the retired one, so that reads at the latest transaction
 // time never follow a reference; reads of history pay one point read per
-// shared record. The rejected alternative, a diff against the successor, would
-// also save bytes on type-1 overwrites but make every history read rebuild
-// records.
+// shared record. A diff against the successor would also save bytes on type-1
+// overwrites, but make every history read rebuild records.
 func (w *Writer) shareAttrs(rec retiredRecord, value []byte) error {
 	old, err := encoding.PositionalAttrs(w.retires[rec.writes[0]].Value)
 	if err != nil {

@@ -49,11 +49,7 @@ const filterBitsPerKey = 10
 // enough that nearly every file has a one-level index. Pebble's default (the
 // data block size, 4 KiB) splits the index of a file of more than a few hundred
 // blocks into partitions under a top-level index, and every seek into such a
-// file reads two index blocks. Measured in BenchmarkGet (100k keys x 10
-// versions, compacted): blocks asked of the cache per read 2.75 -> 1.76 for a
-// latest Get, 11.4 -> 4.4 for a Get at an old transaction time. (Index blocks
-// are the hottest blocks of the cache; a larger one costs more only when it is
-// evicted.)
+// file reads two index blocks (docs/design/index-block-size.md).
 const indexBlockSize = 256 << 10
 
 // applyLayoutOptions sets the Pebble options the layout needs: the comparer

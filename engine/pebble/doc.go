@@ -45,9 +45,9 @@
 //     nothing in the directory. Open reads the current MANIFEST's chunks and
 //     checksums itself before Pebble opens the store (logscan.go), because
 //     Pebble reads a MANIFEST up to its first bad record and then deletes, as
-//     obsolete, every table file the rest names. (Rejected: a read-only open
-//     first, which succeeds on a MANIFEST damaged in its later records, so the
-//     read-write open that follows still deletes.) A torn last record, which a
+//     obsolete, every table file the rest names; a read-only open first would
+//     not do, since it succeeds on a MANIFEST damaged in its later records and
+//     the read-write open that follows still deletes. A torn last record, which a
 //     crash leaves, is not damage: it was never acknowledged.
 //   - A damaged live write-ahead log (a bad chunk followed by readable chunks of
 //     the same log, or any bad chunk in a log older than the newest): Open fails
@@ -68,10 +68,8 @@
 //     at least that and never learns that one is missing. The check fires when
 //     no such log exists and an OPTIONS file numbered above that minimum does:
 //     Pebble's Open writes OPTIONS right after creating its log, so that log
-//     existed and was live. (Rejected: requiring the log numbered exactly the
-//     minimum, which does not exist after any reopen: Open's own flush records a
-//     number no log file gets, and a crash before Open creates its log leaves no
-//     live log at all, with every commit in table files; both are healthy.) With
+//     existed and was live. The log numbered exactly the minimum is not
+//     required: it does not exist after any healthy reopen (manifestedit.go). With
 //     Options.RecoverWAL, Open opens what the table files hold and DB.Recovery
 //     says the log was missing; its commits cannot be listed. If nothing of the
 //     store was flushed, not even its own declaration, RecoverWAL fails with
@@ -84,10 +82,10 @@
 //     watermark beside it (BITEMPO-WAL-SYNCED, watermark.go): the newest log's
 //     number, how many of its bytes were synced and how many commits they hold,
 //     rewritten after every synced commit, fsynced when a log is created, every
-//     64 synced commits and on Close. (Rejected: Pebble's FormatWALSyncChunks,
-//     whose sync offsets tell damage from a torn tail but read a log cut short
-//     as a clean end.) With Options.RecoverWAL, Open accepts the loss, opens
-//     what is left and reports it in DB.Recovery (Shortened, LostCommits). The
+//     64 synced commits and on Close; Pebble's FormatWALSyncChunks reads a log
+//     cut short as a clean end (docs/design/wal-synced-watermark.md). With
+//     Options.RecoverWAL, Open accepts the loss, opens what is left and
+//     reports it in DB.Recovery (Shortened, LostCommits). The
 //     watermark also tells a power loss from damage: unreadable bytes of the
 //     newest log past what it says was synced are a torn tail, whatever
 //     readable pages of the log survived after them.

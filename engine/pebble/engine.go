@@ -238,11 +238,9 @@ func (e *Engine) Commit(writes []engine.Write, sync bool) error {
 		return err
 	}
 	// The batch commits on its own goroutine so that a commit that cannot make
-	// progress (see health.await) returns. That costs a goroutine and a channel:
-	// 2.6-4.6 us on the loaded development machine, where a one-record unsynced
-	// transaction took 60-240 us. (Rejected: committing inline unless a flush
-	// has failed; the first commit to stall is usually already waiting when the
-	// first flush fails, and it and every writer behind it would hang.)
+	// progress (see health.await) returns, even the first to stall, which is
+	// usually already waiting when the first flush fails
+	// (docs/design/commit-goroutine.md).
 	done := make(chan error, 1)
 	go func() { done <- e.h.guard(func() error { return e.commitBatch(writes, sync) }) }()
 	err := e.h.await(done, e.stallTimeout)

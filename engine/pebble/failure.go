@@ -261,11 +261,8 @@ func (s slogLogger) Errorf(format string, args ...any) {
 //     after Fatalf, which fails the background job; the DB no longer serves
 //     anything, so the state that job leaves is never read.
 //
-// Rejected: panicking everywhere (a panic on a background goroutine ends the
-// process, which no caller can prevent; the fault probe saw exactly that),
-// runtime.Goexit (it would end a caller's goroutine, or leave Pebble's mutexes
-// held by the exited goroutine), and blocking the goroutine forever (Close would
-// then wait on it).
+// It never panics on a background goroutine, which would end the process
+// (docs/design/pebble-fatalf.md).
 func (s slogLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if !strings.HasPrefix(msg, "pebble") {

@@ -32,8 +32,8 @@ import (
 // its writes, and everything else that would change the directory (creating,
 // renaming, linking, removing files, writing or syncing other files) is
 // refused. Reopening the store replays what reached the log before the
-// failure. (Rejected: recovering Pebble's panics, which leave its commit
-// pipeline locked and, on the rotation path, cannot be recovered at all.)
+// failure. Pebble's panics are avoided, not recovered: they leave its commit
+// pipeline locked and, on the rotation path, cannot be recovered at all.
 
 // A failed open or read of a table file fails the store too, before Pebble
 // sees the error, and so does a corruption (health.corrupt): Pebble v2.1.7

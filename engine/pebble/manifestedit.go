@@ -241,8 +241,8 @@ func (m *manifestLogs) add(edit []byte) {
 // state is one a crash leaves: Open's own flush of the replayed logs records as
 // the minimum a number no log file ever gets, and a crash before Open creates
 // the next log leaves no live log at all, with every commit already in table
-// files. (Rejected: requiring the log numbered exactly the minimum, which that
-// same flush makes a false alarm on every reopen of a store with a log.)
+// files. Requiring the log numbered exactly the minimum instead would make that
+// same flush a false alarm on every reopen of a store with a log.
 //
 // Not detected, because nothing records which logs existed: a deleted live log
 // while another live log remains, and the deletion of every live log when the

@@ -87,9 +87,9 @@ const purgeWait = 10 * time.Second
 // that the ArchiveCleaner embedded one level deeper supplies; Clean comes from
 // the DeleteCleaner, which is shallower). A recycled log keeps the bytes of its
 // old records until they are overwritten, erased data included.
-// Decision: a fresh log file per memtable costs a file creation per flush,
-// which is small against a flush; the rejected alternative, overwriting
-// recycled logs with zeros, would cost a write of the whole log.
+// A fresh log file per memtable, not a recycled log overwritten with zeros:
+// the first costs a file creation per flush, small against a flush; the
+// second would cost a write of the whole log.
 type noRecycleCleaner struct {
 	pebble.DeleteCleaner
 	needsContents

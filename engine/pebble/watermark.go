@@ -25,17 +25,13 @@ import (
 // takes back synced bytes. The log itself cannot tell: a log cut at a record
 // boundary reads exactly like one whose unsynced tail a crash lost.
 //
-// Decision: a file outside the log, rewritten in place (no fsync) after every
-// synced commit and fsynced on Close and every watermarkSyncEvery synced
+// The watermark is a file outside the log, rewritten in place (no fsync) after
+// every synced commit and fsynced on Close and every watermarkSyncEvery synced
 // commits. It never claims more than the log holds durably, since each value
 // is written only after the sync it describes returned: after a power loss
-// the file holds an older value or the newest, both true. (Rejected: Pebble's
-// FormatWALSyncChunks, whose chunks record the offset synced before them; it
-// tells damage in the middle of a log from a torn tail, but a log cut short
-// reads as a clean end whatever the chunks before the cut say, and the format
-// also moves tables to the columnar format bitempo does not use. Rejected: an
-// fsync of the watermark on every synced commit, which doubles the syncs of a
-// small commit for a gain only after a power loss.)
+// the file holds an older value or the newest, both true. Pebble's
+// FormatWALSyncChunks cannot replace it: it reads a log cut short as a clean
+// end (docs/design/wal-synced-watermark.md).
 
 // watermarkFile is the name of the synced watermark in the store's directory.
 const watermarkFile = "BITEMPO-WAL-SYNCED"
