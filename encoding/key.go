@@ -70,16 +70,12 @@ func AppendComponent(dst []byte, c any) ([]byte, error) {
 // prefix never ends inside an escape sequence. Other types have no partial
 // form and encode whole, as AppendComponent does.
 func AppendComponentPrefix(dst []byte, c any) ([]byte, error) {
-	switch v := c.(type) {
-	case string:
-		dst = append(dst, tagString)
-		return appendEscapedOpen(dst, v), nil
-	case []byte:
-		dst = append(dst, tagBytes)
-		return appendEscapedOpen(dst, v), nil
-	default:
-		return AppendComponent(dst, c)
+	dst, err := AppendComponent(dst, c)
+	switch c.(type) {
+	case string, []byte:
+		dst = dst[:len(dst)-2] // drop the escape, terminator pair that appendEscaped closes it with
 	}
+	return dst, err
 }
 
 func appendEscaped[T string | []byte](dst []byte, s T) []byte {

@@ -489,13 +489,7 @@ func AttrNameKey(tid uint32, ordinal uint32) []byte {
 }
 
 // DecodeAttrNameKey parses the part of an attribute-name key after 0x04 | tid.
-func DecodeAttrNameKey(b []byte) (uint32, error) {
-	if len(b) != OrdinalLen {
-		return 0, fmt.Errorf("%w: attribute-name key of %d bytes after the table id", engine.ErrCorrupt, len(b))
-	}
-	ord, _, _ := encoding.DecodeUint32(b)
-	return ord, nil
-}
+func DecodeAttrNameKey(b []byte) (uint32, error) { return decodeOrdinal(b, "attribute-name") }
 
 // AttrTypeKey returns 0x05 | tid | ordinal: the type an attribute of the table
 // established when a write first stored a non-null value of it.
@@ -504,9 +498,12 @@ func AttrTypeKey(tid uint32, ordinal uint32) []byte {
 }
 
 // DecodeAttrTypeKey parses the part of an attribute-type key after 0x05 | tid.
-func DecodeAttrTypeKey(b []byte) (uint32, error) {
+func DecodeAttrTypeKey(b []byte) (uint32, error) { return decodeOrdinal(b, "attribute-type") }
+
+// decodeOrdinal parses the ordinal that is all of a what key after its table id.
+func decodeOrdinal(b []byte, what string) (uint32, error) {
 	if len(b) != OrdinalLen {
-		return 0, fmt.Errorf("%w: attribute-type key of %d bytes after the table id", engine.ErrCorrupt, len(b))
+		return 0, fmt.Errorf("%w: %s key of %d bytes after the table id", engine.ErrCorrupt, what, len(b))
 	}
 	ord, _, _ := encoding.DecodeUint32(b)
 	return ord, nil

@@ -364,11 +364,7 @@ func (a *accum) addDec(id int32, sign int) {
 		scale = uint8(h)
 	case intHeld:
 		if a.feat.op == AggSum || a.feat.op == AggAvg {
-			if sign > 0 {
-				a.isum.addInt(m.ints[in])
-			} else {
-				a.isum.subInt(m.ints[in])
-			}
+			a.isum.addIntSign(m.ints[in], sign)
 			a.n += int64(sign)
 		} else if sign > 0 {
 			a.push(id)

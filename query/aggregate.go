@@ -581,20 +581,12 @@ func (a *accum) remove(id int32) {
 func (a *accum) addNumber(v any, sign int) bool {
 	switch x := v.(type) {
 	case int64:
-		if sign > 0 {
-			a.isum.addInt(x)
-		} else {
-			a.isum.subInt(x)
-		}
+		a.isum.addIntSign(x, sign)
 		if a.fsum != nil {
 			a.fsum.addInt(x, sign)
 		}
 	case uint64:
-		if sign > 0 {
-			a.isum.addUint(x)
-		} else {
-			a.isum.subUint(x)
-		}
+		a.isum.addUintSign(x, sign)
 		if a.fsum != nil {
 			a.fsum.addUint(x, sign)
 		}
@@ -629,7 +621,7 @@ func (a *accum) result() (val, error) {
 		return val{kind: valBool, n: uint64(boolInt(a.n > 0))}, nil
 	case AggCountDistinct:
 		return intVal(int64(a.distinct.len())), nil
-	case AggSum:
+	case AggSum, AggAvg:
 		if a.n == 0 {
 			return val{}, nil
 		}
@@ -638,6 +630,13 @@ func (a *accum) result() (val, error) {
 		}
 		if a.dsum != nil && a.dsum.n > 0 {
 			return a.decimalResult()
+		}
+		if a.feat.op == AggAvg {
+			total := a.isum.float64()
+			if a.floats > 0 {
+				total = a.fsum.float64()
+			}
+			return floatVal(total / float64(a.n)), nil
 		}
 		if a.floats > 0 {
 			return floatVal(a.fsum.float64()), nil
@@ -646,21 +645,6 @@ func (a *accum) result() (val, error) {
 			return v, nil
 		}
 		return val{}, &AggValueError{Feature: a.feat.name, Table: a.p.t.Name, overflow: true, Reason: "integer sum overflows int64 and uint64"}
-	case AggAvg:
-		if a.n == 0 {
-			return val{}, nil
-		}
-		if a.scaled {
-			return a.scaledResult()
-		}
-		if a.dsum != nil && a.dsum.n > 0 {
-			return a.decimalResult()
-		}
-		total := a.isum.float64()
-		if a.floats > 0 {
-			total = a.fsum.float64()
-		}
-		return floatVal(total / float64(a.n)), nil
 	}
 	top, ok := a.top()
 	if !ok {

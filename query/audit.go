@@ -26,13 +26,12 @@ type AuditOptions struct {
 // attributes named; with opts.RawAttrs it leaves them encoded.
 func Audit(r store.Reader, table string, key store.Key, opts AuditOptions) iter.Seq2[store.Version, error] {
 	return func(yield func(store.Version, error) bool) {
-		s, t, release, err := open(r, table)
+		s, t, release, err := openProjected(r, table, opts.Project)
 		if err != nil {
 			yield(store.Version{}, err)
 			return
 		}
 		defer release()
-		t = project(s, t, opts.Project)
 		if opts.RawAttrs {
 			t = t.WithRawAttrs()
 		}

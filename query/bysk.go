@@ -67,12 +67,11 @@ func (m *SKMiss) Is(target error) bool {
 // opts.Project it decodes only the attributes named, reusing the projection
 // across calls with the same list as Get does.
 func GetBySK(r store.Reader, table string, sk uint64, tx int64, opts GetOptions) (store.Version, error) {
-	s, t, release, err := open(r, table)
+	s, t, release, err := openProjected(r, table, opts.Project)
 	if err != nil {
 		return store.Version{}, err
 	}
 	defer release()
-	t = project(s, t, opts.Project)
 	at := resolveTx(s, tx)
 	v, found, err := s.RecordBySK(t, sk, at)
 	switch {

@@ -40,6 +40,24 @@ func (x *int128) subUint(u uint64) {
 	x.lo, x.hi = lo, x.hi-int64(b)
 }
 
+// addIntSign adds v (sign -1: subtracts it).
+func (x *int128) addIntSign(v int64, sign int) {
+	if sign > 0 {
+		x.addInt(v)
+	} else {
+		x.subInt(v)
+	}
+}
+
+// addUintSign adds u (sign -1: subtracts it).
+func (x *int128) addUintSign(u uint64, sign int) {
+	if sign > 0 {
+		x.addUint(u)
+	} else {
+		x.subUint(u)
+	}
+}
+
 // value returns x as an attribute value: an int64, or a uint64 above
 // math.MaxInt64; ok false if it fits neither.
 func (x int128) value() (any, bool) {

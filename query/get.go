@@ -130,12 +130,11 @@ type GetOptions struct {
 // few per table), so a hot loop of projected reads costs no more allocations
 // than unprojected ones.
 func Get(r store.Reader, table string, key store.Key, at AsOf, opts GetOptions) (store.Version, error) {
-	s, t, release, err := open(r, table)
+	s, t, release, err := openProjected(r, table, opts.Project)
 	if err != nil {
 		return store.Version{}, err
 	}
 	defer release()
-	t = project(s, t, opts.Project)
 	v, reason, err := s.KeyVersionAt(t, key, at.Valid, resolveTx(s, at.Tx))
 	if err != nil {
 		return store.Version{}, err

@@ -15,12 +15,11 @@ import "github.com/bitempo/bitempo/store"
 // version allocates nothing: the snapshot refills one row for every GetRow
 // (store.Snapshot.KeyRowAt). On a *store.DB each call takes a snapshot.
 func GetRow(r store.Reader, table string, key store.Key, at AsOf, opts GetOptions, fn func(*store.Row) error) error {
-	s, t, release, err := open(r, table)
+	s, t, release, err := openProjected(r, table, opts.Project)
 	if err != nil {
 		return err
 	}
 	defer release()
-	t = project(s, t, opts.Project)
 	reason, err := s.KeyRowAt(t, key, at.Valid, resolveTx(s, at.Tx), fn)
 	if err != nil {
 		return err

@@ -89,6 +89,15 @@ func open(r store.Reader, table string) (*store.Snapshot, *store.Table, func(), 
 	return s, t, release, nil
 }
 
+// openProjected is open with the table projected to names (project).
+func openProjected(r store.Reader, table string, names []string) (*store.Snapshot, *store.Table, func(), error) {
+	s, t, release, err := open(r, table)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s, project(s, t, names), release, nil
+}
+
 // rows passes the rows of a store scan on to a query's loop, stopping at the
 // first error (which is the scan's last row) or when the loop ends. It reports
 // whether the loop wants more.

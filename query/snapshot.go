@@ -25,13 +25,12 @@ type SnapshotOptions struct {
 // the attributes named.
 func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange, opts SnapshotOptions) iter.Seq2[store.Version, error] {
 	return func(yield func(store.Version, error) bool) {
-		s, t, release, err := open(r, table)
+		s, t, release, err := openProjected(r, table, opts.Project)
 		if err != nil {
 			yield(store.Version{}, err)
 			return
 		}
 		defer release()
-		t = project(s, t, opts.Project)
 		sp, err := keys.span(t)
 		if err != nil {
 			yield(store.Version{}, err)
@@ -49,12 +48,11 @@ func Snapshot(r store.Reader, table string, at AsOf, keys KeyRange, opts Snapsho
 // (projected by opts.Project). At the latest transaction time it allocates
 // nothing per row; Snapshot is the same scan with every row copied out.
 func SnapshotRows(r store.Reader, table string, at AsOf, keys KeyRange, opts SnapshotOptions, fn func(*store.Row) bool) error {
-	s, t, release, err := open(r, table)
+	s, t, release, err := openProjected(r, table, opts.Project)
 	if err != nil {
 		return err
 	}
 	defer release()
-	t = project(s, t, opts.Project)
 	sp, err := keys.span(t)
 	if err != nil {
 		return err

@@ -46,10 +46,7 @@ func (db *DB) Backup(ctx context.Context, destDir string) error {
 	if !ok {
 		return db.unsupported("backup (a checkpoint)")
 	}
-	if db.opts.ReadOnly {
-		return fmt.Errorf("%w: open the store for writing to back it up", ErrReadOnly)
-	}
-	release, err := db.holdOpen()
+	release, err := db.holdWritable("open the store for writing to back it up")
 	if err != nil {
 		return err
 	}

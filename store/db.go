@@ -355,10 +355,7 @@ func (db *DB) Share() *DB {
 // On an engine without such a shape (etcd, which keeps its keys in a B-tree
 // and whose history compaction is the cluster operator's) it does nothing.
 func (db *DB) Compact(ctx context.Context) error {
-	if db.opts.ReadOnly {
-		return fmt.Errorf("%w: compact", ErrReadOnly)
-	}
-	release, err := db.holdOpen()
+	release, err := db.holdWritable("compact")
 	if err != nil {
 		return err
 	}
@@ -416,6 +413,15 @@ func (db *DB) holdOpen() (release func(), err error) {
 		return nil, ErrClosed
 	}
 	return db.compacting.RUnlock, nil
+}
+
+// holdWritable is holdOpen on a store opened for writing; on a read-only one
+// it fails with ErrReadOnly, which what (the refused operation) details.
+func (db *DB) holdWritable(what string) (release func(), err error) {
+	if db.opts.ReadOnly {
+		return nil, fmt.Errorf("%w: %s", ErrReadOnly, what)
+	}
+	return db.holdOpen()
 }
 
 // Dir returns the directory the store was opened in.

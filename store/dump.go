@@ -106,8 +106,10 @@ func (e *Entry) decodeMeta(name []byte) error {
 	}
 	if bytes.Equal(name, layout.MetaLastTx[1:]) {
 		kind = FieldTxTime
-		if n, ok := toInt64(v); ok {
-			v = n
+		if c, err := encoding.Canonical(v); err == nil {
+			if n, ok := c.(int64); ok {
+				v = n
+			}
 		}
 	}
 	e.addValue("value", kind, v)
@@ -375,28 +377,4 @@ func (e *Entry) decodeGroup(db *DB, t *Table, b []byte) error {
 		return err
 	}
 	return e.decodeRecordValue(db, t, from, txFrom)
-}
-
-func toInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	case uint64:
-		if n <= 1<<63-1 {
-			return int64(n), true
-		}
-	}
-	return 0, false
 }

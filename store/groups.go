@@ -331,27 +331,11 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 			return err
 		}
 	}
-	it, err := s.newIter([]byte{layout.Groups}, []byte{layout.Groups + 1})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; {
-		tid, _, err := layout.SplitTableID(it.Key())
-		if err != nil {
-			rep.add(Problem{Invariant: 0, Detail: fmt.Sprintf("groups key %x: %v", it.Key(), err)})
-			ok = it.Next()
-			continue
-		}
+	return eachTableID(s, layout.Groups, rep, func(tid uint32) {
 		if !grouped[tid] {
 			rep.add(Problem{Invariant: 5, Detail: fmt.Sprintf("group index keys of table id %d, which is not a grouped table of the catalog", tid)})
 		}
-		if tid == ^uint32(0) {
-			break
-		}
-		ok = it.SeekGE(layout.AppendTablePrefix(nil, layout.Groups, tid+1))
-	}
-	return it.Error()
+	})
 }
 
 // verifyGroupTable compares the group index of t with the table's records.

@@ -129,10 +129,7 @@ func (db *DB) PurgePending() bool {
 // Package txn calls it after a transaction that erased; tools call it from
 // bitempo compact. It returns at once when nothing is left to compact.
 func (db *DB) Purge(ctx context.Context) error {
-	if db.opts.ReadOnly {
-		return fmt.Errorf("%w: purge", ErrReadOnly)
-	}
-	release, err := db.holdOpen()
+	release, err := db.holdWritable("purge")
 	if err != nil {
 		return err
 	}

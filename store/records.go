@@ -22,14 +22,10 @@ func (s *Snapshot) Records(t *Table) iter.Seq2[Version, error] {
 			return
 		}
 		var recs []Version
-		collect := func(v Version) bool { recs = append(recs, v); return true }
 		stopped := false
 		err := s.eachTableKey(t, Span{}, func(tuple []byte) (bool, error) {
-			recs = recs[:0]
-			if err := s.keyRecords(t, tuple, layout.CurrentKeys, collect); err != nil {
-				return false, err
-			}
-			if err := s.keyRecords(t, tuple, layout.HistoryKeys, collect); err != nil {
+			var err error
+			if recs, err = s.appendKeyRecords(recs[:0], t, tuple); err != nil {
 				return false, err
 			}
 			slices.SortFunc(recs, func(a, b Version) int {

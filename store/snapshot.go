@@ -443,12 +443,8 @@ func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	var out []Version
-	collect := func(v Version) bool { out = append(out, v); return true }
-	if err := s.keyRecords(t, tuple, layout.HistoryKeys, collect); err != nil {
-		return nil, err
-	}
-	if err := s.keyRecords(t, tuple, layout.CurrentKeys, collect); err != nil {
+	out, err := s.appendKeyRecords(nil, t, tuple)
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b Version) int {
@@ -458,6 +454,17 @@ func (s *Snapshot) KeyRecords(t *Table, tuple []byte) ([]Version, error) {
 		return cmp.Compare(a.ValidFrom, b.ValidFrom)
 	})
 	return out, nil
+}
+
+// appendKeyRecords appends every record of a key to out, those of the current
+// index and then those of history, each in key order.
+func (s *Snapshot) appendKeyRecords(out []Version, t *Table, tuple []byte) ([]Version, error) {
+	collect := func(v Version) bool { out = append(out, v); return true }
+	if err := s.keyRecords(t, tuple, layout.CurrentKeys, collect); err != nil {
+		return out, err
+	}
+	err := s.keyRecords(t, tuple, layout.HistoryKeys, collect)
+	return out, err
 }
 
 // keyRecords calls fn for every record of a key in record keyspace keys

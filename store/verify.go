@@ -138,6 +138,17 @@ func Verify(r Reader) (*Report, error) {
 
 // verifyTableIDs reports keys of keyspace ks whose table id is not in the catalog.
 func verifyTableIDs(s *Snapshot, ks byte, known map[uint32]bool, rep *Report) error {
+	return eachTableID(s, ks, rep, func(tid uint32) {
+		if !known[tid] {
+			rep.add(Problem{Invariant: 5, Detail: fmt.Sprintf("%s keys of table id %d, which is not in the catalog", layout.KeyspaceName(ks), tid)})
+		}
+	})
+}
+
+// eachTableID calls fn with every table id that keys of keyspace ks start
+// with, in order, seeking past each table's keys; a key too short to hold a
+// table id is reported as invariant 0.
+func eachTableID(s *Snapshot, ks byte, rep *Report, fn func(tid uint32)) error {
 	it, err := s.newIter([]byte{ks}, []byte{ks + 1})
 	if err != nil {
 		return err
@@ -150,9 +161,7 @@ func verifyTableIDs(s *Snapshot, ks byte, known map[uint32]bool, rep *Report) er
 			ok = it.Next()
 			continue
 		}
-		if !known[tid] {
-			rep.add(Problem{Invariant: 5, Detail: fmt.Sprintf("%s keys of table id %d, which is not in the catalog", layout.KeyspaceName(ks), tid)})
-		}
+		fn(tid)
 		if tid == ^uint32(0) {
 			break
 		}

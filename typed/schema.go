@@ -244,6 +244,21 @@ func (f *field) keyType() store.KeyType {
 	return store.Uint64
 }
 
+// keyValue is the value of key field f of struct value v, of the Go type of
+// its keyType.
+func (f *field) keyValue(v reflect.Value) any {
+	fv := v.Field(f.index)
+	switch f.kind {
+	case kString:
+		return fv.String()
+	case kBytes:
+		return fv.Bytes()
+	case kInt:
+		return fv.Int()
+	}
+	return fv.Uint()
+}
+
 // check compares the key fields with the table's key columns: the same names,
 // in the same order, of matching types, and no attribute field named like a key
 // column.
@@ -278,18 +293,8 @@ func (s *schema) check(t *store.Table) error {
 // key returns the natural key of struct value v.
 func (s *schema) key(v reflect.Value) store.Key {
 	key := make(store.Key, len(s.keys))
-	for i, f := range s.keys {
-		fv := v.Field(f.index)
-		switch f.kind {
-		case kString:
-			key[i] = fv.String()
-		case kBytes:
-			key[i] = fv.Bytes()
-		case kInt:
-			key[i] = fv.Int()
-		default:
-			key[i] = fv.Uint()
-		}
+	for i := range s.keys {
+		key[i] = s.keys[i].keyValue(v)
 	}
 	return key
 }

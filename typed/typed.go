@@ -96,13 +96,12 @@ func (t *Table[T]) Def() store.TableDef {
 // named like a key column. Declare a Table and Check it at start-up to fail
 // before the first write.
 func (t *Table[T]) Check(r store.Reader) error {
-	s, release, err := r.AcquireSnapshot()
+	_, _, release, err := t.acquire(r)
 	if err != nil {
 		return err
 	}
-	defer release()
-	_, err = t.table(s.DB())
-	return err
+	release()
+	return nil
 }
 
 // table returns the catalog table after checking it fits T.
@@ -177,15 +176,11 @@ func (t *Table[T]) DeleteAt(tx *txn.Tx, key store.Key, at int64) (bool, error) {
 // at.Tx, or a *query.Miss. The record is decoded straight into the struct,
 // without an attribute map.
 func (t *Table[T]) Get(r store.Reader, key store.Key, at query.AsOf) (Version[T], error) {
-	s, release, err := r.AcquireSnapshot()
+	s, c, release, err := t.acquire(r)
 	if err != nil {
 		return Version[T]{}, err
 	}
 	defer release()
-	c, err := t.tables(s.DB())
-	if err != nil {
-		return Version[T]{}, err
-	}
 	var buf [64]byte
 	tuple, err := c.st.AppendKey(buf[:0], key)
 	if err != nil {
@@ -290,16 +285,12 @@ func (t *Table[T]) yieldAll(seq iter.Seq2[store.Version, error], yield func(Vers
 // the structs.
 func (t *Table[T]) versions(r store.Reader, read func(s *store.Snapshot) iter.Seq2[store.Version, error]) iter.Seq2[Version[T], error] {
 	return func(yield func(Version[T], error) bool) {
-		s, release, err := r.AcquireSnapshot()
+		s, _, release, err := t.acquire(r)
 		if err != nil {
 			yield(Version[T]{}, err)
 			return
 		}
 		defer release()
-		if _, err := t.table(s.DB()); err != nil {
-			yield(Version[T]{}, err)
-			return
-		}
 		t.yieldAll(read(s), yield)
 	}
 }
@@ -309,17 +300,12 @@ func (t *Table[T]) versions(r store.Reader, read func(s *store.Snapshot) iter.Se
 // bytes into the structs (store.Snapshot.ScanRowsAt), with no Version between.
 func (t *Table[T]) Snapshot(r store.Reader, at query.AsOf, keys query.KeyRange) iter.Seq2[Version[T], error] {
 	return func(yield func(Version[T], error) bool) {
-		s, release, err := r.AcquireSnapshot()
+		s, c, release, err := t.acquire(r)
 		if err != nil {
 			yield(Version[T]{}, err)
 			return
 		}
 		defer release()
-		c, err := t.tables(s.DB())
-		if err != nil {
-			yield(Version[T]{}, err)
-			return
-		}
 		sp, err := keys.Span(c.st)
 		if err != nil {
 			yield(Version[T]{}, err)
@@ -375,7 +361,7 @@ func (t *Table[T]) Audit(r store.Reader, key store.Key) iter.Seq2[Version[T], er
 // record between; a record that does not fit T fails the batch with the
 // error of the first such fact in input order.
 func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
-	s, release, err := t.acquire(r)
+	s, _, release, err := t.acquire(r)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +404,7 @@ func (t *Table[T]) Resolve(r store.Reader, facts []query.Fact, opts query.Resolv
 // members for the keys unknown at the newest commit, in one transaction on
 // the store r reads. An inferred member's struct holds only its key.
 func (t *Table[T]) ResolveInferred(r store.Reader, facts []query.Fact, opts query.ResolveOptions) ([]Resolution[T], error) {
-	s, release, err := t.acquire(r)
+	s, _, release, err := t.acquire(r)
 	if err != nil {
 		return nil, err
 	}
@@ -443,18 +429,19 @@ func (t *Table[T]) ResolveInferred(r store.Reader, facts []query.Fact, opts quer
 	return out, nil
 }
 
-// acquire acquires a snapshot of r and checks that the table fits T there;
-// the caller releases the snapshot.
-func (t *Table[T]) acquire(r store.Reader) (*store.Snapshot, func(), error) {
+// acquire acquires a snapshot of r and checks that the table fits T there,
+// returning the checked table (tables); the caller releases the snapshot.
+func (t *Table[T]) acquire(r store.Reader) (*store.Snapshot, *checkedTable, func(), error) {
 	s, release, err := r.AcquireSnapshot()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if _, err := t.table(s.DB()); err != nil {
+	c, err := t.tables(s.DB())
+	if err != nil {
 		release()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, release, nil
+	return s, c, release, nil
 }
 
 // missOf is the query.Miss of a read of key in table (named as the caller
