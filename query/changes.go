@@ -1,7 +1,6 @@
 package query
 
 import (
-	"cmp"
 	"fmt"
 	"iter"
 
@@ -51,7 +50,13 @@ type Change struct {
 
 // Cursor returns the cursor that resumes a change feed right after this change.
 func (c Change) Cursor() string {
-	return cursor{kind: cursorChanges, table: c.table, tx: c.Tx, ordinal: c.ordinal}.encode()
+	return changeCursor(c.table, c.Tx, c.ordinal)
+}
+
+// changeCursor returns the cursor that resumes the change feed of table tid
+// right after the change at ordinal of transaction tx.
+func changeCursor(tid uint32, tx int64, ordinal uint32) string {
+	return cursor{kind: cursorChanges, table: tid, tx: tx, ordinal: ordinal}.encode()
 }
 
 // ChangesOptions tune Changes and ChangesPage. The zero value decodes every
@@ -85,19 +90,9 @@ type ChangesOptions struct {
 //
 // With opts.Project it decodes only the attributes named.
 func Changes(r store.Reader, table string, since, until int64, cur string, opts ChangesOptions) iter.Seq2[Change, error] {
-	return func(yield func(Change, error) bool) {
-		f, err := startFeed(r, table, since, until, cur, opts)
-		if err != nil {
-			yield(Change{}, err)
-			return
-		}
-		defer f.release()
-		for c, err := range f.changes() {
-			if !yield(c, err) || err != nil {
-				return
-			}
-		}
-	}
+	return copyRows(func(fn func(*ChangeRow) bool) error {
+		return ChangesRows(r, table, since, until, cur, opts, fn)
+	}, (*ChangeRow).change)
 }
 
 // ChangeRow is one entry of a change feed read in place: transaction Tx
@@ -121,7 +116,20 @@ type ChangeRow struct {
 // Cursor returns the cursor that resumes a change feed right after this
 // change, as Change.Cursor does.
 func (c *ChangeRow) Cursor() string {
-	return cursor{kind: cursorChanges, table: c.table, tx: c.Tx, ordinal: c.ordinal}.encode()
+	return changeCursor(c.table, c.Tx, c.ordinal)
+}
+
+// change copies c out as Changes returns it.
+func (c *ChangeRow) change() (Change, error) {
+	change := Change{Tx: c.Tx, Op: c.Op, Erasure: c.Erasure, table: c.table, ordinal: c.ordinal}
+	if c.Row != nil {
+		v, err := c.Row.Version()
+		if err != nil {
+			return Change{}, err
+		}
+		change.Version = v
+	}
+	return change, nil
 }
 
 // ChangesRows is Changes reading each record in place: it calls fn with
@@ -148,21 +156,16 @@ func ChangesRows(r store.Reader, table string, since, until int64, cur string, o
 // ChangesPage returns up to limit changes of Changes (all of them when limit is
 // 0) and, when more follow, the cursor that resumes after the last one.
 func ChangesPage(r store.Reader, table string, since, until int64, limit int, cur string, opts ChangesOptions) (Page[Change], error) {
-	f, err := startFeed(r, table, since, until, cur, opts)
+	more := false
+	rows, err := collectRows(func(fn func(*ChangeRow) bool) error {
+		return ChangesRows(r, table, since, until, cur, opts, limitRows(limit, fn, func() { more = true }))
+	}, (*ChangeRow).change)
 	if err != nil {
 		return Page[Change]{}, err
 	}
-	defer f.release()
-	var page Page[Change]
-	for c, err := range f.changes() {
-		if err != nil {
-			return Page[Change]{}, err
-		}
-		if limit > 0 && len(page.Rows) == limit {
-			page.Next = page.Rows[limit-1].Cursor()
-			break
-		}
-		page.Rows = append(page.Rows, c)
+	page := Page[Change]{Rows: rows}
+	if more {
+		page.Next = rows[len(rows)-1].Cursor()
 	}
 	return page, nil
 }
@@ -200,26 +203,6 @@ func startFeed(r store.Reader, table string, since, until int64, cur string, opt
 		}
 	}
 	return f, nil
-}
-
-func (f *feed) changes() iter.Seq2[Change, error] {
-	return func(yield func(Change, error) bool) {
-		var failed error
-		stopped := false // the loop has ended: yield no more
-		err := f.rows(func(c *ChangeRow) bool {
-			change := Change{Tx: c.Tx, Op: c.Op, Erasure: c.Erasure, table: c.table, ordinal: c.ordinal}
-			if c.Row != nil {
-				if change.Version, failed = c.Row.Version(); failed != nil {
-					return false
-				}
-			}
-			stopped = !yield(change, nil)
-			return !stopped
-		})
-		if err = cmp.Or(failed, err); err != nil && !stopped {
-			yield(Change{}, err)
-		}
-	}
 }
 
 // rows calls fn with each change of the feed.

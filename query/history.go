@@ -45,29 +45,13 @@ func HistoryRange(r store.Reader, table string, keys KeyRange, from, to int64, o
 	return historySeq(r, table, keys.span, from, to, opts)
 }
 
+// historySeq is HistoryRange over the keys of the span spanOf returns, each
+// row of historyRows copied out.
 func historySeq(r store.Reader, table string, spanOf func(*store.Table) (store.Span, error), from, to int64, opts HistoryOptions) iter.Seq2[store.Version, error] {
-	return func(yield func(store.Version, error) bool) {
-		h, err := startHistory(r, table, spanOf, from, to, opts)
-		if err != nil {
-			yield(store.Version{}, err)
-			return
-		}
-		defer h.release()
-		n := 0
-		for v, err := range h.scan() {
-			if err != nil {
-				yield(store.Version{}, err)
-				return
-			}
-			if opts.Limit > 0 && n == opts.Limit {
-				return
-			}
-			n++
-			if !yield(h.clip(v), nil) {
-				return
-			}
-		}
-	}
+	return copyRows(func(fn func(*store.Row) bool) error {
+		_, err := historyRows(r, table, spanOf, from, to, opts, fn)
+		return err
+	}, (*store.Row).Version)
 }
 
 // HistoryPage returns up to opts.Limit versions of HistoryRange (all of them when
@@ -76,24 +60,15 @@ func historySeq(r store.Reader, table string, spanOf func(*store.Table) (store.S
 // Latest) in its cursor, so later pages read the same history however many
 // commits happen in between: a cursor resumes exactly after its row.
 func HistoryPage(r store.Reader, table string, keys KeyRange, from, to int64, opts HistoryOptions) (Page[store.Version], error) {
-	h, err := startHistory(r, table, keys.span, from, to, opts)
+	var page Page[store.Version]
+	rows, err := collectRows(func(fn func(*store.Row) bool) (err error) {
+		page.Next, err = HistoryRows(r, table, keys, from, to, opts, fn)
+		return err
+	}, (*store.Row).Version)
 	if err != nil {
 		return Page[store.Version]{}, err
 	}
-	defer h.release()
-	var page Page[store.Version]
-	var last store.Version
-	for v, err := range h.scan() {
-		if err != nil {
-			return Page[store.Version]{}, err
-		}
-		if opts.Limit > 0 && len(page.Rows) == opts.Limit {
-			page.Next = h.cursor(last.Tuple(), last.ValidFrom)
-			break
-		}
-		last = v
-		page.Rows = append(page.Rows, h.clip(v))
-	}
+	page.Rows = rows
 	return page, nil
 }
 
@@ -116,30 +91,36 @@ func HistoryPage(r store.Reader, table string, keys KeyRange, from, to int64, op
 // transaction time, and at an older one, it allocates nothing per row but
 // for a retired record that shares its successor's attributes when the
 // successor is not the current record of the same valid_from
-// (store.Snapshot.ScanHistoryRows).
+// (store.Snapshot.ScanHistoryRows). History, HistoryRange and HistoryPage
+// are this walk with each row copied out.
 func HistoryRows(r store.Reader, table string, keys KeyRange, from, to int64, opts HistoryOptions, fn func(*store.Row) bool) (next string, err error) {
-	h, err := startHistory(r, table, keys.span, from, to, opts)
-	if err != nil {
+	c, err := historyRows(r, table, keys.span, from, to, opts, fn)
+	if c == nil || err != nil {
 		return "", err
 	}
+	return c.encode(), nil
+}
+
+// historyRows is HistoryRows over the keys of the span spanOf returns,
+// returning the next page's cursor not yet encoded (nil when there is none): the
+// one history read, which every other applies its options through.
+func historyRows(r store.Reader, table string, spanOf func(*store.Table) (store.Span, error), from, to int64, opts HistoryOptions, fn func(*store.Row) bool) (next *cursor, err error) {
+	h, err := startHistory(r, table, spanOf, from, to, opts)
+	if err != nil {
+		return nil, err
+	}
 	defer h.release()
-	n := 0
-	var lastTuple []byte // the key and valid_from of the last row fn saw, unclipped
-	var lastFrom int64
-	err = h.s.ScanHistoryRows(h.t, h.span, h.tx, h.from, h.to, h.after, func(row *store.Row) bool {
+	var last store.HistoryPos // the key and valid_from of the last row fn saw, unclipped
+	each := func(row *store.Row) bool {
 		if opts.Limit > 0 {
-			if n == opts.Limit {
-				next = h.cursor(lastTuple, lastFrom)
-				return false
-			}
-			lastTuple, lastFrom = append(lastTuple[:0], row.Tuple()...), row.ValidFrom
+			last.Tuple, last.ValidFrom = append(last.Tuple[:0], row.Tuple()...), row.ValidFrom
 		}
-		n++
 		h.clipPeriod(&row.ValidFrom, &row.ValidTo)
 		return fn(row)
-	})
-	if err != nil {
-		return "", err
+	}
+	more := func() { next = h.cursor(last.Tuple, last.ValidFrom) }
+	if err := h.s.ScanHistoryRows(h.t, h.span, h.tx, h.from, h.to, h.after, limitRows(opts.Limit, each, more)); err != nil {
+		return nil, err
 	}
 	return next, nil
 }
@@ -190,20 +171,10 @@ func startHistory(r store.Reader, table string, spanOf func(*store.Table) (store
 	return h, nil
 }
 
-func (h *historyRead) scan() iter.Seq2[store.Version, error] {
-	return h.s.ScanHistory(h.t, h.span, h.tx, h.from, h.to, h.after)
-}
-
 // cursor returns the cursor that resumes the read after the version of the
 // key encoded as tuple that starts at validFrom.
-func (h *historyRead) cursor(tuple []byte, validFrom int64) string {
-	return cursor{kind: cursorHistory, table: h.t.ID, tx: h.tx, validFrom: validFrom, tuple: tuple}.encode()
-}
-
-// clip trims v to the read's period when the options ask for it.
-func (h *historyRead) clip(v store.Version) store.Version {
-	h.clipPeriod(&v.ValidFrom, &v.ValidTo)
-	return v
+func (h *historyRead) cursor(tuple []byte, validFrom int64) *cursor {
+	return &cursor{kind: cursorHistory, table: h.t.ID, tx: h.tx, validFrom: validFrom, tuple: tuple}
 }
 
 // clipPeriod trims the valid period [from, to) to the read's when the

@@ -94,13 +94,7 @@ func (s *Snapshot) newPastMerge(t *Table, lowTuple, highTuple []byte, attrs bool
 }
 
 func (m *pastMerge) close() error {
-	var err error
-	for _, it := range []engine.Iter{m.cur, m.hist} {
-		if it != nil {
-			err = firstError(err, it.Close())
-		}
-	}
-	return err
+	return closeIters(m.cur, m.hist)
 }
 
 // lookup answers probe p (p.Tx older than LastTx) as Snapshot.VersionAt does,

@@ -557,3 +557,15 @@ func firstError(errs ...error) error {
 	}
 	return nil
 }
+
+// closeIters closes every iterator of its that is not nil, returning the
+// first error.
+func closeIters(its ...engine.Iter) error {
+	var first error
+	for _, it := range its {
+		if it != nil {
+			first = firstError(first, it.Close())
+		}
+	}
+	return first
+}

@@ -102,11 +102,5 @@ func (lr *logRecords) fill(r *Row, tuple []byte, validFrom, txFrom int64) error 
 }
 
 func (lr *logRecords) close() error {
-	var first error
-	for _, it := range []engine.Iter{lr.cur, lr.hist} {
-		if it != nil {
-			first = firstError(first, it.Close())
-		}
-	}
-	return first
+	return closeIters(lr.cur, lr.hist)
 }
