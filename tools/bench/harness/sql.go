@@ -78,9 +78,14 @@ func scanKeyVersions(q queryer, query string, fn func(string, version), args ...
 	return errors.Join(rows.Err(), rows.Close())
 }
 
-// scanVersion reads the first (valid_from, valid_to, city, tier) row of a
-// query, reporting whether there was one.
-func scanVersion(rows *sql.Rows) (version, bool, error) {
+// lookupVersion runs a point lookup (sqlLookup, sqlLookupAsOf) with args and
+// returns its first (valid_from, valid_to, city, tier) row, found when there is
+// one and it has not ended by valid.
+func lookupVersion(stmt *sql.Stmt, valid int64, args ...any) (version, bool, error) {
+	rows, err := stmt.Query(args...)
+	if err != nil {
+		return version{}, false, err
+	}
 	var v version
 	ok := rows.Next()
 	if ok {
@@ -88,11 +93,33 @@ func scanVersion(rows *sql.Rows) (version, bool, error) {
 			return version{}, false, errors.Join(err, rows.Close())
 		}
 	}
-	return v, ok, errors.Join(rows.Err(), rows.Close())
+	return v, ok && valid < v.to, errors.Join(rows.Err(), rows.Close())
 }
 
-// scanFeatures reads sqlBackfill's rows into out.
-func scanFeatures(rows *sql.Rows, out []features) error {
+// queryAnswers runs a batch resolve yielding (fact id, valid_from, valid_to,
+// city, tier) rows and reads them into out.
+func queryAnswers(q queryer, query string, out []answer) error {
+	rows, err := q.QueryContext(context.Background(), query)
+	if err != nil {
+		return err
+	}
+	var id int
+	var v version
+	for rows.Next() {
+		if err := rows.Scan(&id, &v.from, &v.to, &v.city, &v.tier); err != nil {
+			return errors.Join(err, rows.Close())
+		}
+		out[id] = answer{found: true, v: v}
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
+// queryFeatures runs sqlBackfill and reads its rows into out.
+func queryFeatures(q queryer, out []features) error {
+	rows, err := q.QueryContext(context.Background(), sqlBackfill, window30d)
+	if err != nil {
+		return err
+	}
 	var id int
 	var count, distinct int64
 	var sum, sum30, maxAmount sql.NullInt64
