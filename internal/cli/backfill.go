@@ -118,32 +118,20 @@ func (a *app) backfill(table string, bf *backfillFlags) error {
 			return usagef("backfill: --types names %q, which is not a --key column", name)
 		}
 	}
-	format, tx, w, err := a.fileQuery(bf.leftFormat, bf.left, bf.tx, &bf.out)
+	q, err := a.openFileQuery("backfill", table, bf.left, bf.leftFormat, bf.tx, &bf.out,
+		func(t *store.Table) error { return checkGroupBy(t, groupBy) })
 	if err != nil {
 		return err
 	}
-	db, t, err := a.openTable(table)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := checkGroupBy(t, groupBy); err != nil {
-		return err
-	}
-	in, err := readInput(bf.left, format, a.stdin)
-	if err != nil {
-		return err
-	}
-	if len(in.bad) > 0 {
-		return fmt.Errorf("backfill %s: %w", t.Name, in.bad[0])
-	}
+	defer q.db.Close()
+	t, in := q.t, q.in
 	rows, err := leftRows(in, t, keys, types, bf.ts)
 	if err != nil {
 		return fmt.Errorf("backfill %s: %w", t.Name, err)
 	}
 	job := backfillJob{t: t, in: in, rows: rows, aggs: aggs, names: names,
-		opts: query.BackfillOptions{Tx: tx, TableWide: len(groupBy) == 0}}
-	groups, err := a.runBackfill(db, w, &job)
+		opts: query.BackfillOptions{Tx: q.tx, TableWide: len(groupBy) == 0}}
+	groups, err := a.runBackfill(q.db, q.w, &job)
 	if err != nil {
 		return err
 	}
@@ -153,7 +141,7 @@ func (a *app) backfill(table string, bf *backfillFlags) error {
 			scope = fmt.Sprintf("by %s (%s)", strings.Join(groupBy, ", "), plural(groups, "group"))
 		}
 		fmt.Fprintf(a.stderr, "bitempo: backfilled %s of %s from %s %s: %s, %s\n",
-			plural(len(rows), "row"), in.name, t.Name, scope, plural(len(names), "feature"), describeTx(tx))
+			plural(len(rows), "row"), in.name, t.Name, scope, plural(len(names), "feature"), describeTx(q.tx))
 	}
 	return nil
 }

@@ -80,25 +80,17 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 	case !slices.Contains([]string{"error", "skip", "null"}, rf.miss):
 		return usagef("resolve: --miss %q: want error, skip or null", rf.miss)
 	}
-	format, tx, w, err := a.fileQuery(rf.factsFormat, rf.facts, rf.tx, &rf.out)
+	q, err := a.openFileQuery("resolve", table, rf.facts, rf.factsFormat, rf.tx, &rf.out, func(t *store.Table) error {
+		if len(rf.keys) != len(t.Key) {
+			return usagef("resolve: table %s has %d key columns, --key names %d", t.Name, len(t.Key), len(rf.keys))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	db, t, err := a.openTable(table)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if len(rf.keys) != len(t.Key) {
-		return usagef("resolve: table %s has %d key columns, --key names %d", t.Name, len(t.Key), len(rf.keys))
-	}
-	in, err := readInput(rf.facts, format, a.stdin)
-	if err != nil {
-		return err
-	}
-	if len(in.bad) > 0 {
-		return fmt.Errorf("resolve %s: %w", t.Name, in.bad[0])
-	}
+	defer q.db.Close()
+	db, t, in, tx := q.db, q.t, q.in, q.tx
 	if err := in.checkParquetKeys("--key", rf.keys); err != nil {
 		return err
 	}
@@ -126,7 +118,7 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 				t.Name, in.name, in.rows[i].line, f.Key, formatAxisValue(t.Axis, f.Valid), describeTx(tx), r.reason)
 		}
 	}
-	if err := writeResolved(w, t, in, names, results, rf.miss == "skip"); err != nil {
+	if err := writeResolved(q.w, t, in, names, results, rf.miss == "skip"); err != nil {
 		return err
 	}
 	if !a.quiet {
