@@ -65,13 +65,8 @@ func duckdbMemVersion() string { return duckdbVersionLimited(duckdbMemLimit) }
 
 // duckdbVersionLimited describes the DuckDB build and the memory limit.
 func duckdbVersionLimited(memoryLimit string) string {
-	db, err := sql.Open("duckdb", "")
+	v, err := sqlVersion("duckdb", "", "SELECT version()")
 	if err != nil {
-		return "?"
-	}
-	defer db.Close()
-	var v string
-	if err := db.QueryRow("SELECT version()").Scan(&v); err != nil {
 		return "?"
 	}
 	return "DuckDB " + v + " via " + moduleVersion("github.com/duckdb/duckdb-go/v2") + " (persistent file, " + memoryLimit + " memory limit)"

@@ -47,13 +47,8 @@ func openSQLite(dir string) (engine, error) {
 }
 
 func sqliteVersion() string {
-	db, err := sql.Open("sqlite3", ":memory:")
+	v, err := sqlVersion("sqlite3", ":memory:", "SELECT sqlite_version()")
 	if err != nil {
-		return "?"
-	}
-	defer db.Close()
-	var v string
-	if err := db.QueryRow("SELECT sqlite_version()").Scan(&v); err != nil {
 		return "?"
 	}
 	return "SQLite " + v + " via " + moduleVersion("github.com/mattn/go-sqlite3") + " (WAL, synchronous=FULL, 64 MiB page cache)"
