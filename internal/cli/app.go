@@ -355,6 +355,15 @@ func (a *app) withSelection(args, prefix []string, fn func(db *store.DB, t *stor
 	return fn(db, t, sel)
 }
 
+// registerFileQuery registers the flags of a command that answers for the
+// rows of an input file: the output's, and --NAME FILE and --NAME-format.
+func registerFileQuery(cmd *cobra.Command, out *outputFlags, path, format *string, name string) {
+	out.register(cmd, false)
+	out.registerFile(cmd)
+	cmd.Flags().StringVar(path, name, "", "the "+name+" file, CSV, JSONL or Parquet (- is stdin) (required)")
+	cmd.Flags().StringVar(format, name+"-format", "", "format of the "+name+" file: csv, jsonl or parquet (default: from its extension)")
+}
+
 // fileQuery is a command that answers for the rows of an input file (resolve,
 // backfill), ready to run: the table, the file's rows, --tx and the output.
 type fileQuery struct {

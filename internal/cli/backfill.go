@@ -72,17 +72,14 @@ STRING).`,
 			return a.backfill(args[0], &bf)
 		}),
 	}
-	bf.out.register(cmd, false)
-	bf.out.registerFile(cmd)
 	f := cmd.Flags()
-	f.StringVar(&bf.left, "left", "", "the left file, CSV, JSONL or Parquet (- is stdin) (required)")
-	f.StringVar(&bf.leftFormat, "left-format", "", "format of the left file: csv, jsonl or parquet (default: from its extension)")
 	f.StringSliceVar(&bf.groupBy, "group-by", nil, "the table's group attributes, in order (leave out with --key for a table-wide aggregation)")
 	f.StringSliceVar(&bf.keys, "key", nil, "the left columns holding the group values, in --group-by order (default: the --group-by names)")
 	f.StringSliceVar(&bf.types, "types", nil, "types of --key columns, COL=TYPE,... with TYPE one of "+typeNames+" (default: inferred as load does)")
 	f.StringVar(&bf.ts, "ts", "", "the left column holding each row's valid time (required)")
 	f.StringVar(&bf.tx, "tx", "latest", "transaction time: compute the features as the store knew them then")
 	f.StringArrayVar(&bf.aggs, "agg", nil, "an aggregation OP[(INPUT)][@WINDOW_COLUMN][:WINDOW,...]; repeat for more (required)")
+	registerFileQuery(cmd, &bf.out, &bf.left, &bf.leftFormat, "left")
 	return cmd
 }
 

@@ -47,16 +47,13 @@ STRING).`,
 			return a.resolve(args[0], &rf)
 		}),
 	}
-	rf.out.register(cmd, false)
-	rf.out.registerFile(cmd)
 	f := cmd.Flags()
-	f.StringVar(&rf.facts, "facts", "", "the facts file, CSV, JSONL or Parquet (- is stdin) (required)")
-	f.StringVar(&rf.factsFormat, "facts-format", "", "format of the facts file: csv, jsonl or parquet (default: from its extension)")
 	f.StringSliceVar(&rf.keys, "key", nil, "the fact columns holding the table's key, in key order (required)")
 	f.StringVar(&rf.at, "at", "", "the fact column holding the valid time to resolve at (required)")
 	f.StringVar(&rf.tx, "tx", "latest", "transaction time: resolve as the store knew it then")
 	f.StringVar(&rf.miss, "miss", "error", "what a fact without a version does: error, skip or null")
 	f.StringSliceVar(&rf.attrs, "attrs", nil, "attributes to append and decode, in order (default: all)")
+	registerFileQuery(cmd, &rf.out, &rf.facts, &rf.factsFormat, "facts")
 	return cmd
 }
 
