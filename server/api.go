@@ -3,10 +3,8 @@ package server
 import (
 	"bufio"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/bitempo/bitempo/internal/cli"
 	"github.com/bitempo/bitempo/query"
@@ -225,7 +223,7 @@ func (h *handler) audit(w http.ResponseWriter, r *http.Request) {
 // {"error": ..., "code": ...}.
 func (h *handler) stream(w http.ResponseWriter, r *http.Request, t *store.Table, seq func(func(store.Version, error) bool)) {
 	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(&deadlineWriter{w: w, rc: rc, timeout: h.opts.WriteTimeout}, 32<<10)
+	bw := bufio.NewWriterSize(&deadlineWriter{w: w, deadline: deadline{rc.SetWriteDeadline, h.opts.WriteTimeout}}, 32<<10)
 	enc := json.NewEncoder(bw)
 	started := false
 	for v, err := range seq {
@@ -328,18 +326,4 @@ func sameKey(a, b store.Key) bool {
 		}
 	}
 	return true
-}
-
-// deadlineWriter gives the client WriteTimeout to take each piece of a stream.
-type deadlineWriter struct {
-	w       io.Writer
-	rc      *http.ResponseController
-	timeout time.Duration
-}
-
-func (d *deadlineWriter) Write(p []byte) (int, error) {
-	if d.timeout > 0 {
-		_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
-	}
-	return d.w.Write(p)
 }

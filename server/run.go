@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/bitempo/bitempo/internal/cli"
 	"github.com/bitempo/bitempo/internal/wire"
@@ -28,7 +27,7 @@ import (
 // stand-ins' names are turned back into the client's in what it prints.
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	body := &deadlineReader{r: r.Body, rc: rc, timeout: h.opts.ReadTimeout}
+	body := &deadlineReader{r: r.Body, deadline: deadline{rc.SetReadDeadline, h.opts.ReadTimeout}}
 	hdr, err := wire.ReadHeader(body)
 	if err != nil {
 		writeErr(w, err)
@@ -49,7 +48,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", wire.ContentType)
-	out := &frames{bw: bufio.NewWriterSize(w, 64<<10), rc: rc, timeout: h.opts.WriteTimeout}
+	out := &frames{bw: bufio.NewWriterSize(w, 64<<10), rc: rc, write: deadline{rc.SetWriteDeadline, h.opts.WriteTimeout}}
 	stdout := newReplacer(&stream{out, wire.KindStdout}, dir, job.names)
 	stderr := newReplacer(&stream{out, wire.KindStderr}, dir, job.names)
 	var stdin io.Reader = strings.NewReader("")
@@ -244,11 +243,11 @@ func sendFile(out *frames, o wire.Output, p string) error {
 // question, a progress bar) and standard output in pieces of 32 KiB, and
 // giving the client WriteTimeout to take each piece.
 type frames struct {
-	mu      sync.Mutex
-	bw      *bufio.Writer
-	rc      *http.ResponseController
-	timeout time.Duration
-	err     error
+	mu    sync.Mutex
+	bw    *bufio.Writer
+	rc    *http.ResponseController
+	write deadline
+	err   error
 }
 
 // Write takes whole frames (wire.WriteFrame writes each in two calls, which
@@ -259,7 +258,7 @@ func (f *frames) Write(p []byte) (int, error) {
 	if f.err != nil {
 		return 0, f.err
 	}
-	f.deadline()
+	f.write.extend()
 	n, err := f.bw.Write(p)
 	f.err = err
 	return n, err
@@ -271,7 +270,7 @@ func (f *frames) frame(kind byte, p []byte) error {
 	if f.err != nil {
 		return f.err
 	}
-	f.deadline()
+	f.write.extend()
 	err := wire.WriteFrame(f.bw, kind, p)
 	if err == nil && (kind != wire.KindStdout || f.bw.Buffered() >= 32<<10) {
 		err = f.flushLocked()
@@ -290,17 +289,11 @@ func (f *frames) flush() error {
 }
 
 func (f *frames) flushLocked() error {
-	f.deadline()
+	f.write.extend()
 	if err := f.bw.Flush(); err != nil {
 		return err
 	}
 	return f.rc.Flush()
-}
-
-func (f *frames) deadline() {
-	if f.timeout > 0 {
-		_ = f.rc.SetWriteDeadline(time.Now().Add(f.timeout))
-	}
 }
 
 // stream is one of the command's output streams.
@@ -314,20 +307,6 @@ func (s *stream) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// deadlineReader gives the client ReadTimeout to send each piece of the body.
-type deadlineReader struct {
-	r       io.Reader
-	rc      *http.ResponseController
-	timeout time.Duration
-}
-
-func (d *deadlineReader) Read(p []byte) (int, error) {
-	if d.timeout > 0 {
-		_ = d.rc.SetReadDeadline(time.Now().Add(d.timeout))
-	}
-	return d.r.Read(p)
 }
 
 // replacer turns the stand-ins' paths back into the client's in a stream,

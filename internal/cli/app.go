@@ -268,17 +268,23 @@ func (a *app) open(readOnly bool) (*store.DB, error) {
 
 // withStore runs fn on the store of --db (read-only when readOnly) and closes
 // it when fn returns; a failed Close is the command's error when fn succeeded.
-func (a *app) withStore(readOnly bool, fn func(db *store.DB) error) (err error) {
+func (a *app) withStore(readOnly bool, fn func(db *store.DB) error) error {
 	db, err := a.open(readOnly)
 	if err != nil {
 		return err
 	}
+	return closeAfter(db, func() error { return fn(db) })
+}
+
+// closeAfter runs fn and then closes db; a failed Close is the error when fn
+// succeeded.
+func closeAfter(db *store.DB, fn func() error) (err error) {
 	defer func() {
 		if cerr := db.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	return fn(db)
+	return fn()
 }
 
 // reading runs fn on the store of --db opened read-only, with the row writer of
@@ -338,19 +344,69 @@ func (a *app) openSelection(args, prefix []string) (*store.DB, *store.Table, key
 	return db, t, sel, nil
 }
 
-// fileQuery checks the flags shared by the commands that answer for the rows of
-// an input file (resolve, backfill): the file's format, --tx and the output.
-func (a *app) fileQuery(formatFlag, path, txFlag string, out *outputFlags) (format string, tx int64, w rowWriter, err error) {
-	if format, err = inputFormat(formatFlag, path); err != nil {
-		return "", 0, nil, err
+// withSelection runs fn on the table and keys that args and --prefix select
+// (openSelection), and closes the store when fn returns.
+func (a *app) withSelection(args, prefix []string, fn func(db *store.DB, t *store.Table, sel keySelection) error) error {
+	db, t, sel, err := a.openSelection(args, prefix)
+	if err != nil {
+		return err
 	}
-	if tx, err = parseTx(txFlag); err != nil {
-		return "", 0, nil, usagef("--tx: %v", err)
+	defer db.Close()
+	return fn(db, t, sel)
+}
+
+// registerFileQuery registers the flags of a command that answers for the
+// rows of an input file: the output's, and --NAME FILE and --NAME-format.
+func registerFileQuery(cmd *cobra.Command, out *outputFlags, path, format *string, name string) {
+	out.register(cmd, false)
+	out.registerFile(cmd)
+	cmd.Flags().StringVar(path, name, "", "the "+name+" file, CSV, JSONL or Parquet (- is stdin) (required)")
+	cmd.Flags().StringVar(format, name+"-format", "", "format of the "+name+" file: csv, jsonl or parquet (default: from its extension)")
+}
+
+// fileQuery is a command that answers for the rows of an input file (resolve,
+// backfill), ready to run: the table, the file's rows, --tx and the output.
+type fileQuery struct {
+	db *store.DB
+	t  *store.Table
+	in *input
+	tx int64
+	w  rowWriter
+}
+
+// openFileQuery checks the flags those commands share (the file's format, --tx
+// and the output), opens table, checks it with check, then reads the file at
+// path; a row the file could not read fails the command, named cmd. The caller
+// closes q.db; on error it is closed already.
+func (a *app) openFileQuery(cmd, table, path, formatFlag, txFlag string, out *outputFlags, check func(*store.Table) error) (q fileQuery, err error) {
+	format, err := inputFormat(formatFlag, path)
+	if err != nil {
+		return q, err
 	}
-	if w, err = out.writer(a); err != nil {
-		return "", 0, nil, err
+	if q.tx, err = parseTx(txFlag); err != nil {
+		return q, usagef("--tx: %v", err)
 	}
-	return format, tx, w, nil
+	if q.w, err = out.writer(a); err != nil {
+		return q, err
+	}
+	if q.db, q.t, err = a.openTable(table); err != nil {
+		return q, err
+	}
+	defer func() {
+		if err != nil {
+			_ = q.db.Close()
+		}
+	}()
+	if err = check(q.t); err != nil {
+		return q, err
+	}
+	if q.in, err = readInput(path, format, a.stdin); err != nil {
+		return q, err
+	}
+	if len(q.in.bad) > 0 {
+		return q, fmt.Errorf("%s %s: %w", cmd, q.t.Name, q.in.bad[0])
+	}
+	return q, nil
 }
 
 // discardLogger silences Pebble's log: the tool reports errors itself, on one line.

@@ -34,28 +34,25 @@ column.`,
   bitempo audit customers c1 --attrs tier`,
 		Args: argsRange(1, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, t, sel, err := a.openSelection(args, prefix)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			w, err := out.writer(a)
-			if err != nil {
-				return err
-			}
-			keys, err := selectedKeys(db, t, sel)
-			if err != nil {
-				return err
-			}
-			var records []store.Version
-			for _, key := range keys {
-				rs, err := keyAudit(db, t, key, attrs)
+			return a.withSelection(args, prefix, func(db *store.DB, t *store.Table, sel keySelection) error {
+				w, err := out.writer(a)
 				if err != nil {
 					return err
 				}
-				records = append(records, rs...)
-			}
-			return writeVersions(w, newVersionColumns(db, t, true).project(attrs), records)
+				keys, err := selectedKeys(db, t, sel)
+				if err != nil {
+					return err
+				}
+				var records []store.Version
+				for _, key := range keys {
+					rs, err := keyAudit(db, t, key, attrs)
+					if err != nil {
+						return err
+					}
+					records = append(records, rs...)
+				}
+				return writeVersions(w, newVersionColumns(db, t, true).project(attrs), records)
+			})
 		}),
 	}
 	out.register(cmd, false)

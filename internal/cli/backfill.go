@@ -72,17 +72,14 @@ STRING).`,
 			return a.backfill(args[0], &bf)
 		}),
 	}
-	bf.out.register(cmd, false)
-	bf.out.registerFile(cmd)
 	f := cmd.Flags()
-	f.StringVar(&bf.left, "left", "", "the left file, CSV, JSONL or Parquet (- is stdin) (required)")
-	f.StringVar(&bf.leftFormat, "left-format", "", "format of the left file: csv, jsonl or parquet (default: from its extension)")
 	f.StringSliceVar(&bf.groupBy, "group-by", nil, "the table's group attributes, in order (leave out with --key for a table-wide aggregation)")
 	f.StringSliceVar(&bf.keys, "key", nil, "the left columns holding the group values, in --group-by order (default: the --group-by names)")
 	f.StringSliceVar(&bf.types, "types", nil, "types of --key columns, COL=TYPE,... with TYPE one of "+typeNames+" (default: inferred as load does)")
 	f.StringVar(&bf.ts, "ts", "", "the left column holding each row's valid time (required)")
 	f.StringVar(&bf.tx, "tx", "latest", "transaction time: compute the features as the store knew them then")
 	f.StringArrayVar(&bf.aggs, "agg", nil, "an aggregation OP[(INPUT)][@WINDOW_COLUMN][:WINDOW,...]; repeat for more (required)")
+	registerFileQuery(cmd, &bf.out, &bf.left, &bf.leftFormat, "left")
 	return cmd
 }
 
@@ -118,32 +115,20 @@ func (a *app) backfill(table string, bf *backfillFlags) error {
 			return usagef("backfill: --types names %q, which is not a --key column", name)
 		}
 	}
-	format, tx, w, err := a.fileQuery(bf.leftFormat, bf.left, bf.tx, &bf.out)
+	q, err := a.openFileQuery("backfill", table, bf.left, bf.leftFormat, bf.tx, &bf.out,
+		func(t *store.Table) error { return checkGroupBy(t, groupBy) })
 	if err != nil {
 		return err
 	}
-	db, t, err := a.openTable(table)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := checkGroupBy(t, groupBy); err != nil {
-		return err
-	}
-	in, err := readInput(bf.left, format, a.stdin)
-	if err != nil {
-		return err
-	}
-	if len(in.bad) > 0 {
-		return fmt.Errorf("backfill %s: %w", t.Name, in.bad[0])
-	}
+	defer q.db.Close()
+	t, in := q.t, q.in
 	rows, err := leftRows(in, t, keys, types, bf.ts)
 	if err != nil {
 		return fmt.Errorf("backfill %s: %w", t.Name, err)
 	}
 	job := backfillJob{t: t, in: in, rows: rows, aggs: aggs, names: names,
-		opts: query.BackfillOptions{Tx: tx, TableWide: len(groupBy) == 0}}
-	groups, err := a.runBackfill(db, w, &job)
+		opts: query.BackfillOptions{Tx: q.tx, TableWide: len(groupBy) == 0}}
+	groups, err := a.runBackfill(q.db, q.w, &job)
 	if err != nil {
 		return err
 	}
@@ -153,7 +138,7 @@ func (a *app) backfill(table string, bf *backfillFlags) error {
 			scope = fmt.Sprintf("by %s (%s)", strings.Join(groupBy, ", "), plural(groups, "group"))
 		}
 		fmt.Fprintf(a.stderr, "bitempo: backfilled %s of %s from %s %s: %s, %s\n",
-			plural(len(rows), "row"), in.name, t.Name, scope, plural(len(names), "feature"), describeTx(tx))
+			plural(len(rows), "row"), in.name, t.Name, scope, plural(len(names), "feature"), describeTx(q.tx))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bitempo/bitempo/store"
 )
 
 func (a *app) compactCmd() *cobra.Command {
@@ -27,25 +29,19 @@ defrag, or the members' --auto-compaction-retention).`,
 		Example: `  bitempo compact --db ./bitempo.db`,
 		Args:    argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(false)
-			if err != nil {
-				return err
-			}
-			if !a.onPebble() {
-				fmt.Fprintf(a.stderr, "compact: nothing to do on the %s engine: it has no levels to rewrite; compacting the cluster's history and defragmenting are the operator's (etcdctl compaction REV; etcdctl defrag)\n", db.EngineName())
-				return db.Close()
-			}
-			before, _, err := dirSize(a.db)
-			if err != nil {
-				_ = db.Close()
-				return err
-			}
-			start := time.Now()
-			err = db.Compact(context.Background())
-			if cerr := db.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
+			var before int64
+			var start time.Time
+			if err := a.withStore(false, func(db *store.DB) (err error) {
+				if !a.onPebble() {
+					fmt.Fprintf(a.stderr, "compact: nothing to do on the %s engine: it has no levels to rewrite; compacting the cluster's history and defragmenting are the operator's (etcdctl compaction REV; etcdctl defrag)\n", db.EngineName())
+					return nil
+				}
+				if before, _, err = dirSize(a.db); err != nil {
+					return err
+				}
+				start = time.Now()
+				return db.Compact(context.Background())
+			}); err != nil || !a.onPebble() {
 				return err
 			}
 			took := time.Since(start).Round(time.Millisecond)

@@ -52,60 +52,57 @@ edge with an arrow. The output depends only on the key's records.`,
   bitempo history customers c1 --svg c1.svg`,
 		Args: argsRange(1, -1, "a table NAME and its KEY values"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, t, sel, err := a.openSelection(args, prefix)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			lo, hi, err := parseWindow(t, from, to)
-			if err != nil {
-				return err
-			}
-			tx, err := parseTx(txFlag)
-			if err != nil {
-				return usagef("--tx: %v", err)
-			}
-			if svg != "" {
-				if sel.keys == nil || len(sel.keys) != 1 {
-					return usagef("--svg draws one key: give all its KEY values")
-				}
-				return writeSVG(svg, db, t, sel.keys[0])
-			}
-			if timeline {
-				keys, err := selectedKeys(db, t, sel)
+			return a.withSelection(args, prefix, func(db *store.DB, t *store.Table, sel keySelection) error {
+				lo, hi, err := parseWindow(t, from, to)
 				if err != nil {
 					return err
 				}
-				for i, key := range keys {
-					if i > 0 {
-						fmt.Fprintln(a.stdout)
+				tx, err := parseTx(txFlag)
+				if err != nil {
+					return usagef("--tx: %v", err)
+				}
+				if svg != "" {
+					if sel.keys == nil || len(sel.keys) != 1 {
+						return usagef("--svg draws one key: give all its KEY values")
 					}
-					if err := a.printTimeline(db, t, key, lo, hi, tx, attrs); err != nil {
+					return writeSVG(svg, db, t, sel.keys[0])
+				}
+				if timeline {
+					keys, err := selectedKeys(db, t, sel)
+					if err != nil {
 						return err
 					}
+					for i, key := range keys {
+						if i > 0 {
+							fmt.Fprintln(a.stdout)
+						}
+						if err := a.printTimeline(db, t, key, lo, hi, tx, attrs); err != nil {
+							return err
+						}
+					}
+					return nil
 				}
-				return nil
-			}
-			w, err := out.writer(a)
-			if err != nil {
-				return err
-			}
-			cols := newVersionColumns(db, t, out.withTx).project(attrs)
-			if sel.keys == nil {
-				return writeRangeHistory(db, t, sel.prefix, lo, hi, tx, cols, w)
-			}
-			var versions []store.Version
-			for _, key := range sel.keys {
-				var vs []store.Version
-				if vs, err = keyHistory(db, t, key, lo, hi, tx, attrs); err != nil {
-					break
+				w, err := out.writer(a)
+				if err != nil {
+					return err
 				}
-				versions = append(versions, vs...)
-			}
-			if err != nil {
-				return err
-			}
-			return writeVersions(w, cols, versions)
+				cols := newVersionColumns(db, t, out.withTx).project(attrs)
+				if sel.keys == nil {
+					return writeRangeHistory(db, t, sel.prefix, lo, hi, tx, cols, w)
+				}
+				var versions []store.Version
+				for _, key := range sel.keys {
+					var vs []store.Version
+					if vs, err = keyHistory(db, t, key, lo, hi, tx, attrs); err != nil {
+						break
+					}
+					versions = append(versions, vs...)
+				}
+				if err != nil {
+					return err
+				}
+				return writeVersions(w, cols, versions)
+			})
 		}),
 	}
 	out.register(cmd, true)

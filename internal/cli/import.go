@@ -36,7 +36,7 @@ the new store is removed.`,
 	return cmd
 }
 
-func (a *app) importDir(dir string) (err error) {
+func (a *app) importDir(dir string) error {
 	m, err := readManifest(dir)
 	if err != nil {
 		return err
@@ -51,54 +51,12 @@ func (a *app) importDir(dir string) (err error) {
 	if err != nil {
 		return err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			_ = db.Close()
-		}
-		if err != nil {
-			_ = os.RemoveAll(a.db)
-		}
-	}()
-	tables := make([]*store.Table, len(m.Tables))
-	for i := range m.Tables {
-		mt := &m.Tables[i]
-		def, err := mt.tableDef()
-		if err != nil {
-			return fmt.Errorf("%w: table %s: %v", errExportFormat, mt.Name, err)
-		}
-		if tables[i], err = db.CreateTable(def); err != nil {
-			return err
-		}
-		if err := db.DeclareAttrNames(tables[i], mt.Attrs); err != nil {
-			return err
-		}
-	}
-	im, err := db.BeginImport()
-	if err != nil {
+	var rep *store.Report
+	if err := closeAfter(db, func() (err error) {
+		rep, err = rebuild(db, dir, m)
 		return err
-	}
-	defer im.Abort()
-	for i := range m.Tables {
-		if err := importTable(dir, im, tables[i], &m.Tables[i]); err != nil {
-			return fmt.Errorf("import %s: %w", m.Tables[i].Name, err)
-		}
-	}
-	if err := im.AdvanceTx(m.LastTx); err != nil {
-		return err
-	}
-	if err := im.Commit(); err != nil {
-		return err
-	}
-	rep, err := store.Verify(db)
-	if err != nil {
-		return err
-	}
-	if !rep.OK() {
-		return fmt.Errorf("import: the rebuilt store does not verify, so it was removed: %s", rep)
-	}
-	closed = true
-	if err := db.Close(); err != nil {
+	}); err != nil {
+		_ = os.RemoveAll(a.db)
 		return err
 	}
 	if !a.quiet {
@@ -106,4 +64,47 @@ func (a *app) importDir(dir string) (err error) {
 			len(m.Tables), rep.Records, dir, a.db, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// rebuild fills the new store db with the export in dir, described by m, and
+// verifies it; a store that does not verify is an error.
+func rebuild(db *store.DB, dir string, m *manifest) (*store.Report, error) {
+	tables := make([]*store.Table, len(m.Tables))
+	for i := range m.Tables {
+		mt := &m.Tables[i]
+		def, err := mt.tableDef()
+		if err != nil {
+			return nil, fmt.Errorf("%w: table %s: %v", errExportFormat, mt.Name, err)
+		}
+		if tables[i], err = db.CreateTable(def); err != nil {
+			return nil, err
+		}
+		if err := db.DeclareAttrNames(tables[i], mt.Attrs); err != nil {
+			return nil, err
+		}
+	}
+	im, err := db.BeginImport()
+	if err != nil {
+		return nil, err
+	}
+	defer im.Abort()
+	for i := range m.Tables {
+		if err := importTable(dir, im, tables[i], &m.Tables[i]); err != nil {
+			return nil, fmt.Errorf("import %s: %w", m.Tables[i].Name, err)
+		}
+	}
+	if err := im.AdvanceTx(m.LastTx); err != nil {
+		return nil, err
+	}
+	if err := im.Commit(); err != nil {
+		return nil, err
+	}
+	rep, err := store.Verify(db)
+	if err != nil {
+		return nil, err
+	}
+	if !rep.OK() {
+		return nil, fmt.Errorf("import: the rebuilt store does not verify, so it was removed: %s", rep)
+	}
+	return rep, nil
 }

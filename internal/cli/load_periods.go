@@ -21,19 +21,27 @@ func (r *loadRun) commitVersions() error {
 
 // commitVersionRows commits r.rows as versions, in order (r.commit).
 func (r *loadRun) commitVersionRows() error {
-	var c versionCounts
+	return commitRows(r, r.putVersion, (*versionCounts).addTo)
+}
+
+// commitRows commits r.rows in order (r.commit), writing each row with write,
+// which counts its outcome in the batch's counts C; add adds them to the
+// load's summary once the batch commits.
+func commitRows[C any](r *loadRun, write func(*txn.Tx, *loadRow, *C) error, add func(*C, *loadSummary, txn.Commit)) error {
+	var c C
 	return r.commit(func(tx *txn.Tx, b batch) error {
-		c = versionCounts{}
+		var zero C
+		c = zero
 		for i := b.lo; i < b.hi; i++ {
 			if err := r.tick(tx, i); err != nil {
 				return err
 			}
-			if err := r.putVersion(tx, &r.rows[i], &c); err != nil {
+			if err := write(tx, &r.rows[i], &c); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, func(cm txn.Commit, b batch) { c.addTo(r.sum, cm) })
+	}, func(cm txn.Commit, b batch) { add(&c, r.sum, cm) })
 }
 
 // versionCounts counts the outcomes of a versions load's rows.
@@ -115,19 +123,7 @@ func (r *loadRun) commitUpserts() error {
 
 // commitUpsertRows commits r.rows as SCD2 changes, in order (r.commit).
 func (r *loadRun) commitUpsertRows() error {
-	var c upsertCounts
-	return r.commit(func(tx *txn.Tx, b batch) error {
-		c = upsertCounts{}
-		for i := b.lo; i < b.hi; i++ {
-			if err := r.tick(tx, i); err != nil {
-				return err
-			}
-			if err := r.upsert(tx, &r.rows[i], &c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, func(cm txn.Commit, b batch) { c.addTo(r.sum, cm) })
+	return commitRows(r, r.upsert, (*upsertCounts).addTo)
 }
 
 // lastPerTime keeps, of one key's rows sorted by --at (file order breaking

@@ -912,18 +912,13 @@ type runDecoder struct {
 	bad bool
 }
 
-func (d *runDecoder) uvarint() uint64 {
-	v, n := bin.Uvarint(d.b)
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *runDecoder) uvarint() uint64 { return readVarint(d, bin.Uvarint) }
 
-func (d *runDecoder) varint() int64 {
-	v, n := bin.Varint(d.b)
+func (d *runDecoder) varint() int64 { return readVarint(d, bin.Varint) }
+
+// readVarint reads a varint with read, binary.Uvarint or binary.Varint.
+func readVarint[T int64 | uint64](d *runDecoder, read func([]byte) (T, int)) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.bad = true
 		return 0

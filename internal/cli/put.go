@@ -124,52 +124,46 @@ nothing.`,
 // key's versions as they stood before it; nothing is written before the table,
 // key and period are checked.
 func (a *app) writeKey(verb string, args []string, from, to string, write func(db *store.DB, tx *txn.Tx, t *store.Table, key store.Key, lo, hi int64, before []store.Version) error) error {
-	db, err := a.open(false)
-	if err != nil {
-		return err
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			_ = db.Close()
-		}
-	}()
-	t, err := a.table(db, args[0])
-	if err != nil {
-		return err
-	}
-	key, err := parseKeyArgs(t, args[1:])
-	if err != nil {
-		return err
-	}
-	lo, hi, err := parseWindow(t, from, to)
-	if err != nil {
-		return err
-	}
-	var before, after []store.Version
-	c, err := txn.Update(db, func(tx *txn.Tx) error {
-		var err error
-		if t.Kind == store.Periods {
-			// a changes table is refused by write, with the library's error
-			if before, err = tx.Versions(t.Name, key); err != nil {
-				return err
-			}
-		}
-		if err := write(db, tx, t, key, lo, hi, before); err != nil {
+	var summary string
+	err := a.withStore(false, func(db *store.DB) error {
+		t, err := a.table(db, args[0])
+		if err != nil {
 			return err
 		}
-		after, err = tx.Versions(t.Name, key)
-		return err
+		key, err := parseKeyArgs(t, args[1:])
+		if err != nil {
+			return err
+		}
+		lo, hi, err := parseWindow(t, from, to)
+		if err != nil {
+			return err
+		}
+		var before, after []store.Version
+		c, err := txn.Update(db, func(tx *txn.Tx) error {
+			var err error
+			if t.Kind == store.Periods {
+				// a changes table is refused by write, with the library's error
+				if before, err = tx.Versions(t.Name, key); err != nil {
+					return err
+				}
+			}
+			if err := write(db, tx, t, key, lo, hi, before); err != nil {
+				return err
+			}
+			after, err = tx.Versions(t.Name, key)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		summary = writeSummary(verb, t, key, lo, hi, before, after, c)
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	closed = true
-	if err := db.Close(); err != nil {
-		return err
-	}
 	if !a.quiet {
-		fmt.Fprintln(a.stderr, writeSummary(verb, t, key, lo, hi, before, after, c))
+		fmt.Fprintln(a.stderr, summary)
 	}
 	return nil
 }

@@ -47,16 +47,13 @@ STRING).`,
 			return a.resolve(args[0], &rf)
 		}),
 	}
-	rf.out.register(cmd, false)
-	rf.out.registerFile(cmd)
 	f := cmd.Flags()
-	f.StringVar(&rf.facts, "facts", "", "the facts file, CSV, JSONL or Parquet (- is stdin) (required)")
-	f.StringVar(&rf.factsFormat, "facts-format", "", "format of the facts file: csv, jsonl or parquet (default: from its extension)")
 	f.StringSliceVar(&rf.keys, "key", nil, "the fact columns holding the table's key, in key order (required)")
 	f.StringVar(&rf.at, "at", "", "the fact column holding the valid time to resolve at (required)")
 	f.StringVar(&rf.tx, "tx", "latest", "transaction time: resolve as the store knew it then")
 	f.StringVar(&rf.miss, "miss", "error", "what a fact without a version does: error, skip or null")
 	f.StringSliceVar(&rf.attrs, "attrs", nil, "attributes to append and decode, in order (default: all)")
+	registerFileQuery(cmd, &rf.out, &rf.facts, &rf.factsFormat, "facts")
 	return cmd
 }
 
@@ -80,25 +77,17 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 	case !slices.Contains([]string{"error", "skip", "null"}, rf.miss):
 		return usagef("resolve: --miss %q: want error, skip or null", rf.miss)
 	}
-	format, tx, w, err := a.fileQuery(rf.factsFormat, rf.facts, rf.tx, &rf.out)
+	q, err := a.openFileQuery("resolve", table, rf.facts, rf.factsFormat, rf.tx, &rf.out, func(t *store.Table) error {
+		if len(rf.keys) != len(t.Key) {
+			return usagef("resolve: table %s has %d key columns, --key names %d", t.Name, len(t.Key), len(rf.keys))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	db, t, err := a.openTable(table)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if len(rf.keys) != len(t.Key) {
-		return usagef("resolve: table %s has %d key columns, --key names %d", t.Name, len(t.Key), len(rf.keys))
-	}
-	in, err := readInput(rf.facts, format, a.stdin)
-	if err != nil {
-		return err
-	}
-	if len(in.bad) > 0 {
-		return fmt.Errorf("resolve %s: %w", t.Name, in.bad[0])
-	}
+	defer q.db.Close()
+	db, t, in, tx := q.db, q.t, q.in, q.tx
 	if err := in.checkParquetKeys("--key", rf.keys); err != nil {
 		return err
 	}
@@ -126,7 +115,7 @@ func (a *app) resolve(table string, rf *resolveFlags) error {
 				t.Name, in.name, in.rows[i].line, f.Key, formatAxisValue(t.Axis, f.Valid), describeTx(tx), r.reason)
 		}
 	}
-	if err := writeResolved(w, t, in, names, results, rf.miss == "skip"); err != nil {
+	if err := writeResolved(q.w, t, in, names, results, rf.miss == "skip"); err != nil {
 		return err
 	}
 	if !a.quiet {

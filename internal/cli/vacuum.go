@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/bitempo/bitempo/store"
 )
 
 func (a *app) vacuumCmd() *cobra.Command {
@@ -25,15 +27,11 @@ but is still believed stays. Prints what it dropped per table on stderr.`,
   bitempo vacuum --db ./bitempo.db`,
 		Args: argsRange(0, 0, "no arguments"),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			db, err := a.open(false)
-			if err != nil {
+			var res []store.VacuumResult
+			if err := a.withStore(false, func(db *store.DB) (err error) {
+				res, err = db.Vacuum(context.Background())
 				return err
-			}
-			res, err := db.Vacuum(context.Background())
-			if cerr := db.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			for _, r := range res {

@@ -76,17 +76,9 @@ func rejoinTypeArgs(items []string) []string {
 func parseKeyComponent(col store.KeyColumn, s string) (any, error) {
 	switch col.Type {
 	case store.Int64:
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an int64", s)
-		}
-		return n, nil
+		return parseNumber(store.TypeInt64, s)
 	case store.Uint64:
-		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a uint64", s)
-		}
-		return n, nil
+		return parseNumber(store.TypeUint64, s)
 	case store.Bytes:
 		b, err := hex.DecodeString(s)
 		if err != nil {
@@ -208,24 +200,8 @@ func convertText(typ attrType, s string) (any, error) {
 		return nil, nil
 	}
 	switch typ.Kind {
-	case store.TypeInt64:
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an int64", s)
-		}
-		return n, nil
-	case store.TypeUint64:
-		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a uint64", s)
-		}
-		return n, nil
-	case store.TypeFloat64:
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a float64", s)
-		}
-		return f, nil
+	case store.TypeInt64, store.TypeUint64, store.TypeFloat64:
+		return parseNumber(typ.Kind, s)
 	case store.TypeBool:
 		return parseBool(strings.TrimSpace(s))
 	case store.TypeBytes:
@@ -246,6 +222,30 @@ func convertText(typ attrType, s string) (any, error) {
 		return parseDecimalValue(typ, s)
 	}
 	return s, nil
+}
+
+// parseNumber reads s, white space around it allowed, as a number of kind
+// TypeInt64, TypeUint64 or TypeFloat64; the error names the kind.
+func parseNumber(kind store.TypeKind, s string) (any, error) {
+	var v any
+	var err error
+	switch t := strings.TrimSpace(s); kind {
+	case store.TypeInt64:
+		v, err = strconv.ParseInt(t, 10, 64)
+	case store.TypeUint64:
+		v, err = strconv.ParseUint(t, 10, 64)
+	default:
+		v, err = strconv.ParseFloat(t, 64)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%q is not %s", s, numberNames[kind])
+	}
+	return v, nil
+}
+
+// numberNames name the kinds parseNumber reads, as its errors say them.
+var numberNames = map[store.TypeKind]string{
+	store.TypeInt64: "an int64", store.TypeUint64: "a uint64", store.TypeFloat64: "a float64",
 }
 
 // parseDateValue reads a day, YYYY-MM-DD (or a time at midnight UTC), as the

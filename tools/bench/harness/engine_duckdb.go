@@ -65,13 +65,8 @@ func duckdbMemVersion() string { return duckdbVersionLimited(duckdbMemLimit) }
 
 // duckdbVersionLimited describes the DuckDB build and the memory limit.
 func duckdbVersionLimited(memoryLimit string) string {
-	db, err := sql.Open("duckdb", "")
+	v, err := sqlVersion("duckdb", "", "SELECT version()")
 	if err != nil {
-		return "?"
-	}
-	defer db.Close()
-	var v string
-	if err := db.QueryRow("SELECT version()").Scan(&v); err != nil {
 		return "?"
 	}
 	return "DuckDB " + v + " via " + moduleVersion("github.com/duckdb/duckdb-go/v2") + " (persistent file, " + memoryLimit + " memory limit)"
@@ -231,12 +226,7 @@ func (e *duckdbEngine) startReads() error {
 }
 
 func (e *duckdbEngine) lookup(key string, valid int64) (version, bool, error) {
-	rows, err := e.lookupStmt.Query(key, valid)
-	if err != nil {
-		return version{}, false, err
-	}
-	v, ok, err := scanVersion(rows)
-	return v, ok && valid < v.to, err
+	return lookupVersion(e.lookupStmt, valid, key, valid)
 }
 
 // loadCorrections bulk-loads the finished bitemporal history (not timed).
@@ -261,12 +251,7 @@ func (e *duckdbEngine) loadCorrections(c *corrections) error {
 }
 
 func (e *duckdbEngine) lookupAsOf(key string, valid int64, round int) (version, bool, error) {
-	rows, err := e.lookupAsOfStmt.Query(key, valid, round, round)
-	if err != nil {
-		return version{}, false, err
-	}
-	v, ok, err := scanVersion(rows)
-	return v, ok && valid < v.to, err
+	return lookupVersion(e.lookupAsOfStmt, valid, key, valid, round, round)
 }
 
 // stageFacts appends the facts to a table of the database (not timed).
@@ -281,13 +266,9 @@ func (e *duckdbEngine) stageFacts(facts []probe) error {
 
 // resolve is DuckDB's ASOF JOIN, its rows returned to Go.
 func (e *duckdbEngine) resolve(out []answer) error {
-	rows, err := e.conn.QueryContext(context.Background(), `SELECT f.id, d.valid_from, d.valid_to, d.city, d.tier
+	return queryAnswers(e.conn, `SELECT f.id, d.valid_from, d.valid_to, d.city, d.tier
 		FROM facts f ASOF JOIN dim d ON f.key = d.key AND f.ts >= d.valid_from
-		WHERE f.ts < d.valid_to`)
-	if err != nil {
-		return err
-	}
-	return scanAnswers(rows, out)
+		WHERE f.ts < d.valid_to`, out)
 }
 
 func (e *duckdbEngine) snapshot(valid int64, fn func(string, version)) error {
@@ -365,13 +346,7 @@ func (e *duckdbEngine) loadAggregates(a *aggData) error {
 
 // backfill is the same grouped join as SQL, run by DuckDB's hash join and
 // aggregation.
-func (e *duckdbEngine) backfill(out []features) error {
-	rows, err := e.conn.QueryContext(context.Background(), sqlBackfill, window30d)
-	if err != nil {
-		return err
-	}
-	return scanFeatures(rows, out)
-}
+func (e *duckdbEngine) backfill(out []features) error { return queryFeatures(e.conn, out) }
 
 // settle writes the write-ahead log into the database file.
 func (e *duckdbEngine) settle() error {

@@ -204,6 +204,18 @@ func (e *pebbleEngine) lookup(key string, valid int64) (version, bool, error) {
 	return v, valid < v.to, nil
 }
 
+// flushBatch commits b, a bulk load's batch, once it holds more than 1 MiB
+// or last is set, and returns the batch to go on with.
+func (e *pebbleEngine) flushBatch(b *pebble.Batch, last bool) (*pebble.Batch, error) {
+	if b.Len() <= 1<<20 && !last {
+		return b, nil
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, err
+	}
+	return e.db.NewBatch(), nil
+}
+
 func (e *pebbleEngine) loadCorrections(c *corrections) error {
 	b := e.db.NewBatch()
 	for k, key := range c.keys {
@@ -214,11 +226,9 @@ func (e *pebbleEngine) loadCorrections(c *corrections) error {
 			val = binary.BigEndian.AppendUint64(val, uint64(r.tier))
 			_ = b.Set(kb, append(val, r.city...), nil)
 		}
-		if b.Len() > 1<<20 || k == len(c.keys)-1 {
-			if err := b.Commit(pebble.Sync); err != nil {
-				return err
-			}
-			b = e.db.NewBatch()
+		var err error
+		if b, err = e.flushBatch(b, k == len(c.keys)-1); err != nil {
+			return err
 		}
 	}
 	return e.startReads()
@@ -441,11 +451,9 @@ func (e *pebbleEngine) loadAggregates(a *aggData) error {
 			val = binary.BigEndian.AppendUint64(val, uint64(v.amount))
 			_ = b.Set(kb, append(val, v.status...), nil)
 		}
-		if b.Len() > 1<<20 || i == len(a.contracts)-1 {
-			if err := b.Commit(pebble.Sync); err != nil {
-				return err
-			}
-			b = e.db.NewBatch()
+		var err error
+		if b, err = e.flushBatch(b, i == len(a.contracts)-1); err != nil {
+			return err
 		}
 	}
 	e.rows = a.rows

@@ -47,13 +47,8 @@ func openSQLite(dir string) (engine, error) {
 }
 
 func sqliteVersion() string {
-	db, err := sql.Open("sqlite3", ":memory:")
+	v, err := sqlVersion("sqlite3", ":memory:", "SELECT sqlite_version()")
 	if err != nil {
-		return "?"
-	}
-	defer db.Close()
-	var v string
-	if err := db.QueryRow("SELECT sqlite_version()").Scan(&v); err != nil {
 		return "?"
 	}
 	return "SQLite " + v + " via " + moduleVersion("github.com/mattn/go-sqlite3") + " (WAL, synchronous=FULL, 64 MiB page cache)"
@@ -184,12 +179,7 @@ func (e *sqliteEngine) dimVersions(fn func(string, version)) error {
 func (e *sqliteEngine) startReads() error { return e.prepare(&e.lookupStmt, sqlLookup) }
 
 func (e *sqliteEngine) lookup(key string, valid int64) (version, bool, error) {
-	rows, err := e.lookupStmt.Query(key, valid)
-	if err != nil {
-		return version{}, false, err
-	}
-	v, ok, err := scanVersion(rows)
-	return v, ok && valid < v.to, err
+	return lookupVersion(e.lookupStmt, valid, key, valid)
 }
 
 // loadCorrections bulk-loads the finished bitemporal history (not timed).
@@ -222,12 +212,7 @@ func (e *sqliteEngine) loadCorrections(c *corrections) error {
 }
 
 func (e *sqliteEngine) lookupAsOf(key string, valid int64, round int) (version, bool, error) {
-	rows, err := e.lookupAsOfStmt.Query(key, valid, round, round)
-	if err != nil {
-		return version{}, false, err
-	}
-	v, ok, err := scanVersion(rows)
-	return v, ok && valid < v.to, err
+	return lookupVersion(e.lookupAsOfStmt, valid, key, valid, round, round)
 }
 
 // stageFacts loads the facts into a temporary table (not timed).
@@ -254,28 +239,11 @@ func (e *sqliteEngine) stageFacts(facts []probe) error {
 // resolve is one join: per fact, an index seek for the latest version starting
 // at or before its time, kept if it has not ended by then.
 func (e *sqliteEngine) resolve(out []answer) error {
-	rows, err := e.db.Query(`SELECT f.id, d.valid_from, d.valid_to, d.city, d.tier
+	return queryAnswers(e.db, `SELECT f.id, d.valid_from, d.valid_to, d.city, d.tier
 		FROM facts f JOIN dim d ON d.key = f.key AND d.valid_from = (
 			SELECT m.valid_from FROM dim m WHERE m.key = f.key AND m.valid_from <= f.ts
 			ORDER BY m.valid_from DESC LIMIT 1)
-		WHERE f.ts < d.valid_to`)
-	if err != nil {
-		return err
-	}
-	return scanAnswers(rows, out)
-}
-
-// scanAnswers reads (fact id, valid_from, valid_to, city, tier) rows into out.
-func scanAnswers(rows *sql.Rows, out []answer) error {
-	var id int
-	var v version
-	for rows.Next() {
-		if err := rows.Scan(&id, &v.from, &v.to, &v.city, &v.tier); err != nil {
-			return errors.Join(err, rows.Close())
-		}
-		out[id] = answer{found: true, v: v}
-	}
-	return errors.Join(rows.Err(), rows.Close())
+		WHERE f.ts < d.valid_to`, out)
 }
 
 func (e *sqliteEngine) snapshot(valid int64, fn func(string, version)) error {
@@ -369,13 +337,7 @@ func (e *sqliteEngine) loadAggregates(a *aggData) error {
 
 // backfill is one grouped join: per row, an index range over the user's
 // versions starting at or before ts.
-func (e *sqliteEngine) backfill(out []features) error {
-	rows, err := e.db.Query(sqlBackfill, window30d)
-	if err != nil {
-		return err
-	}
-	return scanFeatures(rows, out)
-}
+func (e *sqliteEngine) backfill(out []features) error { return queryFeatures(e.db, out) }
 
 // settle moves the write-ahead log into the database file, so reads do not
 // consult the WAL index; prepared statements stay valid.

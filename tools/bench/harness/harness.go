@@ -319,6 +319,15 @@ func (h *harness) timeRuns(before func(run int) error, work func(run int) error)
 	return times, nil
 }
 
+// timeFill times fill, which writes its answers into out, clearing out
+// before each run.
+func timeFill[T any](h *harness, out []T, fill func(out []T) error) ([]sample, error) {
+	return h.timeRuns(func(int) error {
+		clear(out)
+		return nil
+	}, func(int) error { return fill(out) })
+}
+
 // timed times work, run with the pprof labels of the workload and engine
 // being measured (h.labels), so that a CPU profile (--cpuprofile) tells the
 // timed work of each apart from the untimed loads: go tool pprof -tagfocus

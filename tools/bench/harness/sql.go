@@ -60,27 +60,43 @@ type queryer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// scanKeyVersions runs a query yielding (key, valid_from, valid_to, city, tier)
-// and calls fn per row.
-func scanKeyVersions(q queryer, query string, fn func(string, version), args ...any) error {
+// eachRow runs query with args on q and calls row for each of its rows (row
+// scans it and uses it); it stops at the first error and closes the rows.
+func eachRow(q queryer, query string, args []any, row func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(context.Background(), query, args...)
 	if err != nil {
 		return err
 	}
-	var key string
-	var v version
 	for rows.Next() {
-		if err := rows.Scan(&key, &v.from, &v.to, &v.city, &v.tier); err != nil {
+		if err := row(rows); err != nil {
 			return errors.Join(err, rows.Close())
 		}
-		fn(key, v)
 	}
 	return errors.Join(rows.Err(), rows.Close())
 }
 
-// scanVersion reads the first (valid_from, valid_to, city, tier) row of a
-// query, reporting whether there was one.
-func scanVersion(rows *sql.Rows) (version, bool, error) {
+// scanKeyVersions runs a query yielding (key, valid_from, valid_to, city, tier)
+// and calls fn per row.
+func scanKeyVersions(q queryer, query string, fn func(string, version), args ...any) error {
+	var key string
+	var v version
+	return eachRow(q, query, args, func(rows *sql.Rows) error {
+		if err := rows.Scan(&key, &v.from, &v.to, &v.city, &v.tier); err != nil {
+			return err
+		}
+		fn(key, v)
+		return nil
+	})
+}
+
+// lookupVersion runs a point lookup (sqlLookup, sqlLookupAsOf) with args and
+// returns its first (valid_from, valid_to, city, tier) row, found when there is
+// one and it has not ended by valid.
+func lookupVersion(stmt *sql.Stmt, valid int64, args ...any) (version, bool, error) {
+	rows, err := stmt.Query(args...)
+	if err != nil {
+		return version{}, false, err
+	}
 	var v version
 	ok := rows.Next()
 	if ok {
@@ -88,21 +104,48 @@ func scanVersion(rows *sql.Rows) (version, bool, error) {
 			return version{}, false, errors.Join(err, rows.Close())
 		}
 	}
-	return v, ok, errors.Join(rows.Err(), rows.Close())
+	return v, ok && valid < v.to, errors.Join(rows.Err(), rows.Close())
 }
 
-// scanFeatures reads sqlBackfill's rows into out.
-func scanFeatures(rows *sql.Rows, out []features) error {
+// queryAnswers runs a batch resolve yielding (fact id, valid_from, valid_to,
+// city, tier) rows and reads them into out.
+func queryAnswers(q queryer, query string, out []answer) error {
+	var id int
+	var v version
+	return eachRow(q, query, nil, func(rows *sql.Rows) error {
+		if err := rows.Scan(&id, &v.from, &v.to, &v.city, &v.tier); err != nil {
+			return err
+		}
+		out[id] = answer{found: true, v: v}
+		return nil
+	})
+}
+
+// queryFeatures runs sqlBackfill and reads its rows into out.
+func queryFeatures(q queryer, out []features) error {
 	var id int
 	var count, distinct int64
 	var sum, sum30, maxAmount sql.NullInt64
-	for rows.Next() {
+	return eachRow(q, sqlBackfill, []any{window30d}, func(rows *sql.Rows) error {
 		if err := rows.Scan(&id, &count, &sum, &sum30, &maxAmount, &distinct); err != nil {
-			return errors.Join(err, rows.Close())
+			return err
 		}
 		out[id] = features{count, nullable(sum), nullable(sum30), nullable(maxAmount), distinct}
+		return nil
+	})
+}
+
+// sqlVersion asks a database of driver, opened with dsn, for its version
+// with query.
+func sqlVersion(driver, dsn, query string) (string, error) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return "", err
 	}
-	return errors.Join(rows.Err(), rows.Close())
+	defer db.Close()
+	var v string
+	err = db.QueryRow(query).Scan(&v)
+	return v, err
 }
 
 func nullable(n sql.NullInt64) int64 {

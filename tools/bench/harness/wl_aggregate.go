@@ -40,10 +40,7 @@ func runBackfill(h *harness, k engineKind) (measurement, error) {
 		return measurement{}, errors.Join(err, h.discard(e))
 	}
 	out := make([]features, len(h.d.agg.rows))
-	times, err := h.timeRuns(func(int) error {
-		clear(out)
-		return nil
-	}, func(int) error { return e.backfill(out) })
+	times, err := timeFill(h, out, e.backfill)
 	m := measurement{ops: len(out), times: times}
 	for i, f := range out {
 		x := mix(uint64(i))

@@ -25,10 +25,7 @@ func runResolve(h *harness, k engineKind) (measurement, error) {
 		e.factsStaged = true
 	}
 	out := make([]answer, len(h.d.facts))
-	times, err := h.timeRuns(func(int) error {
-		clear(out)
-		return nil
-	}, func(int) error { return e.resolve(out) })
+	times, err := timeFill(h, out, e.resolve)
 	m := measurement{ops: len(out), times: times}
 	for i, a := range out {
 		if a.found {

@@ -48,10 +48,7 @@ func runResolveOldTx(h *harness, k engineKind) (measurement, error) {
 		return measurement{}, err
 	}
 	out := make([]answer, len(h.d.facts))
-	times, err := h.timeRuns(func(int) error {
-		clear(out)
-		return nil
-	}, func(int) error { return pr.resolvePast(out) })
+	times, err := timeFill(h, out, pr.resolvePast)
 	if err != nil {
 		return measurement{}, err
 	}

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"io"
+	"time"
+)
+
+// deadline moves a connection's read or write deadline timeout past now
+// before each piece of a stream, so that a slow client gets timeout per piece,
+// not for the whole stream. A zero timeout sets none.
+type deadline struct {
+	set     func(time.Time) error // an http.ResponseController's SetReadDeadline or SetWriteDeadline
+	timeout time.Duration
+}
+
+func (d deadline) extend() {
+	if d.timeout > 0 {
+		_ = d.set(time.Now().Add(d.timeout))
+	}
+}
+
+// deadlineWriter gives the client WriteTimeout to take each piece of a stream.
+type deadlineWriter struct {
+	w io.Writer
+	deadline
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.extend()
+	return d.w.Write(p)
+}
+
+// deadlineReader gives the client ReadTimeout to send each piece of the body.
+type deadlineReader struct {
+	r io.Reader
+	deadline
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	d.extend()
+	return d.r.Read(p)
+}
