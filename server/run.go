@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,8 @@ import (
 // stand-ins' names are turned back into the client's in what it prints.
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	body := &deadlineReader{r: r.Body, rc: rc, timeout: h.opts.ReadTimeout}
+	body := &deadlineReader{r: r.Body, rc: rc, timeout: h.opts.ReadTimeout, ctx: r.Context()}
+	defer context.AfterFunc(r.Context(), body.stop)()
 	hdr, err := wire.ReadHeader(body)
 	if err != nil {
 		writeErr(w, err)
@@ -316,19 +318,28 @@ func (s *stream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// deadlineReader gives the client ReadTimeout to send each piece of the body.
+// deadlineReader gives the client ReadTimeout to send each piece of the body,
+// and stops reading it once ctx ends (a cancelled command stops waiting for
+// its stdin): stop, called when ctx ends, and Read, after it sets a
+// deadline, both set a deadline in the past once ctx has ended.
 type deadlineReader struct {
 	r       io.Reader
 	rc      *http.ResponseController
 	timeout time.Duration
+	ctx     context.Context
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	if d.timeout > 0 {
 		_ = d.rc.SetReadDeadline(time.Now().Add(d.timeout))
+		if d.ctx.Err() != nil {
+			d.stop()
+		}
 	}
 	return d.r.Read(p)
 }
+
+func (d *deadlineReader) stop() { _ = d.rc.SetReadDeadline(time.Now()) }
 
 // replacer turns the stand-ins' paths back into the client's in a stream,
 // holding back a tail that may be the start of one until the next write.
