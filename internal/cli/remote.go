@@ -326,7 +326,10 @@ func (r *remoteOutputs) finish() error {
 	}
 	f := r.cur
 	r.cur = nil
-	err := f.Close()
+	err := f.Chmod(0o644) // CreateTemp's 0600 is for the unfinished file, as locally
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = os.Rename(f.Name(), r.final)
 	}
