@@ -16,6 +16,8 @@
 //	GET  /v1/tables/NAME/audit          ?key=K...: every record with both periods (NDJSON)
 //	GET  /v1/tables/NAME/scan           ?valid=V&tx=T: every key's version in effect (NDJSON)
 //	GET  /v1/tables/NAME/keys           ?after=K...&limit=N: a page of keys
+//	GET  /v1/tables/NAME/changes        ?since=TX&until=TX&cursor=C&limit=N: the change feed (NDJSON),
+//	                                    each line with the cursor that resumes after it
 //	GET  /v1/stats                      tables, last transaction, engine
 //	GET  /                              pages: the tables; /table/NAME its keys, a page at a time;
 //	                                    /table/NAME/key/K... a key's diagram, where a click reads the

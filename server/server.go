@@ -80,6 +80,7 @@ func Handler(db *store.DB, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/tables/{table}/audit", h.audit)
 	mux.HandleFunc("GET /v1/tables/{table}/scan", h.scan)
 	mux.HandleFunc("GET /v1/tables/{table}/keys", h.keys)
+	mux.HandleFunc("GET /v1/tables/{table}/changes", h.changes)
 	mux.HandleFunc("GET /v1/stats", h.stats)
 	mux.HandleFunc("GET /{$}", h.indexPage)
 	mux.HandleFunc("GET /table/{table}", h.tablePage)
