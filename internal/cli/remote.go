@@ -102,6 +102,9 @@ func (a *app) remote(ctx context.Context, url string, args []string) (int, error
 	}
 	body, pw := io.Pipe()
 	go func() { pw.CloseWithError(a.sendRequest(pw, hdr, files)) }()
+	// An interrupt ends the request at once, even while stdin, still open,
+	// has nothing to send.
+	defer context.AfterFunc(ctx, func() { _ = body.CloseWithError(ctx.Err()) })()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(url, "/")+wire.Path, body)
 	if err != nil {
 		return 0, err
