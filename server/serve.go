@@ -97,7 +97,7 @@ func Serve(ctx context.Context, db *store.DB, cfg Config) error {
 	if tlsConfig != nil {
 		scheme = "https"
 	}
-	logf(cfg.Log, "bitempo: serving %s at %s://%s (%s)\n", cfg.Name, scheme, ln.Addr(), describeTokens(cfg.Tokens))
+	logf(cfg.Log, "bitempo: serving %s at %s://%s (%s)\n", cfg.Name, scheme, ln.Addr(), describeTokens(cfg.Tokens, db.ReadOnly()))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
@@ -135,7 +135,10 @@ func logf(w io.Writer, format string, args ...any) {
 	}
 }
 
-func describeTokens(tokens []Token) string {
+func describeTokens(tokens []Token, readOnly bool) string {
+	if readOnly {
+		return "a read-only store: no client may write"
+	}
 	if len(tokens) == 0 {
 		return "no tokens: every client may write"
 	}
