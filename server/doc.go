@@ -28,7 +28,9 @@
 // answers {"error": "...", "code": "ErrUnknownKey"}, the code naming the
 // library's sentinel: 404 for an unknown table or key or a miss, 400 for bad
 // input, 401 without a valid token, 403 for a write with a read-only token,
-// 409 for a conflict, 413 for a body over the limit, 500 otherwise.
+// 409 for a conflict, 413 for a body over the limit, 500 otherwise. A path
+// no route takes is 404 ErrNoRoute; one asked with a method its route does
+// not take is 405 ErrMethodNotAllowed, with Allow.
 //
 // The server keeps these invariants:
 //

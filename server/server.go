@@ -86,9 +86,7 @@ func Handler(db *store.DB, opts Options) http.Handler {
 	mux.HandleFunc("GET /table/{table}", h.tablePage)
 	mux.HandleFunc("GET /table/{table}/key/{key...}", h.keyPage)
 	mux.HandleFunc("GET /table/{table}/svg/{key...}", h.keySVG)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "ErrNoRoute", "no such route: "+r.Method+" "+r.URL.Path)
-	})
+	mux.HandleFunc("/", h.noRoute)
 	h.mux = mux
 	return h
 }
