@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/bitempo/bitempo/internal/cli"
@@ -265,12 +264,10 @@ func (h *handler) keys(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	limit := 100
-	if s := r.URL.Query().Get("limit"); s != "" {
-		if limit, err = strconv.Atoi(s); err != nil || limit <= 0 {
-			writeErr(w, &badRequest{"bitempo: limit: want a positive integer"})
-			return
-		}
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
 	keys, next, err := h.keysAfter(t, r.URL.Query()["after"], limit)
 	if err != nil {

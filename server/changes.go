@@ -47,12 +47,10 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	limit := 0
-	if s := r.URL.Query().Get("limit"); s != "" {
-		if limit, err = strconv.Atoi(s); err != nil || limit <= 0 {
-			writeErr(w, &badRequest{"bitempo: limit: want a positive integer"})
-			return
-		}
+	limit, err := limitParam(r, 0)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
 	if since == 0 {
 		if since, err = h.horizon(t); err != nil {
@@ -88,6 +86,19 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 	}
 	_ = bw.Flush()
+}
+
+// limitParam reads the limit parameter, a positive integer (def when absent).
+func limitParam(r *http.Request, def int) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return def, nil
+	}
+	limit, err := strconv.Atoi(s)
+	if err != nil || limit <= 0 {
+		return 0, &badRequest{"bitempo: limit: want a positive integer"}
+	}
+	return limit, nil
 }
 
 // parseSince reads since: a transaction time, or 0 for the first commit
