@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/bitempo/bitempo/internal/cli"
 	"github.com/bitempo/bitempo/query"
@@ -263,12 +262,10 @@ func (h *handler) keys(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	limit := 100
-	if s := r.URL.Query().Get("limit"); s != "" {
-		if limit, err = strconv.Atoi(s); err != nil || limit <= 0 {
-			writeErr(w, &badRequest{"bitempo: limit: want a positive integer"})
-			return
-		}
+	limit, err := limitParam(r, 100)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
 	keys, next, err := h.keysAfter(t, r.URL.Query()["after"], limit)
 	if err != nil {

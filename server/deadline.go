@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"time"
 )
@@ -30,13 +31,22 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 	return d.w.Write(p)
 }
 
-// deadlineReader gives the client ReadTimeout to send each piece of the body.
+// deadlineReader gives the client ReadTimeout to send each piece of the body,
+// and stops reading it once ctx ends (a cancelled command stops waiting for
+// its stdin): stop, called when ctx ends, and Read, after it extends the
+// deadline, both set a deadline in the past once ctx has ended.
 type deadlineReader struct {
 	r io.Reader
 	deadline
+	ctx context.Context
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	d.extend()
+	if d.timeout > 0 && d.ctx.Err() != nil {
+		d.stop()
+	}
 	return d.r.Read(p)
 }
+
+func (d *deadlineReader) stop() { _ = d.set(time.Now()) }

@@ -16,6 +16,8 @@
 //	GET  /v1/tables/NAME/audit          ?key=K...: every record with both periods (NDJSON)
 //	GET  /v1/tables/NAME/scan           ?valid=V&tx=T: every key's version in effect (NDJSON)
 //	GET  /v1/tables/NAME/keys           ?after=K...&limit=N: a page of keys
+//	GET  /v1/tables/NAME/changes        ?since=TX&until=TX&cursor=C&limit=N: the change feed (NDJSON),
+//	                                    each line with the cursor that resumes after it
 //	GET  /v1/stats                      tables, last transaction, engine
 //	GET  /                              pages: the tables; /table/NAME its keys, a page at a time;
 //	                                    /table/NAME/key/K... a key's diagram, where a click reads the
@@ -26,7 +28,9 @@
 // answers {"error": "...", "code": "ErrUnknownKey"}, the code naming the
 // library's sentinel: 404 for an unknown table or key or a miss, 400 for bad
 // input, 401 without a valid token, 403 for a write with a read-only token,
-// 409 for a conflict, 413 for a body over the limit, 500 otherwise.
+// 409 for a conflict, 413 for a body over the limit, 500 otherwise. A path
+// no route takes is 404 ErrNoRoute; one asked with a method its route does
+// not take is 405 ErrMethodNotAllowed, with Allow.
 //
 // The server keeps these invariants:
 //

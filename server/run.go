@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,8 @@ import (
 // stand-ins' names are turned back into the client's in what it prints.
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	body := &deadlineReader{r: r.Body, deadline: deadline{rc.SetReadDeadline, h.opts.ReadTimeout}}
+	body := &deadlineReader{r: r.Body, deadline: deadline{rc.SetReadDeadline, h.opts.ReadTimeout}, ctx: r.Context()}
+	defer context.AfterFunc(r.Context(), body.stop)()
 	hdr, err := wire.ReadHeader(body)
 	if err != nil {
 		writeErr(w, err)

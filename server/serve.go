@@ -38,6 +38,10 @@ type Config struct {
 	Ready func(addr net.Addr)
 }
 
+// cancelGrace is how long the commands cancelled at the end of a shutdown
+// may take to answer their clients before their connections are closed.
+const cancelGrace = 10 * time.Second
+
 // ErrInsecure is returned for a listener other machines can reach without tokens.
 var ErrInsecure = errors.New("bitempo: a server other machines can reach needs tokens")
 
@@ -93,7 +97,7 @@ func Serve(ctx context.Context, db *store.DB, cfg Config) error {
 	if tlsConfig != nil {
 		scheme = "https"
 	}
-	logf(cfg.Log, "bitempo: serving %s at %s://%s (%s)\n", cfg.Name, scheme, ln.Addr(), describeTokens(cfg.Tokens))
+	logf(cfg.Log, "bitempo: serving %s at %s://%s (%s)\n", cfg.Name, scheme, ln.Addr(), describeTokens(cfg.Tokens, db.ReadOnly()))
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
@@ -110,7 +114,14 @@ func Serve(ctx context.Context, db *store.DB, cfg Config) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		logf(cfg.Log, "bitempo: stopping: cancelling the requests still in flight\n")
 		cancel()
-		_ = srv.Close()
+		// A cancelled command still answers its client (a load says that it
+		// rolled back); the connections close once it has, or after
+		// cancelGrace.
+		cctx, ccancel := context.WithTimeout(context.Background(), cancelGrace)
+		defer ccancel()
+		if srv.Shutdown(cctx) != nil {
+			_ = srv.Close()
+		}
 	}
 	inflight.Wait()
 	<-done
@@ -124,7 +135,10 @@ func logf(w io.Writer, format string, args ...any) {
 	}
 }
 
-func describeTokens(tokens []Token) string {
+func describeTokens(tokens []Token, readOnly bool) string {
+	if readOnly {
+		return "a read-only store: no client may write"
+	}
 	if len(tokens) == 0 {
 		return "no tokens: every client may write"
 	}

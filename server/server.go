@@ -80,14 +80,13 @@ func Handler(db *store.DB, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/tables/{table}/audit", h.audit)
 	mux.HandleFunc("GET /v1/tables/{table}/scan", h.scan)
 	mux.HandleFunc("GET /v1/tables/{table}/keys", h.keys)
+	mux.HandleFunc("GET /v1/tables/{table}/changes", h.changes)
 	mux.HandleFunc("GET /v1/stats", h.stats)
 	mux.HandleFunc("GET /{$}", h.indexPage)
 	mux.HandleFunc("GET /table/{table}", h.tablePage)
 	mux.HandleFunc("GET /table/{table}/key/{key...}", h.keyPage)
 	mux.HandleFunc("GET /table/{table}/svg/{key...}", h.keySVG)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "ErrNoRoute", "no such route: "+r.Method+" "+r.URL.Path)
-	})
+	mux.HandleFunc("/", h.noRoute)
 	h.mux = mux
 	return h
 }

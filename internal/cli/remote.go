@@ -102,6 +102,9 @@ func (a *app) remote(ctx context.Context, url string, args []string) (int, error
 	}
 	body, pw := io.Pipe()
 	go func() { pw.CloseWithError(a.sendRequest(pw, hdr, files)) }()
+	// An interrupt ends the request at once, even while stdin, still open,
+	// has nothing to send.
+	defer context.AfterFunc(ctx, func() { _ = body.CloseWithError(ctx.Err()) })()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(url, "/")+wire.Path, body)
 	if err != nil {
 		return 0, err
@@ -326,7 +329,10 @@ func (r *remoteOutputs) finish() error {
 	}
 	f := r.cur
 	r.cur = nil
-	err := f.Close()
+	err := f.Chmod(0o644) // CreateTemp's 0600 is for the unfinished file, as locally
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err == nil {
 		err = os.Rename(f.Name(), r.final)
 	}
