@@ -44,10 +44,14 @@ func lockDir(dir string, shared bool) (*dirLock, error) {
 	return &dirLock{f}, nil
 }
 
-// release drops the lock.
+// release drops the lock. It unlocks before it closes: a flock belongs to
+// the open file, which a child process forked by any goroutine shares until
+// it execs, so a close alone would leave the store locked for that moment;
+// an unlock releases it for every descriptor of the file.
 func (l *dirLock) release() {
 	if l != nil {
-		_ = l.f.Close() // closing the last descriptor releases the flock
+		_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+		_ = l.f.Close()
 	}
 }
 
