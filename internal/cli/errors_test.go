@@ -13,6 +13,7 @@ import (
 )
 
 func TestStoreErrors(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	fails(t, dir, 1, "no bitempo store at nothere", "get", "customers", "c1", "--db", "nothere")
 	if _, err := os.Stat(filepath.Join(dir, "nothere")); !os.IsNotExist(err) {
@@ -43,6 +44,7 @@ func TestStoreErrors(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	for _, c := range []struct {
 		want string
@@ -71,6 +73,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpEverywhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"demo", "create", "load", "put", "delete", "get", "history", "audit", "scan", "changes", "resolve", "dump", "verify", "stats", "compact"} {
 		r := ok(t, dir, name, "--help")
@@ -119,6 +122,7 @@ func brokenStore(t *testing.T, dir string) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "verify", "--db", "db")
 	if strings.TrimSpace(r.stdout) != "db: 1 tables, 4 keys, 7 records: ok" {
@@ -132,6 +136,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestCorruptValue(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	db, err := store.Open(filepath.Join(dir, "db"), store.Options{})
 	if err != nil {

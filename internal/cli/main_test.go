@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,12 +17,32 @@ import (
 
 // These tests build the bitempo binary once and run it as a user would, checking
 // stdout, stderr and the exit status.
+//
+// Every test calls t.Parallel but those that cannot share the process: a test
+// works in its own t.TempDir and changes no package state, environment or
+// working directory. The exceptions read a package-wide counter
+// (LoadRowsHeldPeak) or signal the binary at moments measured on an idle
+// machine. Since a test mostly waits for the binary it runs, and the binary
+// for its disk syncs, TestMain runs up to parallelPerCPU tests per CPU at once
+// unless -test.parallel says otherwise.
 
 var binary string
+
+// parallelPerCPU is how many parallel tests run at once per CPU by default.
+const parallelPerCPU = 4
 
 func TestMain(m *testing.M) {
 	if db := os.Getenv(holdEnv); db != "" {
 		os.Exit(holdUntilStdinCloses(db))
+	}
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelPerCPU*runtime.GOMAXPROCS(0))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	dir, err := os.MkdirTemp("", "bitempo-bin-")
 	if err != nil {
