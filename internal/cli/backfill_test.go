@@ -69,6 +69,7 @@ func backfillArgs(extra ...string) []string {
 }
 
 func TestBackfillContracts(t *testing.T) {
+	t.Parallel()
 	dir, before := contractsStore(t)
 	write(t, dir, "left.csv", leftCSV)
 
@@ -152,6 +153,7 @@ func TestBackfillContracts(t *testing.T) {
 }
 
 func TestBackfillTableWide(t *testing.T) {
+	t.Parallel()
 	dir, before := contractsStore(t)
 	// Leaving out --group-by and --key totals the whole table at each date; a ts
 	// cell may say now.
@@ -186,6 +188,7 @@ func micros(date string) int64 {
 }
 
 func TestBackfillWindowColumn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "users", "--key", "user_id", "--axis", "date", "--group-by", "zipcode", "--db", "db")
 	// u3 moves from 94107 to 10001 on 1 January 2023.
@@ -223,6 +226,7 @@ u3,10001,%d,2023-01-01,
 }
 
 func TestBackfillSeveralGroupAttributes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := ok(t, dir, "create", "accounts", "--key", "account_id", "--axis", "date", "--group-by", "branch,tier", "--db", "db")
 	if !strings.Contains(r.stdout, "grouped by branch, tier") {
@@ -267,6 +271,7 @@ a4,7,gold,2024-01-01,,1
 }
 
 func TestBackfillErrors(t *testing.T) {
+	t.Parallel()
 	dir, _ := contractsStore(t)
 	write(t, dir, "left.csv", leftCSV)
 	write(t, dir, "bad_ts.csv", "row_id,user_id,ts\n1,u1,2024-01-12T00:00:00Z\n")

@@ -6,6 +6,7 @@ import (
 )
 
 func TestBackupCommand(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	want := ok(t, dir, "scan", "customers", "--valid", "2024-03-12", "--with-tx", "--db", "db").stdout
 	ok(t, dir, "backup", "copy", "--db", "db")

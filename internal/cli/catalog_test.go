@@ -10,6 +10,7 @@ import (
 // TestDemoRefusesForeignStore checks that demo --db on a store it did not build
 // leaves the store alone.
 func TestDemoRefusesForeignStore(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t) // ./db holds customers, loaded by the user
 	before, _ := dumpState(t, dir, "db")
 	fails(t, dir, 1, "db is a bitempo store the demo did not create; it is left alone", "demo", "--db", "db")
@@ -35,6 +36,7 @@ func TestDemoRefusesForeignStore(t *testing.T) {
 }
 
 func TestTablesDescribeDrop(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	ok(t, dir, "create", "feed", "--key", "id", "--kind", "changes", "--db", "db")
 	r := ok(t, dir, "tables", "--db", "db")

@@ -10,6 +10,7 @@ import (
 // a --since later than --until, JSON on stdin without --format, and create
 // stating the table's kind only when it is the default.
 func TestCommandLineMessages(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	if r := ok(t, dir, "--version"); !strings.HasPrefix(r.stdout, "bitempo ") {
 		t.Fatalf("--version: %q", r.stdout)

@@ -14,6 +14,7 @@ import (
 // TestLoadDecimalsKeptExact: a decimal a float64 cannot hold is not
 // rounded silently; its column is kept as text, with a warning.
 func TestLoadDecimalsKeptExact(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
 	write(t, dir, "d.csv", "id,at,amount,price\na,1,12345678901234567890.5,1.50\nb,1,2.25,0.1\n")
@@ -48,6 +49,7 @@ func TestLoadDecimalsKeptExact(t *testing.T) {
 // TestLoadInvalidUTF8: bytes that are not UTF-8 are rejected with
 // their line and column, and nothing is loaded.
 func TestLoadInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
 	write(t, dir, "bad.csv", "id,at,city\na,1,Oslo\nb,1,Troms\xf8\n")
@@ -68,6 +70,7 @@ func TestLoadInvalidUTF8(t *testing.T) {
 // TestTableOutputCapsWidth: a huge value does not flood a terminal
 // table; csv and json print it whole.
 func TestTableOutputCapsWidth(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
 	big := strings.Repeat("x", 100_000)
@@ -91,6 +94,7 @@ func TestTableOutputCapsWidth(t *testing.T) {
 // TestPermissionDenied: a store its user may read but not write is read, and a
 // write to it is reported as denied permission, not as locked by another process.
 func TestPermissionDenied(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "t", "--key", "id", "--db", "db")
 	store := filepath.Join(dir, "db")

@@ -8,6 +8,7 @@ import (
 )
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := ok(t, dir, "demo")
 	if _, err := os.Stat(filepath.Join(dir, "bitempo-demo.db")); err != nil {

@@ -8,6 +8,7 @@ import (
 // TestEtcdNeedsItsBuild: the plain tool refuses --db etcd://... with a message
 // that names the build to use, for every kind of command, and writes nothing.
 func TestEtcdNeedsItsBuild(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"create", "t", "--key", "id"},
@@ -24,6 +25,7 @@ func TestEtcdNeedsItsBuild(t *testing.T) {
 }
 
 func TestDBScheme(t *testing.T) {
+	t.Parallel()
 	for db, want := range map[string]string{
 		"etcd://h:1/p": "etcd", "./bitempo.db": "", "/tmp/x": "", "dir://": "dir", "a.b://x": "", "://x": "",
 	} {

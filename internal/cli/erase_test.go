@@ -15,6 +15,7 @@ import (
 // TestEraseCommand: erase removes a customer from every read, says so in
 // the change feed, leaves no file holding its data, and --check finds it.
 func TestEraseCommand(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	t1 := firstTx(t, dir)
 	fails(t, dir, 1, "customers c1 exists and was not erased", "erase", "customers", "c1", "--check", "--db", "db")
@@ -56,6 +57,7 @@ func TestEraseCommand(t *testing.T) {
 // of its own in every format: the header's columns, op "erased", the erasing
 // transaction as RFC 3339, no key, and the record count and reason.
 func TestChangesErasureRow(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	ok(t, dir, "erase", "customers", "c1", "--reason", "ticket 1", "--db", "db")
 	r := ok(t, dir, "changes", "customers", "--since", "0", "--db", "db", "--format", "csv")

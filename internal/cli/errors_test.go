@@ -43,6 +43,7 @@ func TestStoreErrors(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	for _, c := range []struct {
 		want string
@@ -71,6 +72,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpEverywhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"demo", "create", "load", "put", "delete", "get", "history", "audit", "scan", "changes", "resolve", "dump", "verify", "stats", "compact"} {
 		r := ok(t, dir, name, "--help")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestExportColumnsAndFormats(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	correct(t, dir)
 	// Without --history and with --valid: exactly scan's rows.
@@ -83,6 +84,7 @@ func TestExportColumnsAndFormats(t *testing.T) {
 }
 
 func TestExportMixedTypes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "things", "--key", "id", "--axis", "int", "--mixed-types", "--db", "db")
 	write(t, dir, "a.jsonl", `{"id":"a","from":1,"to":5,"v":1}`+"\n")
@@ -106,6 +108,7 @@ func TestExportMixedTypes(t *testing.T) {
 // multi-column keys, every attribute type a file can carry, nulls and open
 // ends, to Parquet, loads the file into a new table and compares.
 func TestExportLoadRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	times := map[string][]string{
 		"time": {"2024-01-01T00:00:00Z", "2024-02-01T12:30:00.5Z", "2024-03-01T00:00:00Z"},

@@ -8,6 +8,7 @@ import (
 // TestFileArgs checks which arguments of a command line name the user's
 // files, in every way a flag can be written.
 func TestFileArgs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args  []string
 		tty   bool
@@ -37,6 +38,7 @@ func TestFileArgs(t *testing.T) {
 }
 
 func TestCommandListNamesEachCommand(t *testing.T) {
+	t.Parallel()
 	a := newApp()
 	for _, c := range a.commands() {
 		if got := c.build().Name(); got != c.name {

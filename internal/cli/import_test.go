@@ -34,6 +34,7 @@ func comparableDump(t *testing.T, dir, db string) string {
 }
 
 func TestExportAllImport(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	correct(t, dir)
 	ok(t, dir, "create", "subs", "--key", "account", "--kind", "changes", "--axis", "int", "--db", "db")
@@ -116,6 +117,7 @@ func mustReadDir(t *testing.T, dir string) []string {
 // TestManifestTableDef round-trips every field of a table definition through
 // the manifest's JSON.
 func TestManifestTableDef(t *testing.T) {
+	t.Parallel()
 	def := store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "a", Type: store.Bytes}, {Name: "b", Type: store.Uint64}},
 		Kind: store.Changes, Track: []string{"x", "y"}, Compare: map[string]store.CompareOptions{"x": {Round: true, Scale: 2, Trim: true, FoldCase: true}},
 		Axis: store.AxisDate, Granularity: 86_400_000_000, IgnoreNulls: true, Lateness: 7, GroupBy: []string{"g"}}
@@ -141,6 +143,7 @@ func TestManifestTableDef(t *testing.T) {
 }
 
 func TestFidelityValues(t *testing.T) {
+	t.Parallel()
 	for _, v := range []any{nil, true, int64(-1), int64(math.MaxInt64), uint64(math.MaxUint64), 1.0, math.Copysign(0, -1),
 		1e300, math.NaN(), math.Inf(1), math.Inf(-1), "", "x", []byte{}, []byte{0, 255}} {
 		enc, err := encodeValue(v)

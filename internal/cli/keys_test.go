@@ -9,6 +9,7 @@ import (
 // keys (printed key by key in the order given), a key prefix (fewer values than
 // key columns, or --prefix) and refuse a count of values that names no keys.
 func TestHistoryAndAuditSeveralKeys(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "history", "customers", "c3", "c1", "--db", "db")
 	wantLines(t, r.stdout,
@@ -51,6 +52,7 @@ func TestHistoryAndAuditSeveralKeys(t *testing.T) {
 // matches the last value given as the start of a string key component (sku-1
 // selects sku-10), the earlier ones and integer components whole.
 func TestPrefixMatchesStringStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "items", "--key", "sku", "--axis", "int", "--db", "db")
 	write(t, dir, "items.csv", "sku,valid_from,valid_to,price\nSKU-00001,0,,1\nSKU-00010,0,,2\nsku-1,0,,3\nsku-10,0,,4\nsku-1a,0,,5\nsku-2,0,,6\n")

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bitempo/bitempo/internal/testlong"
 )
 
 // withFailingEvent writes to dir/name the CDC file at src (cdcFile's columns)
@@ -50,15 +52,19 @@ func withFailingEvent(t *testing.T, src, dir, name string) {
 // same bytes: versions, surrogate keys, event log and batch ids. A load of a
 // file whose middle row fails is then finished by the same batch id and the
 // file without that row, skipping the committed batches, to the store an
-// uninterrupted load of that file gives.
+// uninterrupted load of that file gives. The quick run (without
+// BITEMPO_LONG=1) loads files of a third of the rows over a third of the keys,
+// as many rows a key.
 func TestBatchedChangesLoadStreamedSameAsInMemory(t *testing.T) {
 	t.Parallel() // its own directory; a binary per load, which waits on syncs
 	dir := t.TempDir()
-	a := cdcFile(t, dir, "a.csv", 2000, 200, 0, 1000, 11, true)
-	cdcFile(t, dir, "b.csv", 1500, 300, 500, 2000, 12, true)
+	n := testlong.Size(2000, 666) // rows of a.csv; b.csv has three quarters as many
+	a := cdcFile(t, dir, "a.csv", n, n/10, 0, 1000, 11, true)
+	cdcFile(t, dir, "b.csv", n*3/4, n*3/20, 500, 2000, 12, true)
 	withFailingEvent(t, a, dir, "a-fails.csv")
 	rows := strings.Split(cdcFileText(t, a), "\n")
-	for _, i := range []int{300, 1200} { // rows whose --at is not a time
+	bad := []int{n * 3 / 20, n * 3 / 5} // rows whose --at is not a time
+	for _, i := range bad {
 		f := strings.Split(rows[i], ",")
 		f[1] = "x"
 		rows[i] = strings.Join(f, ",")
@@ -66,6 +72,7 @@ func TestBatchedChangesLoadStreamedSameAsInMemory(t *testing.T) {
 	write(t, dir, "bad-rows.csv", strings.Join(rows, "\n"))
 	for _, size := range []string{"7", "100", "5000"} {
 		t.Run("batch size "+size, func(t *testing.T) {
+			t.Parallel() // its own stores in the directory, which the subtests only read
 			create := []string{"create", "t", "--key", "id", "--axis", "int", "--kind", "changes", "--group-by", "tier", "--track-except", "score"}
 			mem, str, ref := "mem"+size, "str"+size, "ref"+size
 			for _, db := range []string{mem, str, ref} {
@@ -100,10 +107,11 @@ func TestBatchedChangesLoadStreamedSameAsInMemory(t *testing.T) {
 			if _, stderr := both("a.csv"); !strings.Contains(stderr, "already applied") {
 				t.Fatalf("the file again was not a replay: %s", stderr)
 			}
-			if code, stderr := both("bad-rows.csv"); code != 1 || !strings.Contains(stderr, "bad-rows.csv line 301") || !strings.Contains(stderr, "nothing loaded") {
+			first, second := fmt.Sprintf("bad-rows.csv line %d", bad[0]+1), fmt.Sprintf("bad-rows.csv line %d", bad[1]+1)
+			if code, stderr := both("bad-rows.csv"); code != 1 || !strings.Contains(stderr, first) || !strings.Contains(stderr, "nothing loaded") {
 				t.Fatalf("bad-rows.csv: exit %d: %s", code, stderr)
 			}
-			if code, stderr := both("bad-rows.csv", "--skip-bad"); code != 0 || !strings.Contains(stderr, "skipped bad-rows.csv line 1201") {
+			if code, stderr := both("bad-rows.csv", "--skip-bad"); code != 0 || !strings.Contains(stderr, "skipped "+second) {
 				t.Fatalf("bad-rows.csv --skip-bad: exit %d: %s", code, stderr)
 			}
 

@@ -63,6 +63,7 @@ func TestLoadChangesStreamedSameAsInMemory(t *testing.T) {
 		{"group-by", []string{"--group-by", "tier", "--track-except", "score"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			if c.name != "group-by" {
 				testlong.Skip(t, "the same loads into every kind of changes table")
 			}
@@ -131,6 +132,7 @@ func firstDiff(x, y string) string {
 // (whose default batch id is the content's hash, so the file load afterwards
 // is a replay), names stdin in messages, and leaves no spool behind.
 func TestLoadStdinSpooled(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := changesFileText(3000, 400, 9)
 	write(t, dir, "c.csv", data)

@@ -193,6 +193,7 @@ func TestLoadStreamedBadRows(t *testing.T) {
 // written, for every kind of key component and attribute value, and that a
 // cut record is an error, not a panic.
 func TestRunRowRoundTrip(t *testing.T) {
+	t.Parallel()
 	in := &input{cols: []string{"k1", "k2", "k3", "a", "b", "c", "d", "e", "f", "g"}}
 	attrCols := []int{3, 4, 5, 6, 7, 8, 9}
 	when := time.Date(2024, 2, 29, 10, 11, 12, 345678000, time.UTC)
@@ -233,6 +234,7 @@ func TestRunRowRoundTrip(t *testing.T) {
 // 2 x maxRunFanIn are merged as they come, and that the merged runs read back
 // every row in key order, then --at order, as often as they are read.
 func TestRunFilesHaveNoName(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	in := &input{cols: []string{"k", "v"}}
 	rs := &runSorter{dir: dir, budget: 1, byAt: true, attrCols: []int{1}}

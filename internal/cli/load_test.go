@@ -32,6 +32,7 @@ func customersStore(t *testing.T) string {
 }
 
 func TestLoadVersionsCSV(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "scan", "customers", "--valid", "2024-03-12", "--db", "db")
 	wantLines(t, r.stdout,
@@ -61,6 +62,7 @@ func TestLoadVersionsCSV(t *testing.T) {
 }
 
 func TestLoadVersionsJSONLFromStdin(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "prices", "--key", "sku,store", "--key-types", "string,int64", "--db", "db")
 	in := `{"sku":"a","store":1,"from":"2024-01-01T00:00:00Z","to":"2024-02-01T00:00:00.5Z","price":9.5,"live":true,"note":"x"}
@@ -100,6 +102,7 @@ func TestLoadVersionsJSONLFromStdin(t *testing.T) {
 }
 
 func TestLoadUpserts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--track-except", "email", "--db", "db")
 	// Out of order on purpose: rows are applied in --at order.
@@ -125,6 +128,7 @@ func TestLoadUpserts(t *testing.T) {
 }
 
 func TestLoadChangesTable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "subs", "--key", "account", "--kind", "changes", "--db", "db")
 	feed := `account,ts,lsn,op,plan
@@ -175,6 +179,7 @@ a2,2024-04-01T00:00:00Z,4,d,
 }
 
 func TestLoadBadRows(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--db", "db")
 	write(t, dir, "bad.csv", `customer_id,valid_from,valid_to,score
@@ -223,6 +228,7 @@ c7,2024-01-01,,7
 }
 
 func TestLoadOverlapsRejected(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--db", "db")
 	write(t, dir, "overlap.csv", `customer_id,from,to,city
@@ -239,6 +245,7 @@ c1,2024-03-01,,Bergen
 }
 
 func TestLoadUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	for _, c := range []struct {
 		want string
@@ -259,6 +266,7 @@ func TestLoadUsageErrors(t *testing.T) {
 }
 
 func TestLoadTypesAndAxes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "ev", "--key", "id,part", "--key-types", "bytes,uint64", "--axis", "int", "--db", "db")
 	write(t, dir, "ev.csv", `id,part,from,to,when,flag,code,amount
@@ -299,6 +307,7 @@ func TestLoadTypesAndAxes(t *testing.T) {
 // TestLoadLargeCompacts loads enough rows to make load compact the store
 // afterwards, and checks the store reads and verifies; --no-compact skips it.
 func TestLoadLargeCompacts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("loads 100,000 rows")
 	}
@@ -334,6 +343,7 @@ func TestLoadLargeCompacts(t *testing.T) {
 // TestCompactCommand compacts a loaded store and checks that it still reads
 // and verifies; a missing store is an error, not a new empty one.
 func TestCompactCommand(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "compact", "--db", "db")
 	if !strings.Contains(r.stderr, "compacted db in ") || !strings.Contains(r.stderr, " files") {
@@ -350,6 +360,7 @@ func TestCompactCommand(t *testing.T) {
 // TestLoadQuoteErrors: a quote left open, or a stray quote, names the line
 // the field starts on and its column, held in memory or streamed.
 func TestLoadQuoteErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--db", "db")
 	write(t, dir, "open.csv", "customer_id,valid_from,valid_to,name,city\nc1,2024-01-01,,Ada,Oslo\nc2,2024-01-01,,\"Bo,Bergen\nc3,2024-01-01,,Cy,Tromsø\n")

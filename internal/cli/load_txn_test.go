@@ -32,7 +32,89 @@ func changesFile(t *testing.T, dir, name string, n, keys int, seed uint64) strin
 	return write(t, dir, name, b.String())
 }
 
-var txTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+// txTime finds the transaction times in a command's output: the matches of
+// txTimeRegexp, found as regexp finds them (leftmost first, not overlapping)
+// by a scan that is many times faster on the dumps of a few MB that the load
+// tests compare again and again.
+var txTime txTimes
+
+// txTimeRegexp is what a transaction time looks like: an RFC 3339 instant in
+// UTC, with or without a fraction of a second.
+var txTimeRegexp = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+
+// txTimes has the methods of regexp.Regexp that the tests call on txTime.
+type txTimes struct{}
+
+// ReplaceAllString returns s with every transaction time replaced by repl.
+func (txTimes) ReplaceAllString(s, repl string) string {
+	var b strings.Builder
+	last := 0
+	eachTxTime(s, func(start, end int) {
+		b.WriteString(s[last:start])
+		b.WriteString(repl)
+		last = end
+	})
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// FindAllString returns the transaction times in s, at most n of them (all
+// when n < 0).
+func (txTimes) FindAllString(s string, n int) []string {
+	var all []string
+	eachTxTime(s, func(start, end int) {
+		if n < 0 || len(all) < n {
+			all = append(all, s[start:end])
+		}
+	})
+	return all
+}
+
+// eachTxTime calls f with the bounds of each transaction time in s, left to
+// right.
+func eachTxTime(s string, f func(start, end int)) {
+	for i := 0; i < len(s); {
+		if n := txTimeAt(s[i:]); n > 0 {
+			f(i, i+n)
+			i += n
+		} else {
+			i++
+		}
+	}
+}
+
+// txTimeAt returns the length of the transaction time that s starts with, or
+// 0 if it starts with none.
+func txTimeAt(s string) int {
+	const shape = "0000-00-00T00:00:00" // a 0 stands for any digit
+	digit := func(c byte) bool { return '0' <= c && c <= '9' }
+	if len(s) <= len(shape) {
+		return 0
+	}
+	for i := range len(shape) {
+		if shape[i] == '0' && !digit(s[i]) || shape[i] != '0' && s[i] != shape[i] {
+			return 0
+		}
+	}
+	n := len(shape)
+	if s[n] == 'Z' {
+		return n + 1
+	}
+	if s[n] != '.' {
+		return 0
+	}
+	end := n + 1
+	for end < len(s) && digit(s[end]) {
+		end++
+	}
+	if end == n+1 || end == len(s) || s[end] != 'Z' {
+		return 0
+	}
+	return end + 1
+}
 
 // dumpState is the store's every key and value, with transaction times
 // replaced by TX, and the set of distinct transaction times it held.
@@ -70,6 +152,7 @@ func TestLoadIsOneTransaction(t *testing.T) {
 // attribute that is a bool) is the last of the file: nothing is committed,
 // not even the attribute names of the file's header.
 func TestLoadFailingLastRowLeavesStoreUnchanged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// --mixed-types: the bool g is read as a bool, not as the string its
 	// first value established, so it reaches the transaction.
@@ -301,6 +384,7 @@ func withoutSK(out string) string {
 // over it; the summaries say so, and a changes table (or one file) gives the
 // history the events describe.
 func TestLoadPeriodsLateChanges(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, dir, "r1.csv", "id,at,tier\nc1,2024-01-01,gold\nc1,2024-03-01,gold\n")
 	write(t, dir, "r2.csv", "id,at,tier\nc1,2024-02-01,silver\n")
@@ -351,5 +435,35 @@ func TestLoadInterruptWhileReadingStdin(t *testing.T) {
 	ee, isExit := err.(*exec.ExitError)
 	if !isExit || ee.ExitCode() != exitSignal || !strings.Contains(stderr.String(), "interrupted while reading stdin; nothing loaded, the store is as it was before") {
 		t.Fatalf("exit %v, stderr %q", err, stderr.String())
+	}
+}
+
+// TestTxTimeFindsWhatItsRegexpFinds checks txTime against txTimeRegexp on
+// outputs with transaction times, near misses and random bytes of their
+// alphabet.
+func TestTxTimeFindsWhatItsRegexpFinds(t *testing.T) {
+	t.Parallel()
+	inputs := []string{
+		"", "Z", "2024-01-02T03:04:05Z", "2024-01-02T03:04:05.123456Z", "x2024-01-02T03:04:05Zy",
+		"12024-01-02T03:04:05.1Z,2024-01-02T03:04:05.Z", "2024-01-02T03:04:05.12", "2024-01-02T03:04:05",
+		"2024-01-02T03:04:05.1x2024-01-02T03:04:06Z", "2024-01-02T03:04:05Z2024-01-02T03:04:05.9Z",
+		"bitempo: loaded t: 3 transactions, tx 2026-12-02T19:01:24.23952Z .. 2026-12-02T19:01:25.037195Z\n",
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "0123456789-T:.Z,x"
+	for range 2000 {
+		b := []byte("2024-01-02T03:04:05.67Z")
+		for range r.IntN(4) {
+			b[r.IntN(len(b))] = alphabet[r.IntN(len(alphabet))]
+		}
+		inputs = append(inputs, string(b)+string(b[:r.IntN(len(b))]))
+	}
+	for _, in := range inputs {
+		if got, want := txTime.ReplaceAllString(in, "TX"), txTimeRegexp.ReplaceAllString(in, "TX"); got != want {
+			t.Fatalf("%q: ReplaceAllString gives %q, the regexp %q", in, got, want)
+		}
+		if got, want := txTime.FindAllString(in, -1), txTimeRegexp.FindAllString(in, -1); !slices.Equal(got, want) {
+			t.Fatalf("%q: FindAllString gives %q, the regexp %q", in, got, want)
+		}
 	}
 }

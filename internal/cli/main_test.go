@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,29 +19,78 @@ import (
 
 // These tests build the bitempo binary once and run it as a user would, checking
 // stdout, stderr and the exit status.
+//
+// Every test calls t.Parallel but those that cannot share the process: a test
+// works in its own t.TempDir and changes no package state, environment or
+// working directory. The exceptions read a package-wide counter
+// (LoadRowsHeldPeak), signal the binary at moments measured on an idle
+// machine, or open a store in this process: a child that another test forks
+// meanwhile holds a copy of the descriptor of the store's directory lock (a
+// flock) until it execs, so the store may still be locked just after Close
+// (the parallel subtests of such a test fork nothing). Since a test mostly waits for the binary it runs, and the binary
+// for its disk syncs, TestMain runs up to parallelPerCPU tests per CPU at once
+// unless -test.parallel says otherwise.
 
 var binary string
+
+// parallelPerCPU is how many parallel tests run at once per CPU by default.
+const parallelPerCPU = 4
 
 func TestMain(m *testing.M) {
 	if db := os.Getenv(holdEnv); db != "" {
 		os.Exit(holdUntilStdinCloses(db))
 	}
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelPerCPU*runtime.GOMAXPROCS(0))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	bin, cleanup, err := buildBinary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build bitempo:", err)
+		os.Exit(1)
+	}
+	binary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+// buildBinary builds the bitempo tool and returns its path and what removes
+// it. It builds into the user's cache directory, one binary per checkout (as
+// the tool builds its etcd build), where go build leaves an up-to-date binary
+// alone, so that a run after the first skips the link; when there is no cache
+// directory or that build fails, into a temporary directory removed after the
+// run.
+func buildBinary() (string, func(), error) {
+	build := func(bin string) error {
+		cmd := exec.Command("go", "build", "-o", bin, "github.com/bitempo/bitempo/tools/bitempo")
+		cmd.Stderr = os.Stderr
+		return cmd.Run()
+	}
+	cache, err := os.UserCacheDir()
+	wd, werr := os.Getwd()
+	if err == nil && werr == nil {
+		sum := sha256.Sum256([]byte(wd))
+		bin := filepath.Join(cache, "bitempo", "bitempo-test-"+hex.EncodeToString(sum[:6]))
+		if err := build(bin); err == nil {
+			return bin, func() {}, nil
+		}
+	}
 	dir, err := os.MkdirTemp("", "bitempo-bin-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return "", nil, err
 	}
-	binary = filepath.Join(dir, "bitempo")
-	build := exec.Command("go", "build", "-o", binary, "github.com/bitempo/bitempo/tools/bitempo")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build bitempo:", err)
+	bin := filepath.Join(dir, "bitempo")
+	if err := build(bin); err != nil {
 		os.RemoveAll(dir)
-		os.Exit(1)
+		return "", nil, err
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return bin, func() { os.RemoveAll(dir) }, nil
 }
 
 // result is what one run of the binary printed.

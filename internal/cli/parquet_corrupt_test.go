@@ -9,6 +9,7 @@ import (
 // TestLoadParquetCorruptPage damages the data of one column chunk: the load
 // fails naming the file, the row group and the column, and writes nothing.
 func TestLoadParquetCorruptPage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "id", "--db", "db")
 	var rows [][]any

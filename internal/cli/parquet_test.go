@@ -61,6 +61,7 @@ func parquetSchemaOf(t *testing.T, path string) []string {
 const day = int64(86_400_000_000)
 
 func TestLoadParquetVersionsAndChanges(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "region,id", "--key-types", "string,int64", "--axis", "date", "--db", "db")
 	// Versions: a date axis read from DATE columns, typed attributes, nulls.
@@ -136,6 +137,7 @@ func TestLoadParquetVersionsAndChanges(t *testing.T) {
 }
 
 func TestLoadParquetBadFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "id", "--axis", "date", "--db", "db")
 	good := writeParquet(t, dir, "good.parquet",
@@ -169,6 +171,7 @@ func TestLoadParquetBadFiles(t *testing.T) {
 }
 
 func TestResolveAndBackfillParquet(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	writeParquet(t, dir, "orders.parquet",
 		[]pqColumn{{name: "order_id", kind: pqInt64}, {name: "customer_id", kind: pqString}, {name: "ordered_on", kind: pqDate}, {name: "amount", kind: pqDouble}},
@@ -204,6 +207,7 @@ func TestResolveAndBackfillParquet(t *testing.T) {
 }
 
 func TestBackfillParquet(t *testing.T) {
+	t.Parallel()
 	dir, _ := contractsStore(t)
 	writeParquet(t, dir, "left.parquet",
 		[]pqColumn{{name: "row_id", kind: pqInt64}, {name: "user_id", kind: pqString}, {name: "ts", kind: pqDate}},

@@ -9,6 +9,7 @@ import (
 // TestProgressOnlyOnTerminal checks that the bar draws on a terminal, counting
 // rows, and that off a terminal, or with --quiet, nothing is written.
 func TestProgressOnlyOnTerminal(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	a := &app{stderr: &buf, stderrTTY: true}
 	p := a.newProgress("backfill users", 200)

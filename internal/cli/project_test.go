@@ -8,6 +8,7 @@ import (
 // scan --attrs and resolve --attrs print only the named attributes, in the
 // order given; a name the table never stored is an empty column.
 func TestScanAndResolveAttrs(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "scan", "customers", "--valid", "2024-03-12", "--attrs", "score,city,nope", "--db", "db")
 	wantLines(t, r.stdout,
@@ -29,6 +30,7 @@ func TestScanAndResolveAttrs(t *testing.T) {
 // the order given, as scan --attrs does; a name the table never stored is an
 // empty column, and no --attrs prints every attribute.
 func TestPointReadsAttrs(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "get", "customers", "c1", "--valid", "2024-03-12", "--attrs", "score,nope,city", "--db", "db")
 	wantLines(t, r.stdout,

@@ -10,6 +10,7 @@ import (
 // stored type or inferred, an identical put that writes nothing, and the
 // summary line.
 func TestPutForPortionOf(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// price holds 10 and then 9.5: an int64 and a float64, on purpose.
 	ok(t, dir, "create", "prices", "--key", "sku", "--axis", "date", "--mixed-types", "--db", "db")
@@ -86,6 +87,7 @@ func TestPutForPortionOf(t *testing.T) {
 // TestDeleteForPortionOf checks delete over a period (a split leaves a gap),
 // over the rest of the timeline and over all of it, and its refusals.
 func TestDeleteForPortionOf(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "prices", "--key", "sku", "--axis", "date", "--db", "db")
 	write(t, dir, "prices.csv", "sku,valid_from,valid_to,price\nsku-1,2024-01-01,2024-06-01,10\nsku-1,2024-06-01,,12\nsku-2,2024-01-01,,5\n")

@@ -6,6 +6,7 @@ import (
 )
 
 func TestGetFormatsAndMisses(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "get", "customers", "c1", "--valid", "2024-03-08", "--db", "db")
 	wantLines(t, r.stdout, "customer_id,valid_from,valid_to,sk,name,city,score", "c1,2024-01-01,2024-03-11,1,Ada,Oslo,10")
@@ -60,6 +61,7 @@ func correct(t *testing.T, dir string) {
 }
 
 func TestHistoryAuditChangesAsOf(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	t1 := firstTx(t, dir)
 	correct(t, dir)
@@ -118,6 +120,7 @@ func TestHistoryAuditChangesAsOf(t *testing.T) {
 }
 
 func TestScan(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "scan", "customers", "--valid", "2024-01-20", "--with-tx", "--format", "json", "--db", "db")
 	rows := jsonRows(t, r.stdout)
@@ -139,6 +142,7 @@ func TestScan(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	write(t, dir, "orders.csv", `order_id,customer_id,ordered_on,city
 o1,c1,2024-03-08,X
@@ -187,6 +191,7 @@ o4,c9,2024-03-01,W
 }
 
 func TestDumpAndStats(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "dump", "--table", "customers", "--db", "db")
 	for _, want := range []string{

@@ -46,12 +46,11 @@ func TestReloadWithDuplicateRowsChangesNothing(t *testing.T) {
 		{"csv declared streamed", "f.csv", "periods", streamed, declared},
 		{"jsonl declared", "f.jsonl", "periods", nil, declared},
 		{"parquet declared", "f.parquet", "periods", nil, declared},
-		{"jsonl declared", "f.jsonl", "periods", nil, declared},
-		{"parquet declared", "f.parquet", "periods", nil, declared},
 		{"csv changes table declared", "f.csv", "changes", nil, declared},
 		{"jsonl changes table declared streamed", "f.jsonl", "changes", streamed, declared},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			write(t, dir, "f.csv", csv)
 			write(t, dir, "f.jsonl", jsonl)

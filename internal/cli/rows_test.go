@@ -30,6 +30,7 @@ import (
 func TestRowReadsPrintAsMapReads(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 17))
 			dir := t.TempDir()
 			txs := rowsStore(t, rng, dir)

@@ -12,6 +12,7 @@ import (
 // (JSON as a number literal), refuses a cell with more digits after the point
 // naming file, line, column and type, and writes nothing then.
 func TestDeclaredDecimalColumn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := ok(t, dir, "create", "prices", "--key", "id", "--axis", "date",
 		"--columns", "price:decimal(10,2),category:string,updated:time,opened:date", "--db", "db")
@@ -82,6 +83,7 @@ func TestDeclaredDecimalColumn(t *testing.T) {
 // (never read through a float64); a JSON string of a number is the number
 // in a decimal column and stays a string in a string column.
 func TestDeclaredJSONL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "p", "--key", "id", "--axis", "int", "--columns", "price:decimal(18,2),label:string", "--db", "db")
 	write(t, dir, "p.jsonl", `{"id":"a","at":1,"price":232.10,"label":"20.00"}`+"\n"+
@@ -103,6 +105,7 @@ func TestDeclaredJSONL(t *testing.T) {
 // value established: "10" into a float64 attribute is 10.0, "n/a" is a bad
 // row (never a new string column), and a backfill still sums it afterwards.
 func TestEstablishedTypes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "c", "--key", "id", "--axis", "date", "--group-by", "user", "--db", "db")
 	write(t, dir, "a.csv", "id,on,user,price\nk1,2024-01-01,u1,10.5\nk2,2024-01-01,u1,2.25\n")
@@ -150,6 +153,7 @@ func TestEstablishedTypes(t *testing.T) {
 // it as a --columns line and creates the table with it; --strict refuses
 // undeclared attributes.
 func TestCreateColumnsFrom(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, dir, "s.csv", "id,on,price,qty,opened,seen,name,flag\n"+
 		"a,2024-01-01,232.10,3,2024-01-01,2024-01-01T10:00:00Z,x,true\n"+
@@ -186,6 +190,7 @@ func TestCreateColumnsFrom(t *testing.T) {
 // history; values stored before a widening print as the new type; refusals
 // name table, column and types and change nothing.
 func TestAlterAndDescribe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "p", "--key", "id", "--axis", "int", "--columns", "price:decimal(6,2),qty:int64 not null", "--db", "db")
 	write(t, dir, "a.csv", "id,at,price,qty\na,1,1.5,2\n")
@@ -237,6 +242,7 @@ func TestAlterAndDescribe(t *testing.T) {
 // its file and line. Parquet export writes DECIMAL columns that load back
 // exactly.
 func TestDeclaredExportImport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "p", "--key", "id", "--axis", "int", "--columns", "price:decimal(10,2)", "--strict", "--db", "db")
 	ok(t, dir, "create", "m", "--key", "id", "--axis", "int", "--mixed-types", "--db", "db")
@@ -308,6 +314,7 @@ func TestDeclaredExportImport(t *testing.T) {
 // JSON lines loads back, into a table declared from the export itself
 // (create --columns-from), with the same decimals digit for digit.
 func TestDecimalRoundTripCSVAndJSONL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "p", "--key", "id", "--axis", "int", "--columns", "price:decimal(12,3),n:int64", "--db", "db")
 	write(t, dir, "a.csv", "id,at,price,n\na,1,232.1,1\nb,1,-0.005,2\nc,1,123456789.125,\n")

@@ -70,6 +70,7 @@ func holdStore(t *testing.T, dir string) (release func()) {
 // --wait retries the lock for as long as it says and names whom it waited
 // for; a command waiting longer than the holder runs once it lets go.
 func TestWaitForLockedStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, dir, "a.csv", "id,at,tier\na,1,gold\n")
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")
@@ -94,6 +95,7 @@ func TestWaitForLockedStore(t *testing.T) {
 // --read-only opens beside other read-only opens, changes nothing in the
 // store's directory, and refuses writes.
 func TestReadOnlyFlag(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, dir, "a.csv", "id,at,tier\na,1,gold\n")
 	ok(t, dir, "create", "t", "--key", "id", "--axis", "int", "--db", "db")

@@ -33,6 +33,7 @@ type vanishedEntry struct{ fs.DirEntry }
 func (vanishedEntry) Info() (fs.FileInfo, error) { return nil, fs.ErrNotExist }
 
 func TestTreeSizeSkipsFilesDeletedDuringTheWalk(t *testing.T) {
+	t.Parallel()
 	files := fstest.MapFS{
 		"MANIFEST-000001": {Data: make([]byte, 10)},
 		"000010.sst":      {Data: make([]byte, 1000)},
@@ -48,6 +49,7 @@ func TestTreeSizeSkipsFilesDeletedDuringTheWalk(t *testing.T) {
 }
 
 func TestDirSizeOfMissingStoreIsAnError(t *testing.T) {
+	t.Parallel()
 	_, _, err := dirSize(t.TempDir() + "/absent")
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("dirSize of a missing directory: err = %v, want fs.ErrNotExist", err)
@@ -55,6 +57,7 @@ func TestDirSizeOfMissingStoreIsAnError(t *testing.T) {
 }
 
 func TestStatsKeyspaces(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ok(t, dir, "create", "customers", "--key", "id", "--axis", "int", "--db", "db")
 	write(t, dir, "c.csv", "id,at,city\nc1,1,Oslo\nc1,5,Bergen\n")

@@ -11,6 +11,7 @@ import (
 // (ts - 10950d, ts], and 2024-01-01 minus 10950 days is 1994-01-08. The same
 // births loaded as int64 microseconds give the same counts.
 func TestBackfillWindowOnTimeColumn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	births := []struct{ user, rfc, micros string }{
 		{"b1", "1994-01-08T00:00:00Z", "757987200000000"},         // exactly ts - 10950d: outside

@@ -37,6 +37,7 @@ func rec(t *testing.T, from, to, txFrom, txTo string, sk uint64, attrs store.Att
 }
 
 func TestTimelineGolden(t *testing.T) {
+	t.Parallel()
 	const tx1, tx2, tx3 = "2024-05-01T10:00:00Z", "2024-05-02T09:30:00.25Z", "2024-06-01T00:00:00Z"
 	trondheim := store.Attrs{"name": "Bo", "city": "Trondheim"}
 	stavanger := store.Attrs{"name": "Bo", "city": "Stavanger"}
@@ -128,6 +129,7 @@ func TestTimelineGolden(t *testing.T) {
 
 // TestTimelineCommand checks the command end to end: one block per transaction.
 func TestTimelineCommand(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	correct(t, dir)
 	r := ok(t, dir, "history", "customers", "c1", "--timeline", "--db", "db")

@@ -10,6 +10,7 @@ import (
 // TestVacuumCommand: a table created with --retain-tx loses the records retired
 // longer ago; a read before the horizon fails, reads after it still work.
 func TestVacuumCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fails(t, dir, 2, "--retain-tx", "create", "customers", "--key", "customer_id", "--retain-tx", "soon", "--db", "db")
 	r := ok(t, dir, "create", "customers", "--key", "customer_id", "--axis", "date", "--retain-tx", "1ms", "--db", "db")
