@@ -37,7 +37,7 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	since, err := param(r, "since", "0", parseSince)
+	since, err := param(r, "since", "0", cli.ParseSince)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -53,7 +53,7 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if since == 0 {
-		if since, err = h.horizon(t); err != nil {
+		if since, err = cli.TableHorizon(h.db, t); err != nil {
 			writeErr(w, err)
 			return
 		}
@@ -99,26 +99,6 @@ func limitParam(r *http.Request, def int) (int, error) {
 		return 0, &badRequest{"bitempo: limit: want a positive integer"}
 	}
 	return limit, nil
-}
-
-// parseSince reads since: a transaction time, or 0 for the first commit
-// still held.
-func parseSince(s string) (int64, error) {
-	if s == "0" {
-		return 0, nil
-	}
-	return cli.ParseTx(s)
-}
-
-// horizon returns t's retention horizon: the transaction its feed starts
-// after (0 when it was never vacuumed).
-func (h *handler) horizon(t *store.Table) (int64, error) {
-	s, err := h.db.Snapshot()
-	if err != nil {
-		return 0, err
-	}
-	defer s.Close()
-	return s.Horizon(t)
 }
 
 func changeOf(t *store.Table, c query.Change) changeJSON {

@@ -22,6 +22,14 @@ func ParseValid(t *store.Table, s string) (int64, error) { return parseAxisValue
 // ParseTx parses a transaction time as --tx does; 0 is the latest commit.
 func ParseTx(s string) (int64, error) { return parseTx(s) }
 
+// ParseSince parses a change feed's start as changes --since does: a
+// transaction time, or 0 (or "beginning") for the first commit still held.
+func ParseSince(s string) (int64, error) { return parseSince(s) }
+
+// TableHorizon returns t's retention horizon, after which a feed that starts
+// at 0 begins (0 when t was never vacuumed).
+func TableHorizon(db *store.DB, t *store.Table) (int64, error) { return tableHorizon(db, t) }
+
 // FormatValid prints a valid time of t as the tool does ("" for an open end).
 func FormatValid(t *store.Table, v int64) string { return formatAxisValue(t.Axis, v) }
 
