@@ -13,6 +13,7 @@ import (
 )
 
 func TestStoreErrors(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	fails(t, dir, 1, "no bitempo store at nothere", "get", "customers", "c1", "--db", "nothere")
 	if _, err := os.Stat(filepath.Join(dir, "nothere")); !os.IsNotExist(err) {
@@ -121,6 +122,7 @@ func brokenStore(t *testing.T, dir string) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	r := ok(t, dir, "verify", "--db", "db")
 	if strings.TrimSpace(r.stdout) != "db: 1 tables, 4 keys, 7 records: ok" {
@@ -134,6 +136,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestCorruptValue(t *testing.T) {
+	t.Parallel()
 	dir := customersStore(t)
 	db, err := store.Open(filepath.Join(dir, "db"), store.Options{})
 	if err != nil {

@@ -23,13 +23,13 @@ import (
 // Every test calls t.Parallel but those that cannot share the process: a test
 // works in its own t.TempDir and changes no package state, environment or
 // working directory. The exceptions read a package-wide counter
-// (LoadRowsHeldPeak), signal the binary at moments measured on an idle
-// machine, or open a store in this process: a child that another test forks
-// meanwhile holds a copy of the descriptor of the store's directory lock (a
-// flock) until it execs, so the store may still be locked just after Close
-// (the parallel subtests of such a test fork nothing). Since a test mostly waits for the binary it runs, and the binary
-// for its disk syncs, TestMain runs up to parallelPerCPU tests per CPU at once
-// unless -test.parallel says otherwise.
+// (LoadRowsHeldPeak) or signal the binary at moments measured on an idle
+// machine. Tests that open a store in this process run in parallel too: a
+// store's directory lock is released for every descriptor of it, including
+// the copy a child forked by another test holds until it execs. Since a test
+// mostly waits for the binary it runs, and the binary for its disk syncs,
+// TestMain runs up to parallelPerCPU tests per CPU at once unless
+// -test.parallel says otherwise.
 
 var binary string
 

@@ -48,6 +48,7 @@ func walOnlyStore(t *testing.T, dir string, n int) string {
 // to create a store; for a damaged write-ahead log, the way out (recover),
 // which keeps the transactions before the damage and lists the lost ones.
 func TestDamagedStoreMessages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	wal := walOnlyStore(t, dir, 100)
 	b, err := os.ReadFile(wal)

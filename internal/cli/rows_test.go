@@ -28,6 +28,7 @@ import (
 // deletes, at the latest and at past transaction times, with and without
 // --attrs (a name no record holds included), --prefix and valid-time windows.
 func TestRowReadsPrintAsMapReads(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
