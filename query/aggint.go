@@ -122,6 +122,14 @@ func (p *plan) fillRaw(m *member, raw store.RawAttrs, key store.Key) error {
 	return raw.WalkInto(&p.scratch, p.walk)
 }
 
+// clone returns a copy of p for another goroutine: the same features and
+// projected table, with walk state and interned strings of its own.
+func (p *plan) clone() *plan {
+	c := *p
+	c.walking, c.walk, c.scratch, c.strs = nil, nil, encoding.Value{}, nil
+	return &c
+}
+
 // maxInterned bounds the distinct strings a plan interns.
 const maxInterned = 1 << 12
 

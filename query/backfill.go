@@ -3,10 +3,14 @@ package query
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -74,6 +78,11 @@ type BackfillRow struct {
 // before its first row. Table-wide backfills read every version of the table
 // alive at each distinct transaction time into memory.
 //
+// A backfill of many rows (at least 4,096 per goroutine) over several groups
+// computes its groups on every core (GOMAXPROCS), each goroutine on a fork of
+// the snapshot; the rows, their order, the error and the Progress calls are
+// still the caller's goroutine's, as above (docs/design/backfill-workers.md).
+//
 // Backfill is BackfillRows with each row's features boxed into a fresh slice.
 func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[BackfillRow, error] {
 	return backfillOn(r, table, rows, aggs, opts, intPath)
@@ -84,13 +93,13 @@ func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts Bac
 // with typed accessors, and nothing is allocated per row. Rows come in input
 // order, as Backfill's do.
 func BackfillRows(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
-	return backfillRowsOn(r, table, rows, aggs, opts, intPath, evalByShape)
+	return backfillRowsOn(r, table, rows, aggs, opts, intPath, evalByShape, 0)
 }
 
 // backfillOn is Backfill on the given path.
 func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath) iter.Seq2[BackfillRow, error] {
 	return func(yield func(BackfillRow, error) bool) {
-		for row, err := range backfillRowsOn(r, table, rows, aggs, opts, path, evalByShape) {
+		for row, err := range backfillRowsOn(r, table, rows, aggs, opts, path, evalByShape, 0) {
 			if err != nil {
 				yield(BackfillRow{}, err)
 				return
@@ -107,8 +116,9 @@ func backfillOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts B
 }
 
 // backfillRowsOn is BackfillRows on the given path, evaluating runs of rows
-// by rule eval.
-func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule) iter.Seq2[*FeatureRow, error] {
+// by rule eval, computing groups on workers goroutines (0 chooses by the
+// batch's size, backfillWorkers).
+func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule, workers int) iter.Seq2[*FeatureRow, error] {
 	return func(yield func(*FeatureRow, error) bool) {
 		s, release, err := r.AcquireSnapshot()
 		if err != nil {
@@ -116,7 +126,7 @@ func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, op
 			return
 		}
 		defer release()
-		b, err := newBackfill(s, table, rows, aggs, opts, path, eval)
+		b, err := newBackfill(s, table, rows, aggs, opts, path, eval, workers)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -170,13 +180,21 @@ func (r *FeatureRow) Float(k int) (float64, bool) {
 // uint64, float64, time.Time, encoding.Decimal or an attribute's value).
 func (r *FeatureRow) Value(k int) any { return r.val(k).any() }
 
+// backfill is one backfill's rows, bucketed by group, and their computed
+// features. Its groups are computed by evaluators: one on the backfill's
+// goroutine, or one per worker goroutine for a batch large enough to share
+// (backfillWorkers). Evaluators write the cells of their own groups' rows
+// only; the rows are yielded on the backfill's goroutine.
 type backfill struct {
-	s      *store.Snapshot
-	p      *plan
-	rows   []LeftRow
-	opts   BackfillOptions
-	lastTx int64
-	nf     int
+	s       *store.Snapshot
+	p       *plan
+	rows    []LeftRow
+	opts    BackfillOptions
+	lastTx  int64
+	nf      int
+	eval    evalRule
+	workers int    // goroutines computing groups; 0 chooses by the batch's size
+	boxed   []bool // per plan.attrs: some feature needs the values boxed
 
 	groups   [][]byte // encoded group keys, in order of first appearance
 	bounds   []int    // group g's rows are order[bounds[g]:bounds[g+1]]
@@ -186,24 +204,34 @@ type backfill struct {
 	txs      []int64 // resolved transaction time per row
 
 	cells    []cell // row i's features are cells[i*nf : (i+1)*nf]
-	refs     []any  // values of valRef cells
-	ready    []bool
-	next     int // first row not yet yielded
+	next     int    // first row not yet yielded
 	computed int
 	swept    int // groups finished
 	reported int // rows computed at the last Progress call
 	calls    int // Progress calls so far
 
-	// scan reads the groups' records, adding through onEntry those whose valid
-	// period meets [loadFrom, loadTo] (loadGroup).
-	scan             *store.GroupScan
+	// scan reads the groups' records on the backfill's goroutine.
+	scan *store.GroupScan
+}
+
+// evaluator computes the features of whole groups of a backfill: it reads a
+// group's records and sweeps its rows. It owns every buffer it fills, so
+// evaluators on different goroutines (each with a fork of the snapshot and a
+// copy of the plan) share nothing they write but the cells of their own
+// groups' rows.
+type evaluator struct {
+	b    *backfill
+	s    *store.Snapshot
+	p    *plan
+	scan *store.GroupScan
+	// onEntry adds the group's records whose valid period meets [loadFrom,
+	// loadTo] (loadGroup).
 	onEntry          func(*store.GroupEntry) error
 	loadFrom, loadTo int64
 
 	// Reused buffers: members of the current group (or table-wide load), and
 	// per filter the sweep's edges and membership states.
 	mem          memberBuf
-	boxed        []bool    // per plan.attrs: some feature needs the values boxed
 	cols         []colPath // per plan.attrs: how the loaded members hold the column
 	starts, ends [][]edge
 	states       [][]uint8
@@ -211,11 +239,15 @@ type backfill struct {
 	next2        [][2]int // per filter: the sweep's next start and end
 	// Per filter, the spans of a direct evaluation's members (backfill_direct.go).
 	spans [][]memberSpan
-	eval  evalRule
+
+	refs      []any  // values of the valRef cells this evaluator computed
+	rows      int    // rows computed
+	beforeRow func() // called before each row is computed (progress), if set
 }
 
 // cell is a computed feature value waiting for its row to be yielded: a val
-// without its pointer (a valRef's n indexes backfill.refs).
+// without its pointer (a valRef's n indexes the refs of the evaluator that
+// computed it).
 type cell struct {
 	kind uint8
 	n    uint64
@@ -227,7 +259,7 @@ type edge struct {
 	id int32
 }
 
-func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule) (*backfill, error) {
+func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions, path aggPath, eval evalRule, workers int) (*backfill, error) {
 	if len(rows) > math.MaxInt32 {
 		return nil, fmt.Errorf("bitempo: backfill of %d rows: at most %d per call", len(rows), math.MaxInt32)
 	}
@@ -239,10 +271,8 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if err != nil {
 		return nil, err
 	}
-	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(), cols: make([]colPath, len(p.attrs)),
-		starts: make([][]edge, len(p.filters)), ends: make([][]edge, len(p.filters)), states: make([][]uint8, len(p.filters)),
-		spans: make([][]memberSpan, len(p.filters)), eval: eval, scan: s.GroupScan(p.t)}
-	b.onEntry = b.addEntry
+	b := &backfill{s: s, p: p, rows: rows, opts: opts, lastTx: s.LastTx(), nf: len(p.feats), boxed: p.boxedCols(),
+		eval: eval, workers: workers, scan: s.GroupScan(p.t)}
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
 	}
@@ -255,8 +285,17 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 		return nil, err
 	}
 	b.cells = make([]cell, len(rows)*b.nf)
-	b.ready = make([]bool, len(rows))
 	return b, nil
+}
+
+// newEvaluator returns an evaluator of b's groups reading through s and
+// scan with plan p (b's own, or a copy for another goroutine).
+func (b *backfill) newEvaluator(s *store.Snapshot, p *plan, scan *store.GroupScan) *evaluator {
+	nf := len(p.filters)
+	e := &evaluator{b: b, s: s, p: p, scan: scan, cols: make([]colPath, len(p.attrs)),
+		starts: make([][]edge, nf), ends: make([][]edge, nf), states: make([][]uint8, nf), spans: make([][]memberSpan, nf)}
+	e.onEntry = e.addEntry
+	return e
 }
 
 // bucket assigns rows to groups in order of first appearance and lays out each
@@ -322,47 +361,224 @@ func clustered(rowGroup []int32) bool {
 	return true
 }
 
+// minRowsPerWorker is the fewest rows of a backfill worth a worker goroutine
+// of their own: a worker forks the snapshot and copies the plan, and below
+// this many rows that costs more than the rows it takes off the others.
+const minRowsPerWorker = 1 << 12
+
+// backfillWorkers returns how many goroutines compute b's groups: one per
+// core (GOMAXPROCS), at most one per group and per minRowsPerWorker rows. A
+// table-wide backfill is one group, computed on the backfill's goroutine.
+func (b *backfill) backfillWorkers() int {
+	if b.workers > 0 {
+		return max(1, min(b.workers, len(b.groups)))
+	}
+	return max(1, min(runtime.GOMAXPROCS(0), len(b.groups), len(b.rows)/minRowsPerWorker))
+}
+
 // run computes the groups in b.visit order and yields each row once every
 // row before it is done and every group that first appears before its group
 // is computed. A failing group ends the backfill once the groups appearing
 // before it are computed: the rows yielded and the error are those of
-// computing the groups in order of appearance.
+// computing the groups in order of appearance, however many goroutines
+// compute them.
 func (b *backfill) run(yield func(*FeatureRow, error) bool) {
-	row := &FeatureRow{}
-	done := make([]bool, len(b.groups))
-	prefix := 0 // groups 0..prefix-1 are computed
-	fail, failErr := len(b.groups), error(nil)
+	f := &rowFeed{b: b, yield: yield, done: make([]bool, len(b.groups)), fail: len(b.groups)}
+	if n := b.backfillWorkers(); n > 1 {
+		b.runWorkers(f, n)
+		return
+	}
+	f.owner, f.refs = nil, make([][]any, 1)
+	e := b.newEvaluator(b.s, b.p, b.scan)
+	e.beforeRow = func() {
+		b.computed = e.rows
+		b.progress(b.swept, false)
+	}
 	for n, g := range b.visit {
-		if int(g) > fail {
+		if int(g) > f.fail {
 			continue // a group appearing before it failed
 		}
 		b.swept = n
-		if err := b.group(int(g)); err != nil {
-			fail, failErr = int(g), err
-			continue
+		err := e.group(int(g))
+		b.computed = e.rows
+		if err == nil {
+			b.swept = n + 1
 		}
-		done[g] = true
-		for prefix < len(done) && done[prefix] {
-			prefix++
+		if !f.finished(int(g), 0, e.refs, err) {
+			return
 		}
-		b.progress(n+1, false)
-		for b.next < len(b.rows) && int(b.rowGroup[b.next]) < prefix {
-			row.Index, row.cells, row.refs = b.next, b.cells[b.next*b.nf:(b.next+1)*b.nf], b.refs
-			b.next++
-			if !yield(row, nil) {
+	}
+	f.end(b.scan.Close())
+}
+
+// rowFeed yields a backfill's rows in input order as their groups are
+// computed, and the error of the first failing group to appear.
+type rowFeed struct {
+	b       *backfill
+	yield   func(*FeatureRow, error) bool
+	row     FeatureRow
+	done    []bool  // per group: computed
+	owner   []int32 // per group: the evaluator that computed it (nil: evaluator 0)
+	refs    [][]any // per evaluator: its valRef values as of its last finished group
+	prefix  int     // groups 0..prefix-1 are computed
+	fail    int     // the first failing group to appear so far, or len(groups)
+	failErr error
+}
+
+// finished records that evaluator w computed group g, its refs then being
+// refs, or failed on it with err, and yields the rows that are now ready. It
+// returns false if the consumer stopped.
+func (f *rowFeed) finished(g, w int, refs []any, err error) bool {
+	b := f.b
+	if err != nil {
+		if g < f.fail {
+			f.fail, f.failErr = g, err
+		}
+		return true
+	}
+	f.done[g], f.refs[w] = true, refs
+	if f.owner != nil {
+		f.owner[g] = int32(w)
+	}
+	for f.prefix < len(f.done) && f.done[f.prefix] {
+		f.prefix++
+	}
+	b.progress(b.swept, false)
+	for b.next < len(b.rows) && int(b.rowGroup[b.next]) < f.prefix {
+		w := 0
+		if f.owner != nil {
+			w = int(f.owner[b.rowGroup[b.next]])
+		}
+		f.row.Index, f.row.cells, f.row.refs = b.next, b.cells[b.next*b.nf:(b.next+1)*b.nf], f.refs[w]
+		b.next++
+		if !f.yield(&f.row, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// end yields the backfill's error, if any (a failing group's, else closeErr
+// from releasing its reads), or reports the final progress.
+func (f *rowFeed) end(closeErr error) {
+	switch {
+	case f.failErr != nil:
+		f.yield(nil, f.failErr)
+	case closeErr != nil:
+		f.yield(nil, closeErr)
+	default:
+		f.b.progress(len(f.b.groups), true)
+	}
+}
+
+// workerNote is what a worker tells the backfill's goroutine: rows computed
+// since its last note, and that it finished group g (computed, or failed with
+// err), or that it stopped (with err from releasing its reads).
+type workerNote struct {
+	kind noteKind
+	g, w int
+	rows int
+	refs []any
+	err  error
+}
+
+type noteKind uint8
+
+const (
+	noteRows    noteKind = iota // rows computed inside a group (progress)
+	noteGroup                   // group g finished
+	noteStopped                 // the worker has no more groups to compute
+)
+
+// chunksPerWorker is about how many runs of consecutive groups of its visiting
+// order each worker of a backfill takes: a worker reads a run's groups
+// forward through the group index, as one goroutine reads them all, and
+// many runs balance the goroutines.
+const chunksPerWorker = 16
+
+// runWorkers computes b's groups on n goroutines, each taking the next run of
+// consecutive groups of b.visit not yet taken (chunksPerWorker), on its own fork of the snapshot and copy of the
+// plan; the backfill's goroutine yields the rows as their groups finish, and
+// calls Progress. A worker skips a group appearing after one that failed. When
+// the consumer stops, the workers stop after their current group, and run
+// returns once they are gone (their reads are released before the
+// snapshot).
+func (b *backfill) runWorkers(f *rowFeed, n int) {
+	f.owner, f.refs = make([]int32, len(b.groups)), make([][]any, n)
+	notes := make(chan workerNote, 4*n)
+	chunk := max(1, len(b.visit)/(n*chunksPerWorker))
+	var taken atomic.Int64 // chunks of b.visit taken
+	var stop atomic.Bool
+	var fail atomic.Int64 // the first failing group to appear so far
+	fail.Store(int64(len(b.groups)))
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() { b.work(w, chunk, notes, &taken, &stop, &fail) })
+	}
+	go func() {
+		wg.Wait()
+		close(notes)
+	}()
+	defer func() {
+		stop.Store(true)
+		for range notes { // until every worker is gone
+		}
+	}()
+	var closeErr error
+	for note := range notes {
+		b.computed += note.rows
+		switch note.kind {
+		case noteRows:
+			b.progress(b.swept, false)
+		case noteGroup:
+			if note.err == nil {
+				b.swept++
+			}
+			if !f.finished(note.g, note.w, note.refs, note.err) {
 				return
+			}
+		case noteStopped:
+			closeErr = errors.Join(closeErr, note.err)
+		}
+	}
+	f.end(closeErr)
+}
+
+// work is worker w of runWorkers: it computes groups until none is left or
+// stop is set, telling the backfill's goroutine through notes.
+func (b *backfill) work(w, chunk int, notes chan<- workerNote, taken *atomic.Int64, stop *atomic.Bool, fail *atomic.Int64) {
+	s, err := b.s.Fork()
+	if err != nil {
+		notes <- workerNote{kind: noteStopped, w: w, err: err}
+		return
+	}
+	p := b.p.clone()
+	e := b.newEvaluator(s, p, s.GroupScan(p.t))
+	told := 0 // e.rows when the last note was sent
+	if b.opts.Progress != nil {
+		e.beforeRow = func() {
+			if e.rows-told >= b.opts.ProgressEvery {
+				notes <- workerNote{kind: noteRows, w: w, rows: e.rows - told}
+				told = e.rows
 			}
 		}
 	}
-	if failErr != nil {
-		yield(nil, failErr)
-		return
+	for c := int(taken.Add(1) - 1); c*chunk < len(b.visit) && !stop.Load(); c = int(taken.Add(1) - 1) {
+		for _, g := range b.visit[c*chunk : min((c+1)*chunk, len(b.visit))] {
+			if stop.Load() {
+				break
+			}
+			if int64(g) > fail.Load() {
+				continue // a group appearing before it failed
+			}
+			err := e.group(int(g))
+			for cur := fail.Load(); err != nil && int64(g) < cur && !fail.CompareAndSwap(cur, int64(g)); cur = fail.Load() {
+			}
+			notes <- workerNote{kind: noteGroup, g: int(g), w: w, rows: e.rows - told, refs: e.refs, err: err}
+			told = e.rows
+		}
 	}
-	if err := b.scan.Close(); err != nil {
-		yield(nil, err)
-		return
-	}
-	b.progress(len(b.groups), true)
+	notes <- workerNote{kind: noteStopped, w: w, err: errors.Join(e.scan.Close(), s.Close())}
 }
 
 func (b *backfill) progress(groups int, final bool) {
@@ -380,7 +596,8 @@ func (b *backfill) progress(groups int, final bool) {
 }
 
 // group computes every row of group g.
-func (b *backfill) group(g int) error {
+func (e *evaluator) group(g int) error {
+	b := e.b
 	idx := b.order[b.bounds[g]:b.bounds[g+1]]
 	slices.SortFunc(idx, func(i, j int32) int {
 		if c := cmp.Compare(b.txs[i], b.txs[j]); c != 0 {
@@ -399,7 +616,7 @@ func (b *backfill) group(g int) error {
 	var all []member
 	if !b.opts.TableWide {
 		var err error
-		if all, err = b.loadGroup(b.groups[g], minTx, maxTx, minTS, maxTS); err != nil {
+		if all, err = e.loadGroup(b.groups[g], minTx, maxTx, minTS, maxTS); err != nil {
 			return err
 		}
 	}
@@ -415,7 +632,7 @@ func (b *backfill) group(g int) error {
 		switch {
 		case b.opts.TableWide:
 			var err error
-			if ms, err = b.loadTable(tx, b.rows[run[0]].TS, b.rows[run[len(run)-1]].TS); err != nil {
+			if ms, err = e.loadTable(tx, b.rows[run[0]].TS, b.rows[run[len(run)-1]].TS); err != nil {
 				return err
 			}
 		case minTx >= b.lastTx:
@@ -429,7 +646,7 @@ func (b *backfill) group(g int) error {
 			}
 			ms = alive
 		}
-		if err := b.evaluate(ms, run); err != nil {
+		if err := e.evaluate(ms, run); err != nil {
 			return err
 		}
 		start = end
@@ -440,55 +657,55 @@ func (b *backfill) group(g int) error {
 // loadGroup reads the records of a group alive at some time in [minTx, maxTx]
 // whose valid period meets [minTS, maxTS]. The members live in buffers reused
 // by the next group.
-func (b *backfill) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
-	b.mem.reset()
-	b.loadFrom, b.loadTo = minTS, maxTS
-	if err := b.scan.Group(group, minTx, maxTx, b.onEntry); err != nil {
+func (e *evaluator) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
+	e.mem.reset()
+	e.loadFrom, e.loadTo = minTS, maxTS
+	if err := e.scan.Group(group, minTx, maxTx, e.onEntry); err != nil {
 		return nil, err
 	}
-	b.p.settleInts(b.mem.ms, b.boxed, b.cols)
-	return b.mem.ms, nil
+	e.p.settleInts(e.mem.ms, e.b.boxed, e.cols)
+	return e.mem.ms, nil
 }
 
 // addEntry adds a member for a group's record whose valid period meets
-// [b.loadFrom, b.loadTo].
-func (b *backfill) addEntry(rec *store.GroupEntry) error {
-	if rec.ValidFrom > b.loadTo || rec.ValidTo <= b.loadFrom {
+// [e.loadFrom, e.loadTo].
+func (e *evaluator) addEntry(rec *store.GroupEntry) error {
+	if rec.ValidFrom > e.loadTo || rec.ValidTo <= e.loadFrom {
 		return nil
 	}
-	return b.mem.addRecord(b.p, rec)
+	return e.mem.addRecord(e.p, rec)
 }
 
 // loadTable reads every version of the table alive at tx whose valid period
 // meets [minTS, maxTS]. The members live in buffers reused by the next load.
-func (b *backfill) loadTable(tx, minTS, maxTS int64) ([]member, error) {
-	b.mem.reset()
+func (e *evaluator) loadTable(tx, minTS, maxTS int64) ([]member, error) {
+	e.mem.reset()
 	to := maxTS + 1
 	if to < maxTS {
 		to = store.Infinity
 	}
-	for v, err := range b.s.ScanHistory(b.p.readTable(), store.Span{}, tx, minTS, to, nil) {
+	for v, err := range e.s.ScanHistory(e.p.readTable(), store.Span{}, tx, minTS, to, nil) {
 		if err != nil {
 			return nil, err
 		}
-		if err := b.mem.addVersion(b.p, &v); err != nil {
+		if err := e.mem.addVersion(e.p, &v); err != nil {
 			return nil, err
 		}
 	}
-	b.p.settleInts(b.mem.ms, b.boxed, b.cols)
-	return b.mem.ms, nil
+	e.p.settleInts(e.mem.ms, e.b.boxed, e.cols)
+	return e.mem.ms, nil
 }
 
 // sweep computes the rows of run (sorted by ts, all reading at one transaction
 // time) over ms, the versions alive at that time.
-func (b *backfill) sweep(ms []member, run []int32) error {
-	p := b.p
-	b.accs = p.newAccums(b.accs, ms, b.cols)
-	accs := b.accs
+func (e *evaluator) sweep(ms []member, run []int32) error {
+	b, p := e.b, e.p
+	e.accs = p.newAccums(e.accs, ms, e.cols)
+	accs := e.accs
 	for fi := range p.filters {
 		f := &p.filters[fi]
-		starts, ends := b.starts[fi][:0], b.ends[fi][:0]
-		state := slices.Grow(b.states[fi][:0], len(ms))[:len(ms)]
+		starts, ends := e.starts[fi][:0], e.ends[fi][:0]
+		state := slices.Grow(e.states[fi][:0], len(ms))[:len(ms)]
 		clear(state)
 		for i := range ms {
 			a, end, bad := f.span(p, &ms[i])
@@ -504,48 +721,54 @@ func (b *backfill) sweep(ms []member, run []int32) error {
 		byAt := func(x, y edge) int { return cmp.Compare(x.at, y.at) }
 		slices.SortFunc(starts, byAt)
 		slices.SortFunc(ends, byAt)
-		b.starts[fi], b.ends[fi], b.states[fi] = starts, ends, state
+		e.starts[fi], e.ends[fi], e.states[fi] = starts, ends, state
 		for _, k := range f.feats {
 			accs[k].state = state
 		}
 	}
-	next := slices.Grow(b.next2[:0], len(p.filters))[:len(p.filters)] // per filter: next start, next end
+	next := slices.Grow(e.next2[:0], len(p.filters))[:len(p.filters)] // per filter: next start, next end
 	clear(next)
-	b.next2 = next
+	e.next2 = next
 	for _, ri := range run {
-		// Progress counts rows: checked before each row, so a group's last
-		// rows are reported with the group once it is finished.
-		b.progress(b.swept, false)
+		e.progress()
 		ts := b.rows[ri].TS
 		for fi := range p.filters {
-			if err := b.advance(accs, fi, &next[fi], ms, ts); err != nil {
+			if err := e.advance(accs, fi, &next[fi], ms, ts); err != nil {
 				return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 			}
 		}
-		if err := b.emit(ri); err != nil {
+		if err := e.emit(ri); err != nil {
 			return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
 		}
 	}
 	return nil
 }
 
-// emit stores the features of row ri, the results of b.accs, and marks the
-// row ready.
-func (b *backfill) emit(ri int32) error {
-	out := b.cells[int(ri)*b.nf : (int(ri)+1)*b.nf]
-	for k := range b.accs {
-		v, err := b.accs[k].result()
+// progress is called before each row is computed: progress counts rows, so
+// that a group's last rows are reported with the group once it is finished.
+func (e *evaluator) progress() {
+	if e.beforeRow != nil {
+		e.beforeRow()
+	}
+}
+
+// emit stores the features of row ri, the results of e.accs, in the row's
+// cells.
+func (e *evaluator) emit(ri int32) error {
+	nf := e.b.nf
+	out := e.b.cells[int(ri)*nf : (int(ri)+1)*nf]
+	for k := range e.accs {
+		v, err := e.accs[k].result()
 		if err != nil {
 			return err
 		}
 		if v.kind == valRef {
-			v.n = uint64(len(b.refs))
-			b.refs = append(b.refs, v.ref)
+			v.n = uint64(len(e.refs))
+			e.refs = append(e.refs, v.ref)
 		}
 		out[k] = cell{kind: v.kind, n: v.n}
 	}
-	b.ready[ri] = true
-	b.computed++
+	e.rows++
 	return nil
 }
 
@@ -563,9 +786,9 @@ const badWindowState uint8 = 0x80
 
 // advance brings filter fi's set to time ts: members whose span ended at or
 // before ts leave (or never enter), then members whose span started enter.
-func (b *backfill) advance(accs []accum, fi int, next *[2]int, ms []member, ts int64) error {
-	f := &b.p.filters[fi]
-	state, starts, ends := b.states[fi], b.starts[fi], b.ends[fi]
+func (e *evaluator) advance(accs []accum, fi int, next *[2]int, ms []member, ts int64) error {
+	f := &e.p.filters[fi]
+	state, starts, ends := e.states[fi], e.starts[fi], e.ends[fi]
 	for ; next[1] < len(ends) && ends[next[1]].at <= ts; next[1]++ {
 		id := ends[next[1]].id
 		if state[id] == inSet {
@@ -581,7 +804,7 @@ func (b *backfill) advance(accs []accum, fi int, next *[2]int, ms []member, ts i
 		case gone:
 			continue
 		case badWindowState:
-			return b.p.badWindow(f, &ms[id])
+			return e.p.badWindow(f, &ms[id])
 		}
 		state[id] = inSet
 		for _, k := range f.feats {

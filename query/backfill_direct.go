@@ -38,39 +38,39 @@ type memberSpan struct {
 // evaluate computes the rows of run (sorted by ts, all reading at one
 // transaction time) over ms, the versions alive at that time: directly when
 // the run has few rows for its members, else by a sweep.
-func (b *backfill) evaluate(ms []member, run []int32) error {
+func (e *evaluator) evaluate(ms []member, run []int32) error {
 	direct := len(run) <= directRowsPerBit*bits.Len(uint(len(ms)))
-	switch {
-	case b.eval == evalDirect, b.eval == evalByShape && direct:
-		return b.direct(ms, run)
+	switch eval := e.b.eval; {
+	case eval == evalDirect, eval == evalByShape && direct:
+		return e.direct(ms, run)
 	}
-	return b.sweep(ms, run)
+	return e.sweep(ms, run)
 }
 
 // direct computes the rows of run over ms as sweep does, testing for each row
 // every member's span in each filter. A row that fails is computed again by
 // a sweep from that row on, so that its error is the one the sweep reports
 // (the first member to fail in the sweep's order of entering the set).
-func (b *backfill) direct(ms []member, run []int32) error {
-	p := b.p
+func (e *evaluator) direct(ms []member, run []int32) error {
+	p := e.p
 	for fi := range p.filters {
 		f := &p.filters[fi]
-		spans := b.spans[fi][:0]
+		spans := e.spans[fi][:0]
 		for i := range ms {
 			if a, end, bad := f.span(p, &ms[i]); a < end {
 				spans = append(spans, memberSpan{a: a, b: end, id: int32(i), bad: bad})
 			}
 		}
-		b.spans[fi] = spans
+		e.spans[fi] = spans
 	}
-	b.accs = p.newAccums(b.accs, ms, b.cols)
+	e.accs = p.newAccums(e.accs, ms, e.cols)
 	for k, ri := range run {
-		b.progress(b.swept, false)
-		if err := b.directRow(ms, ri); err != nil {
-			if serr := b.sweep(ms, run[k:]); serr != nil {
+		e.progress()
+		if err := e.directRow(ms, ri); err != nil {
+			if serr := e.sweep(ms, run[k:]); serr != nil {
 				return serr
 			}
-			return fmt.Errorf("backfill row %d: %w", ri, b.inGroup(err, ri))
+			return fmt.Errorf("backfill row %d: %w", ri, e.b.inGroup(err, ri))
 		}
 	}
 	return nil
@@ -78,16 +78,16 @@ func (b *backfill) direct(ms []member, run []int32) error {
 
 // directRow computes row ri over ms: the accumulators emptied, each member
 // whose span holds the row's ts added to its filter's features.
-func (b *backfill) directRow(ms []member, ri int32) error {
-	p := b.p
-	ts := b.rows[ri].TS
-	accs := b.accs
+func (e *evaluator) directRow(ms []member, ri int32) error {
+	p := e.p
+	ts := e.b.rows[ri].TS
+	accs := e.accs
 	for k := range accs {
 		accs[k].restart()
 	}
 	for fi := range p.filters {
 		f := &p.filters[fi]
-		for _, s := range b.spans[fi] {
+		for _, s := range e.spans[fi] {
 			if ts < s.a || ts >= s.b {
 				continue
 			}
@@ -101,5 +101,5 @@ func (b *backfill) directRow(ms []member, ri int32) error {
 			}
 		}
 	}
-	return b.emit(ri)
+	return e.emit(ri)
 }

@@ -20,5 +20,11 @@ const (
 
 // BackfillRowsEval is BackfillRows evaluating runs of rows by rule eval.
 func BackfillRowsEval(eval EvalRule, r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
-	return backfillRowsOn(r, table, rows, aggs, opts, intPath, eval)
+	return backfillRowsOn(r, table, rows, aggs, opts, intPath, eval, 0)
+}
+
+// BackfillRowsWorkers is BackfillRows computing its groups on workers
+// goroutines, however few its rows.
+func BackfillRowsWorkers(workers int, r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
+	return backfillRowsOn(r, table, rows, aggs, opts, intPath, evalByShape, workers)
 }

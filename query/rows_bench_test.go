@@ -277,3 +277,32 @@ func processCPU(b *testing.B) int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkBackfillWorkers backfills the shape of BenchmarkBackfillRows
+// through BackfillRows with its groups computed on one goroutine and on one
+// per core (as BackfillRows chooses for a batch this large), reporting wall
+// time and CPU time per left row.
+func BenchmarkBackfillWorkers(b *testing.B) {
+	db, rows, aggs := rowsAggSetup(b)
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("goroutines=%d", workers), func(b *testing.B) {
+			before, cpu := mallocs(), processCPU(b)
+			sums := make([]int64, len(rows))
+			for b.Loop() {
+				for r, err := range query.BackfillRowsWorkers(workers, s, "contracts", rows, aggs, query.BackfillOptions{}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					sums[r.Index], _ = r.Int(1)
+				}
+			}
+			reportPer(b, len(rows), "row", before)
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*len(rows)), "cpu-ns/row")
+		})
+	}
+}

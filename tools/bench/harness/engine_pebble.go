@@ -460,8 +460,10 @@ func (e *pebbleEngine) loadAggregates(a *aggData) error {
 	return e.startReads()
 }
 
-// backfill buckets the rows by user; per user it reads the user's versions
-// with one seek and aggregates them in Go for each of the user's rows.
+// backfill buckets the rows by user and deals the users, in key order, into
+// one contiguous share per core (as bitempo computes its groups on every
+// core); per user it reads the user's versions with one seek and aggregates
+// them in Go for each of the user's rows.
 func (e *pebbleEngine) backfill(out []features) error {
 	byUser := map[string][]int{}
 	var users []string
@@ -472,20 +474,39 @@ func (e *pebbleEngine) backfill(out []features) error {
 		byUser[r.user] = append(byUser[r.user], i)
 	}
 	slices.Sort(users)
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(users)))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		share := users[w*len(users)/workers : (w+1)*len(users)/workers]
+		wg.Go(func() { errs[w] = e.backfillUsers(share, byUser, out) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// backfillUsers computes the rows of users, in order, with an iterator of
+// its own.
+func (e *pebbleEngine) backfillUsers(users []string, byUser map[string][]int, out []features) error {
+	it, err := e.db.NewIter(nil)
+	if err != nil {
+		return err
+	}
 	var vs []contractVersion
+	var buf []byte
 	for _, user := range users {
 		vs = vs[:0]
-		e.buf = keyPrefix(e.buf[:0], 0, user)
-		for ok := e.it.SeekGE(e.buf); ok && bytes.HasPrefix(e.it.Key(), e.buf); ok = e.it.Next() {
-			val := e.it.Value()
-			vs = append(vs, contractVersion{from: decodeDesc(e.it.Key()[len(e.buf):]), to: int64(binary.BigEndian.Uint64(val)),
+		buf = keyPrefix(buf[:0], 0, user)
+		for ok := it.SeekGE(buf); ok && bytes.HasPrefix(it.Key(), buf); ok = it.Next() {
+			val := it.Value()
+			vs = append(vs, contractVersion{from: decodeDesc(it.Key()[len(buf):]), to: int64(binary.BigEndian.Uint64(val)),
 				amount: int64(binary.BigEndian.Uint64(val[8:])), status: string(val[16:])})
 		}
 		for _, i := range byUser[user] {
 			out[i] = aggregateVersions(vs, e.rows[i].ts)
 		}
 	}
-	return e.it.Error()
+	return errors.Join(it.Error(), it.Close())
 }
 
 func (e *pebbleEngine) settle() error {
