@@ -12,8 +12,16 @@ import (
 
 // TestResolveSplits runs the batch join with more key ranges than goroutines,
 // with one goroutine, with ranges that hold no fact, and with string keys whose
-// first eight bytes tie, and compares every answer with VersionAt.
+// first eight bytes tie (the probes' first prefix), whose first sixteen tie
+// (both prefixes), and of both lengths, and compares every answer with
+// VersionAt.
 func TestResolveSplits(t *testing.T) {
+	for _, format := range []string{"customer-%05d", "customer-account-%05d", "c-%d"} {
+		t.Run(format, func(t *testing.T) { testResolveSplits(t, format) })
+	}
+}
+
+func testResolveSplits(t *testing.T, format string) {
 	db, err := store.Open("db", store.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +32,7 @@ func TestResolveSplits(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	key := func(i int) store.Key { return store.Key{fmt.Sprintf("customer-%05d", i)} } // ties on 8 bytes
+	key := func(i int) store.Key { return store.Key{fmt.Sprintf(format, i)} }
 	if _, err := txn.Update(db, func(tx *txn.Tx) error {
 		for i := range 300 {
 			for v := range 1 + rng.IntN(4) {
