@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -55,8 +56,20 @@ func TestBackfillDirectMatchesSweep(t *testing.T) {
 // renderEval renders a backfill by rule eval: each row's index, values and
 // their types, and the error that ends it.
 func renderEval(r store.Reader, eval query.EvalRule, rows []query.LeftRow, aggs []query.Agg, opts query.BackfillOptions) string {
+	return renderFeatures(query.BackfillRowsEval(eval, r, "c", rows, aggs, opts), -1)
+}
+
+// renderFeatures renders a backfill's rows (each row's index, values and
+// their types, and the error that ends it), stopping after limit rows when
+// limit >= 0.
+func renderFeatures(rows iter.Seq2[*query.FeatureRow, error], limit int) string {
 	var b strings.Builder
-	for row, err := range query.BackfillRowsEval(eval, r, "c", rows, aggs, opts) {
+	n := 0
+	for row, err := range rows {
+		if n == limit {
+			break
+		}
+		n++
 		if err != nil {
 			fmt.Fprintf(&b, "error: %v\n", err)
 			break

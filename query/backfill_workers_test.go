@@ -57,25 +57,7 @@ func TestBackfillOnWorkersAsOnOne(t *testing.T) {
 // renderWorkers renders a backfill on workers goroutines as renderEval does,
 // stopping after limit rows when limit >= 0.
 func renderWorkers(r store.Reader, workers int, rows []query.LeftRow, aggs []query.Agg, limit int) string {
-	var b strings.Builder
-	n := 0
-	for row, err := range query.BackfillRowsWorkers(workers, r, "c", rows, aggs, query.BackfillOptions{}) {
-		if n == limit {
-			break
-		}
-		n++
-		if err != nil {
-			fmt.Fprintf(&b, "error: %v\n", err)
-			break
-		}
-		fmt.Fprintf(&b, "%d:", row.Index)
-		for k := range row.Len() {
-			v := row.Value(k)
-			fmt.Fprintf(&b, " %v (%T)", v, v)
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
+	return renderFeatures(query.BackfillRowsWorkers(workers, r, "c", rows, aggs, query.BackfillOptions{}), limit)
 }
 
 // TestBackfillProgressOnWorkers checks Progress on a backfill computed by

@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -252,18 +253,9 @@ func BenchmarkBackfillEval(b *testing.B) {
 		eval query.EvalRule
 	}{{"sweep", query.EvalSweep}, {"direct", query.EvalDirect}, {"byshape", query.EvalByShape}} {
 		b.Run(c.name, func(b *testing.B) {
-			before, cpu := mallocs(), processCPU(b)
-			sums := make([]int64, len(rows))
-			for b.Loop() {
-				for r, err := range query.BackfillRowsEval(c.eval, s, "contracts", rows, aggs, query.BackfillOptions{}) {
-					if err != nil {
-						b.Fatal(err)
-					}
-					sums[r.Index], _ = r.Int(1)
-				}
-			}
-			reportPer(b, len(rows), "row", before)
-			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*len(rows)), "cpu-ns/row")
+			benchFeatureRows(b, len(rows), func() iter.Seq2[*query.FeatureRow, error] {
+				return query.BackfillRowsEval(c.eval, s, "contracts", rows, aggs, query.BackfillOptions{})
+			})
 		})
 	}
 }
@@ -291,18 +283,26 @@ func BenchmarkBackfillWorkers(b *testing.B) {
 	defer s.Close()
 	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
 		b.Run(fmt.Sprintf("goroutines=%d", workers), func(b *testing.B) {
-			before, cpu := mallocs(), processCPU(b)
-			sums := make([]int64, len(rows))
-			for b.Loop() {
-				for r, err := range query.BackfillRowsWorkers(workers, s, "contracts", rows, aggs, query.BackfillOptions{}) {
-					if err != nil {
-						b.Fatal(err)
-					}
-					sums[r.Index], _ = r.Int(1)
-				}
-			}
-			reportPer(b, len(rows), "row", before)
-			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*len(rows)), "cpu-ns/row")
+			benchFeatureRows(b, len(rows), func() iter.Seq2[*query.FeatureRow, error] {
+				return query.BackfillRowsWorkers(workers, s, "contracts", rows, aggs, query.BackfillOptions{})
+			})
 		})
 	}
+}
+
+// benchFeatureRows times the backfill backfill returns, reading one feature
+// of each of its n rows, and reports heap allocations and CPU time per row.
+func benchFeatureRows(b *testing.B, n int, backfill func() iter.Seq2[*query.FeatureRow, error]) {
+	before, cpu := mallocs(), processCPU(b)
+	sums := make([]int64, n)
+	for b.Loop() {
+		for r, err := range backfill() {
+			if err != nil {
+				b.Fatal(err)
+			}
+			sums[r.Index], _ = r.Int(1)
+		}
+	}
+	reportPer(b, n, "row", before)
+	b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*n), "cpu-ns/row")
 }
