@@ -71,6 +71,13 @@
 //     at an older transaction time are merged too, with one forward pass over
 //     the current index and one over history that reads each probed key's
 //     versions alive at that time once (store/lookuppast.go).
+//   - Resolve and large group backfills use every core (GOMAXPROCS), each
+//     goroutine on a fork of the reader's snapshot; neither takes a knob for
+//     it, GOMAXPROCS being the process's. ResolveRows calls its callback from
+//     those goroutines, concurrently; BackfillRows and Backfill yield every row
+//     on the caller's goroutine, in input order, with the rows, error and
+//     Progress calls of computing the groups one by one
+//     (docs/design/backfill-workers.md).
 //   - Every read takes its options struct as its last argument, and the zero
 //     value reads with the defaults (a callback follows it). Get, GetRow and
 //     GetBySK share GetOptions; the other reads have their own.
