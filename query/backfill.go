@@ -497,12 +497,12 @@ const (
 const chunksPerWorker = 16
 
 // runWorkers computes b's groups on n goroutines, each taking the next run of
-// consecutive groups of b.visit not yet taken (chunksPerWorker), on its own fork of the snapshot and copy of the
-// plan; the backfill's goroutine yields the rows as their groups finish, and
-// calls Progress. A worker skips a group appearing after one that failed. When
-// the consumer stops, the workers stop after their current group, and run
-// returns once they are gone (their reads are released before the
-// snapshot).
+// consecutive groups of b.visit not yet taken (chunksPerWorker), on its own
+// fork of the snapshot and copy of the plan; the backfill's goroutine yields
+// the rows as their groups finish, and calls Progress. A worker skips a group
+// appearing after one that failed. When the consumer stops, the workers stop
+// after their current group, and runWorkers returns once they are gone (their
+// reads are released before the snapshot).
 func (b *backfill) runWorkers(f *rowFeed, n int) {
 	f.owner, f.refs = make([]int32, len(b.groups)), make([][]any, n)
 	notes := make(chan workerNote, 4*n)
@@ -572,13 +572,20 @@ func (b *backfill) work(w, chunk int, notes chan<- workerNote, taken *atomic.Int
 				continue // a group appearing before it failed
 			}
 			err := e.group(int(g))
-			for cur := fail.Load(); err != nil && int64(g) < cur && !fail.CompareAndSwap(cur, int64(g)); cur = fail.Load() {
+			if err != nil {
+				lowerTo(fail, int64(g))
 			}
 			notes <- workerNote{kind: noteGroup, g: int(g), w: w, rows: e.rows - told, refs: e.refs, err: err}
 			told = e.rows
 		}
 	}
 	notes <- workerNote{kind: noteStopped, w: w, err: errors.Join(e.scan.Close(), s.Close())}
+}
+
+// lowerTo sets v to x if x is smaller.
+func lowerTo(v *atomic.Int64, x int64) {
+	for cur := v.Load(); x < cur && !v.CompareAndSwap(cur, x); cur = v.Load() {
+	}
 }
 
 func (b *backfill) progress(groups int, final bool) {
