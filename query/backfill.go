@@ -383,12 +383,13 @@ func (b *backfill) backfillWorkers() int {
 // computing the groups in order of appearance, however many goroutines
 // compute them.
 func (b *backfill) run(yield func(*FeatureRow, error) bool) {
-	f := &rowFeed{b: b, yield: yield, done: make([]bool, len(b.groups)), fail: len(b.groups)}
-	if n := b.backfillWorkers(); n > 1 {
+	n := b.backfillWorkers()
+	f := &rowFeed{b: b, yield: yield, done: make([]bool, len(b.groups)), owner: make([]int32, len(b.groups)),
+		refs: make([][]any, n), fail: len(b.groups)}
+	if n > 1 {
 		b.runWorkers(f, n)
 		return
 	}
-	f.owner, f.refs = nil, make([][]any, 1)
 	e := b.newEvaluator(b.s, b.p, b.scan)
 	e.beforeRow = func() {
 		b.computed = e.rows
@@ -418,7 +419,7 @@ type rowFeed struct {
 	yield   func(*FeatureRow, error) bool
 	row     FeatureRow
 	done    []bool  // per group: computed
-	owner   []int32 // per group: the evaluator that computed it (nil: evaluator 0)
+	owner   []int32 // per group: the evaluator that computed it
 	refs    [][]any // per evaluator: its valRef values as of its last finished group
 	prefix  int     // groups 0..prefix-1 are computed
 	fail    int     // the first failing group to appear so far, or len(groups)
@@ -436,19 +437,13 @@ func (f *rowFeed) finished(g, w int, refs []any, err error) bool {
 		}
 		return true
 	}
-	f.done[g], f.refs[w] = true, refs
-	if f.owner != nil {
-		f.owner[g] = int32(w)
-	}
+	f.done[g], f.owner[g], f.refs[w] = true, int32(w), refs
 	for f.prefix < len(f.done) && f.done[f.prefix] {
 		f.prefix++
 	}
 	b.progress(b.swept, false)
 	for b.next < len(b.rows) && int(b.rowGroup[b.next]) < f.prefix {
-		w := 0
-		if f.owner != nil {
-			w = int(f.owner[b.rowGroup[b.next]])
-		}
+		w := f.owner[b.rowGroup[b.next]]
 		f.row.Index, f.row.cells, f.row.refs = b.next, b.cells[b.next*b.nf:(b.next+1)*b.nf], f.refs[w]
 		b.next++
 		if !f.yield(&f.row, nil) {
@@ -504,7 +499,6 @@ const chunksPerWorker = 16
 // after their current group, and runWorkers returns once they are gone (their
 // reads are released before the snapshot).
 func (b *backfill) runWorkers(f *rowFeed, n int) {
-	f.owner, f.refs = make([]int32, len(b.groups)), make([][]any, n)
 	notes := make(chan workerNote, 4*n)
 	chunk := max(1, len(b.visit)/(n*chunksPerWorker))
 	var taken atomic.Int64 // chunks of b.visit taken
