@@ -167,23 +167,30 @@ func (m *merge) lookup(valid int64) (Version, MissReason, error) {
 // found classifies the iterator's record, the key's version with the greatest
 // valid_from <= valid.
 func (m *merge) found(from, valid int64) (Version, MissReason, error) {
-	head, err := decodeHead(m.t, m.it.Value(), from, 0)
+	// With a WithRawAttrs table the head is decoded once, its attributes left
+	// in stored form (raw, valid only during LookupSorted's fn).
+	value := m.it.Value()
+	split := m.attrs && m.t.rawAttrs && !encoding.SharesAttrs(value)
+	var head encoding.RecordValue
+	var b []byte
+	var err error
+	if split {
+		head, b, err = decodeHeadSplit(m.t, value, from, 0)
+	} else {
+		head, err = decodeHead(m.t, value, from, 0)
+	}
 	if err != nil {
 		return Version{}, 0, err
 	}
 	if valid >= head.ValidTo { // a later version, if any, sorts before this one
 		return Version{}, ClassifyMiss(true, !m.atFirst), nil
 	}
-	var raw RawAttrs // with a WithRawAttrs table, valid only during LookupSorted's fn
+	var raw RawAttrs
 	switch {
-	case m.attrs && m.t.rawAttrs && !encoding.SharesAttrs(m.it.Value()):
-		var b []byte
-		if _, b, err = decodeHeadSplit(m.t, m.it.Value(), from, 0); err != nil {
-			return Version{}, 0, err
-		}
+	case split:
 		raw = RawAttrs{b: b, name: m.s.attrNames(m.t).nameFn, proj: m.t.proj}
 	case m.attrs:
-		if head, err = m.s.decodeRecord(m.t, m.it.Value(), from, 0); err != nil {
+		if head, err = m.s.decodeRecord(m.t, value, from, 0); err != nil {
 			return Version{}, 0, err
 		}
 	}
