@@ -10,6 +10,29 @@ import (
 	"github.com/bitempo/bitempo/store"
 )
 
+// probeTables returns a snapshot of an empty in-memory store with one table
+// per key type, keyed by one column of that type; the test closes both.
+func probeTables(t testing.TB, keyTypes ...store.KeyType) (*store.Snapshot, []*store.Table) {
+	db, err := store.Open("db", store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tables := make([]*store.Table, len(keyTypes))
+	for i, kt := range keyTypes {
+		def := store.TableDef{Name: fmt.Sprintf("t%d", i), Key: []store.KeyColumn{{Name: "id", Type: kt}}}
+		if tables[i], err = db.CreateTable(def); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, tables
+}
+
 // TestSortProbesAsSortFunc checks the probes' specialised sort against
 // slices.SortFunc with compare on keys of every length around the prefixes'
 // 16 bytes (long keys tying on them included), keys that are prefixes of
@@ -17,24 +40,8 @@ import (
 // order or reversed, and with the partitions' depth exhausted at once, so the
 // fallback sorts too.
 func TestSortProbesAsSortFunc(t *testing.T) {
-	db, err := store.Open("db", store.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	strs, err := db.CreateTable(store.TableDef{Name: "s", Key: []store.KeyColumn{{Name: "id", Type: store.String}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ints, err := db.CreateTable(store.TableDef{Name: "i", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := db.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, tables := probeTables(t, store.String, store.Int64)
+	strs, ints := tables[0], tables[1]
 	rng := rand.New(rand.NewPCG(3, 4))
 	randomKey := func() store.Key {
 		switch rng.IntN(4) {
@@ -115,20 +122,8 @@ func TestSortProbesAsSortFunc(t *testing.T) {
 // harness's key shape (zero-padded identifiers, ten facts per key) with the
 // specialised sort and with slices.SortFunc.
 func BenchmarkProbeSort(b *testing.B) {
-	db, err := store.Open("db", store.Options{InMemory: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	tb, err := db.CreateTable(store.TableDef{Name: "d", Key: []store.KeyColumn{{Name: "id", Type: store.String}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := db.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s, tables := probeTables(b, store.String)
+	tb := tables[0]
 	rng := rand.New(rand.NewPCG(1, 2))
 	facts := make([]Fact, rangeSize)
 	for i := range facts {
