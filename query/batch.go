@@ -127,9 +127,9 @@ const insertionMax = 16
 // quicksort specialised to probes: slices.SortFunc calls its comparison
 // through a function value and copies both 48-byte probes into each call,
 // where prefixBefore inlines and reads them in place (BenchmarkProbeSort, a
-// range of 65,536 probes: 2.5x faster). Probes
-// whose prefixes agree then lie together; a run of them with keys longer than
-// the prefixes is sorted again by its whole keys.
+// range of 65,536 probes: 2.5x faster). Probes whose prefixes agree then lie
+// together; a run of them with keys longer than the prefixes is sorted again
+// by its whole keys.
 func (bt *batch) sortProbes(ps []probe) {
 	quicksortProbes(ps, 2*bits.Len(uint(len(ps))))
 	bt.sortLongRuns(ps)
