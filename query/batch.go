@@ -56,13 +56,26 @@ type probe struct {
 	index     uint32 // position of the fact in the input
 }
 
-// batch is a batch of facts being resolved.
+// batch is a batch of facts being resolved. Its input is cut into chunks, one
+// per goroutine, whose keys are encoded side by side; a fact's probe is built
+// from them when it is dealt into its key range, so that a batch holds each
+// probe once: at 10M facts each copy is 480 MB of memory written.
 type batch struct {
 	s      *store.Snapshot
 	t      *store.Table
 	facts  []Fact
-	keys   [][]byte  // encoded keys, one buffer per input chunk
-	chunks [][]probe // probes, per input chunk
+	starts []int      // chunk c holds facts[starts[c]:starts[c+1]]
+	keys   [][]byte   // encoded keys, one buffer per chunk
+	ends   [][]uint32 // ends[c][i] is where the key of the chunk's fact i ends in keys[c]
+}
+
+// newBatch returns a batch of facts cut into the given number of chunks.
+func newBatch(s *store.Snapshot, t *store.Table, facts []Fact, chunks int) *batch {
+	bt := &batch{s: s, t: t, facts: facts, starts: make([]int, chunks+1), keys: make([][]byte, chunks), ends: make([][]uint32, chunks)}
+	for c := range bt.starts {
+		bt.starts[c] = c * len(facts) / chunks
+	}
+	return bt
 }
 
 func (bt *batch) tuple(p *probe) []byte {
@@ -255,16 +268,13 @@ func collect(res *Resolution, row *ResolvedRow, attrs, raw bool) error {
 
 // resolveEach is resolveBatch with its number of goroutines and key ranges.
 func resolveEach(s *store.Snapshot, t *store.Table, facts []Fact, attrs bool, workers, nranges int, fn func(*ResolvedRow) error) error {
-	bt := &batch{s: s, t: t, facts: facts, keys: make([][]byte, workers), chunks: make([][]probe, workers)}
+	bt := newBatch(s, t, facts, workers)
 	errs := make([]error, workers)
-	parallel(workers, func(c int) { errs[c] = bt.encode(c, c*len(facts)/workers, (c+1)*len(facts)/workers) })
+	parallel(workers, func(c int) { errs[c] = bt.encode(c) })
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	ranges := bt.chunks
-	if nranges > 1 {
-		ranges = bt.deal(bt.splitters(nranges))
-	}
+	ranges := bt.deal(bt.splitters(nranges))
 	var next atomic.Int64
 	var stop atomic.Bool // a goroutine failed: the others stop at their next range
 	parallel(workers, func(w int) {
@@ -289,40 +299,53 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// encode encodes the keys of facts[lo:hi] as chunk c.
-func (bt *batch) encode(c, lo, hi int) error {
+// encode encodes the keys of chunk c's facts.
+func (bt *batch) encode(c int) error {
+	lo, hi := bt.starts[c], bt.starts[c+1]
 	var buf []byte
-	probes := make([]probe, hi-lo)
+	ends := make([]uint32, hi-lo)
 	for i := lo; i < hi; i++ {
-		f := &bt.facts[i]
-		start := len(buf)
 		var err error
-		if buf, err = bt.t.AppendKey(buf, f.Key); err != nil {
+		if buf, err = bt.t.AppendKey(buf, bt.facts[i].Key); err != nil {
 			return fmt.Errorf("bitempo: resolve fact %d: %w", i, err)
 		}
 		if len(buf) > math.MaxUint32 {
 			return fmt.Errorf("bitempo: resolve: the keys of one batch exceed %d bytes", uint32(math.MaxUint32))
 		}
-		var pfx [16]byte
-		n := len(buf) - start
-		copy(pfx[:15], buf[start+1:])
-		pfx[15] = byte(min(n, shortKey+1))
-		probes[i-lo] = probe{pfx: binary.BigEndian.Uint64(pfx[:8]), pfx2: binary.BigEndian.Uint64(pfx[8:]), valid: f.At, tx: resolveTx(bt.s, f.Tx),
-			off: uint32(start), n: uint32(n), chunk: uint32(c), index: uint32(i)}
+		ends[i-lo] = uint32(len(buf))
 	}
-	bt.keys[c], bt.chunks[c] = buf, probes
+	bt.keys[c], bt.ends[c] = buf, ends
 	return nil
 }
 
+// probe returns the probe of chunk c's fact i.
+func (bt *batch) probe(c, i int) probe {
+	var start uint32
+	if i > 0 {
+		start = bt.ends[c][i-1]
+	}
+	end := bt.ends[c][i]
+	key := bt.keys[c][start:end]
+	var pfx [16]byte
+	copy(pfx[:15], key[1:]) // an encoded key holds at least its type tag
+	pfx[15] = byte(min(len(key), shortKey+1))
+	index := bt.starts[c] + i
+	return probe{pfx: binary.BigEndian.Uint64(pfx[:8]), pfx2: binary.BigEndian.Uint64(pfx[8:]), valid: bt.facts[index].At,
+		tx: resolveTx(bt.s, bt.facts[index].Tx), off: start, n: end - start, chunk: uint32(c), index: uint32(index)}
+}
+
 // splitters returns n-1 probes whose keys cut the batch into n key ranges of
-// about equal size, from a regular sample.
+// about equal size, from a regular sample; none for an empty batch.
 func (bt *batch) splitters(n int) []probe {
 	var sample []probe
-	for _, c := range bt.chunks {
-		step := max(1, len(c)/(64*n))
-		for i := 0; i < len(c); i += step {
-			sample = append(sample, c[i])
+	for c, ends := range bt.ends {
+		step := max(1, len(ends)/(64*n))
+		for i := 0; n > 1 && i < len(ends); i += step {
+			sample = append(sample, bt.probe(c, i))
 		}
+	}
+	if len(sample) == 0 {
+		return nil
 	}
 	slices.SortFunc(sample, func(a, b probe) int { return bt.compareKeys(&a, &b) })
 	splitters := make([]probe, n-1)
@@ -332,44 +355,56 @@ func (bt *batch) splitters(n int) []probe {
 	return splitters
 }
 
-// deal moves the probes into len(splitters)+1 key ranges: range r holds the keys
-// from splitters[r-1] (inclusive) to splitters[r]. Each chunk first counts its
-// probes per range, then copies them to its own slots of each range.
+// deal builds the batch's probes into len(splitters)+1 key ranges: range r
+// holds the keys from splitters[r-1] (inclusive) to splitters[r]. Each chunk
+// first counts its facts per range, then writes their probes to its own slots
+// of each range.
 func (bt *batch) deal(splitters []probe) [][]probe {
 	n := len(splitters) + 1
-	where := make([][]uint16, len(bt.chunks)) // the range of each probe (maxRanges)
-	counts := make([][]int, len(bt.chunks))
-	parallel(len(bt.chunks), func(c int) {
-		where[c], counts[c] = make([]uint16, len(bt.chunks[c])), make([]int, n)
-		for i := range bt.chunks[c] {
-			p := &bt.chunks[c][i]
-			r, _ := slices.BinarySearchFunc(splitters, p, func(s probe, p *probe) int {
-				if bt.compareKeys(&s, p) <= 0 {
-					return -1
+	where := make([][]uint16, len(bt.ends)) // the range of each fact (maxRanges); nil for one range
+	counts := make([][]int, len(bt.ends))
+	parallel(len(bt.ends), func(c int) {
+		counts[c] = make([]int, n)
+		if n == 1 {
+			counts[c][0] = len(bt.ends[c])
+			return
+		}
+		where[c] = make([]uint16, len(bt.ends[c]))
+		for i := range bt.ends[c] {
+			p := bt.probe(c, i)
+			r, hi := 0, len(splitters) // r becomes the first splitter above p
+			for r < hi {
+				m := int(uint(r+hi) >> 1)
+				if bt.compareKeys(&splitters[m], &p) <= 0 {
+					r = m + 1
+				} else {
+					hi = m
 				}
-				return 1
-			})
+			}
 			where[c][i] = uint16(r)
 			counts[c][r]++
 		}
 	})
 	ranges := make([][]probe, n)
-	offsets := make([][]int, len(bt.chunks))
+	offsets := make([][]int, len(bt.ends))
 	for c := range offsets {
 		offsets[c] = make([]int, n)
 	}
 	for r := range ranges {
 		total := 0
-		for c := range bt.chunks {
+		for c := range bt.ends {
 			offsets[c][r] = total
 			total += counts[c][r]
 		}
 		ranges[r] = make([]probe, total)
 	}
-	parallel(len(bt.chunks), func(c int) {
-		for i, p := range bt.chunks[c] {
-			r := where[c][i]
-			ranges[r][offsets[c][r]] = p
+	parallel(len(bt.ends), func(c int) {
+		for i := range bt.ends[c] {
+			r := 0
+			if where[c] != nil {
+				r = int(where[c][i])
+			}
+			ranges[r][offsets[c][r]] = bt.probe(c, i)
 			offsets[c][r]++
 		}
 	})
@@ -388,26 +423,34 @@ func (bt *batch) mergeRanges(ranges [][]probe, next *atomic.Int64, stop *atomic.
 		}
 		defer func() { err = errors.Join(err, s.Close()) }()
 	}
-	var lookups []store.Probe
+	var bufs mergeBuffers
 	for r := next.Add(1) - 1; r < int64(len(ranges)) && !stop.Load(); r = next.Add(1) - 1 {
-		if lookups, err = bt.merge(s, ranges[r], lookups, attrs, row, fn); err != nil {
+		if err = bt.merge(s, ranges[r], &bufs, attrs, row, fn); err != nil {
 			return err
 		}
+		ranges[r] = nil // merged: its memory is free to reuse
 	}
 	return nil
 }
 
+// mergeBuffers are the lookups and their gathered keys of one merge, reused by
+// a goroutine's next one.
+type mergeBuffers struct {
+	lookups []store.Probe
+	tuples  []byte
+}
+
 // merge sorts one key range and resolves it with one forward pass of one
-// iterator, calling fn with row set to each answer. lookups is a buffer it
-// reuses and returns. An error from fn, or a malformed record a typed
+// iterator, calling fn with row set to each answer, in bufs. An error from fn, or a malformed record a typed
 // accessor met during fn, stops the merge: fn is not called again.
-func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe, attrs bool, row *ResolvedRow,
-	fn func(*ResolvedRow) error) ([]store.Probe, error) {
+func (bt *batch) merge(s *store.Snapshot, probes []probe, bufs *mergeBuffers, attrs bool, row *ResolvedRow,
+	fn func(*ResolvedRow) error) error {
 	if len(probes) == 0 {
-		return lookups, nil
+		return nil
 	}
 	bt.sortProbes(probes)
-	lookups = slices.Grow(lookups[:0], len(probes))[:len(probes)]
+	bufs.lookups = slices.Grow(bufs.lookups[:0], len(probes))[:len(probes)]
+	lookups := bufs.lookups
 	// The keys are gathered in merge order, each once: the encoded keys lie
 	// in input order, so reading them in merge order (LookupSorted compares
 	// each probe's key with the one before) would miss the cache per probe
@@ -416,7 +459,8 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe,
 	for i := range probes {
 		n += int(probes[i].n)
 	}
-	tuples := make([]byte, 0, n)
+	bufs.tuples = slices.Grow(bufs.tuples[:0], n)
+	tuples := bufs.tuples
 	var prev []byte
 	for i := range probes {
 		p := &probes[i]
@@ -446,5 +490,5 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, lookups []store.Probe,
 		}
 		fnErr = cmp.Or(fn(row), view.err)
 	})
-	return lookups, cmp.Or(err, fnErr)
+	return cmp.Or(err, fnErr)
 }

@@ -88,11 +88,12 @@ func TestSortProbesAsSortFunc(t *testing.T) {
 		for _, n := range []int{0, 1, 2, 3, insertionMax, insertionMax + 1, 100, 5000} {
 			for _, depth := range []int{-1, 0, 1} {
 				tb, facts := shape(n)
-				bt := &batch{s: s, t: tb, facts: facts, keys: make([][]byte, 1), chunks: make([][]probe, 1)}
-				if err := bt.encode(0, 0, n); err != nil {
+				bt := newBatch(s, tb, facts, 1)
+				if err := bt.encode(0); err != nil {
 					t.Fatal(err)
 				}
-				got, want := slices.Clone(bt.chunks[0]), slices.Clone(bt.chunks[0])
+				got := bt.deal(nil)[0]
+				want := slices.Clone(got)
 				if depth < 0 {
 					bt.sortProbes(got)
 				} else {
@@ -129,11 +130,12 @@ func BenchmarkProbeSort(b *testing.B) {
 	for i := range facts {
 		facts[i] = Fact{Key: store.Key{fmt.Sprintf("c%09d", rng.IntN(rangeSize/10))}, At: rng.Int64N(1 << 40)}
 	}
-	bt := &batch{s: s, t: tb, facts: facts, keys: make([][]byte, 1), chunks: make([][]probe, 1)}
-	if err := bt.encode(0, 0, len(facts)); err != nil {
+	bt := newBatch(s, tb, facts, 1)
+	if err := bt.encode(0); err != nil {
 		b.Fatal(err)
 	}
-	work := make([]probe, len(facts))
+	probes := bt.deal(nil)[0]
+	work := make([]probe, len(probes))
 	for _, sorter := range []struct {
 		name string
 		sort func([]probe)
@@ -143,10 +145,75 @@ func BenchmarkProbeSort(b *testing.B) {
 	} {
 		b.Run(sorter.name, func(b *testing.B) {
 			for b.Loop() {
-				copy(work, bt.chunks[0])
+				copy(work, probes)
 				sorter.sort(work)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(facts)), "ns/probe")
 		})
+	}
+}
+
+// TestDealKeepsEachKeyInOneRange deals batches of facts, cut into 1 to 3
+// chunks, into 1 to 40 key ranges and checks that every fact lands once, with
+// the probe its chunk builds for it, that a key's facts share one range, and
+// that the ranges lie in key order.
+func TestDealKeepsEachKeyInOneRange(t *testing.T) {
+	s, tables := probeTables(t, store.String)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 50, 3000} {
+		facts := make([]Fact, n)
+		for i := range facts {
+			key := fmt.Sprintf("k%d", rng.IntN(max(1, n/4)))
+			if rng.IntN(3) == 0 {
+				key = "customer-account-" + key // longer than the prefixes
+			}
+			facts[i] = Fact{Key: store.Key{key}, At: rng.Int64N(100)}
+		}
+		for _, chunks := range []int{1, 2, 3} {
+			for _, nranges := range []int{1, 2, 7, 40} {
+				bt := newBatch(s, tables[0], facts, chunks)
+				for c := range chunks {
+					if err := bt.encode(c); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ranges := bt.deal(bt.splitters(nranges))
+				want := nranges
+				if n == 0 {
+					want = 1 // no sample to cut at
+				}
+				if len(ranges) != want {
+					t.Fatalf("%d facts, %d chunks: %d ranges, want %d", n, chunks, len(ranges), want)
+				}
+				rangeOf := map[string]int{}
+				seen := make([]bool, n)
+				var last []byte
+				for r, probes := range ranges {
+					slices.SortFunc(probes, bt.compare)
+					for _, p := range probes {
+						key := bt.tuple(&p)
+						if seen[p.index] {
+							t.Fatalf("%d facts, %d chunks, %d ranges: fact %d dealt twice", n, chunks, nranges, p.index)
+						}
+						seen[p.index] = true
+						c := slices.IndexFunc(bt.starts[1:], func(start int) bool { return int(p.index) < start })
+						if want := bt.probe(c, int(p.index)-bt.starts[c]); p != want {
+							t.Fatalf("%d facts, %d chunks, %d ranges: fact %d dealt as %+v, want %+v", n, chunks, nranges, p.index, p, want)
+						}
+						if got, ok := rangeOf[string(key)]; ok && got != r {
+							t.Fatalf("%d facts, %d chunks, %d ranges: key %q in ranges %d and %d", n, chunks, nranges, key, got, r)
+						}
+						rangeOf[string(key)] = r
+						if strings.Compare(string(last), string(key)) > 0 {
+							t.Fatalf("%d facts, %d chunks, %d ranges: key %q in range %d after %q", n, chunks, nranges, key, r, last)
+						}
+						last = key
+					}
+				}
+				if i := slices.Index(seen, false); i >= 0 {
+					t.Fatalf("%d facts, %d chunks, %d ranges: fact %d not dealt", n, chunks, nranges, i)
+				}
+			}
+		}
 	}
 }
