@@ -441,8 +441,9 @@ type mergeBuffers struct {
 }
 
 // merge sorts one key range and resolves it with one forward pass of one
-// iterator, calling fn with row set to each answer, in bufs. An error from fn, or a malformed record a typed
-// accessor met during fn, stops the merge: fn is not called again.
+// iterator, in bufs, calling fn with row set to each answer. An error from fn,
+// or a malformed record a typed accessor met during fn, stops the merge: fn is
+// not called again.
 func (bt *batch) merge(s *store.Snapshot, probes []probe, bufs *mergeBuffers, attrs bool, row *ResolvedRow,
 	fn func(*ResolvedRow) error) error {
 	if len(probes) == 0 {

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -204,7 +205,7 @@ func TestDealKeepsEachKeyInOneRange(t *testing.T) {
 							t.Fatalf("%d facts, %d chunks, %d ranges: key %q in ranges %d and %d", n, chunks, nranges, key, got, r)
 						}
 						rangeOf[string(key)] = r
-						if strings.Compare(string(last), string(key)) > 0 {
+						if bytes.Compare(last, key) > 0 {
 							t.Fatalf("%d facts, %d chunks, %d ranges: key %q in range %d after %q", n, chunks, nranges, key, r, last)
 						}
 						last = key
