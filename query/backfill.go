@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"iter"
 	"math"
 	"runtime"
@@ -302,27 +303,14 @@ func (b *backfill) newEvaluator(s *store.Snapshot, p *plan, scan *store.GroupSca
 // group's rows contiguously in b.order (a counting sort, stable by index).
 func (b *backfill) bucket() error {
 	b.rowGroup = make([]int32, len(b.rows))
-	rowGroup := b.rowGroup
 	if !b.opts.TableWide {
-		ids := map[string]int32{}
-		var buf []byte
-		for i := range b.rows {
-			var err error
-			buf, err = b.p.t.AppendGroupKey(buf[:0], b.rows[i].Group)
-			if err != nil {
-				return fmt.Errorf("backfill row %d: %w", i, err)
-			}
-			id, ok := ids[string(buf)]
-			if !ok {
-				id = int32(len(b.groups))
-				ids[string(buf)] = id
-				b.groups = append(b.groups, slices.Clone(buf))
-			}
-			rowGroup[i] = id
+		if err := b.assignGroups(); err != nil {
+			return err
 		}
 	} else if len(b.rows) > 0 {
 		b.groups = [][]byte{nil}
 	}
+	rowGroup := b.rowGroup
 	b.bounds = make([]int, len(b.groups)+1)
 	for _, g := range rowGroup {
 		b.bounds[g+1]++
@@ -342,6 +330,64 @@ func (b *backfill) bucket() error {
 	}
 	if !clustered(rowGroup) {
 		slices.SortFunc(b.visit, func(g, h int32) int { return bytes.Compare(b.groups[g], b.groups[h]) })
+	}
+	return nil
+}
+
+// groupKeyHash hashes a group key for assignGroups; a test replaces it with
+// one that collides.
+var groupKeyHash = maphash.Bytes
+
+// assignGroups sets b.rowGroup and b.groups: each row's group, numbered in
+// order of first appearance, and each group's encoded key. It allocates per
+// batch, not per group or row: the groups' keys are appended to one buffer,
+// and the map that finds a row's group is keyed by a hash of the key (seeded
+// per call), checked against the group's key; a key whose hash another
+// group's key already has (a chance of 2^-64 per pair) goes into a second map
+// keyed by the key itself.
+func (b *backfill) assignGroups() error {
+	seed := maphash.MakeSeed()
+	ids := map[uint64]int32{}
+	var collided map[string]int32
+	var buf, keys []byte
+	var ends []int // group g's key is keys[ends[g-1]:ends[g]]
+	key := func(g int32) []byte {
+		if g == 0 {
+			return keys[:ends[0]]
+		}
+		return keys[ends[g-1]:ends[g]]
+	}
+	add := func() int32 {
+		keys = append(keys, buf...)
+		ends = append(ends, len(keys))
+		return int32(len(ends) - 1)
+	}
+	for i := range b.rows {
+		var err error
+		if buf, err = b.p.t.AppendGroupKey(buf[:0], b.rows[i].Group); err != nil {
+			return fmt.Errorf("backfill row %d: %w", i, err)
+		}
+		h := groupKeyHash(seed, buf)
+		id, ok := ids[h]
+		switch {
+		case !ok:
+			id = add()
+			ids[h] = id
+		case !bytes.Equal(key(id), buf):
+			if id, ok = collided[string(buf)]; !ok {
+				if collided == nil {
+					collided = map[string]int32{}
+				}
+				id = add()
+				collided[string(buf)] = id
+			}
+		}
+		b.rowGroup[i] = id
+	}
+	b.groups = make([][]byte, len(ends))
+	for g := range b.groups {
+		k := key(int32(g))
+		b.groups[g] = k[:len(k):len(k)]
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"hash/maphash"
 	"iter"
 
 	"github.com/bitempo/bitempo/store"
@@ -27,4 +28,22 @@ func BackfillRowsEval(eval EvalRule, r store.Reader, table string, rows []LeftRo
 // goroutines, however few its rows.
 func BackfillRowsWorkers(workers int, r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
 	return backfillRowsOn(r, table, rows, aggs, opts, intPath, evalByShape, workers)
+}
+
+// SetGroupKeyHash makes backfills hash group keys with h, so a test can
+// make keys collide, until the returned function restores the hash.
+func SetGroupKeyHash(h func(maphash.Seed, []byte) uint64) (restore func()) {
+	old := groupKeyHash
+	groupKeyHash = h
+	return func() { groupKeyHash = old }
+}
+
+// BackfillGroups returns how a backfill of rows over table groups them: each
+// group's encoded key, in order of first appearance, and each row's group.
+func BackfillGroups(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg) (groups [][]byte, rowGroup []int32, err error) {
+	b, err := newBackfill(s, table, rows, aggs, BackfillOptions{}, intPath, evalByShape, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.groups, b.rowGroup, b.scan.Close()
 }
