@@ -91,8 +91,9 @@ func Backfill(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts Bac
 
 // BackfillRows is Backfill yielding each row as a view of its computed
 // features (FeatureRow), valid until the next iteration: the features are read
-// with typed accessors, and nothing is allocated per row. Rows come in input
-// order, as Backfill's do.
+// with typed accessors, and nothing is allocated per row or per group (the
+// batch's buffers grow a few times in all). Rows come in input order, as
+// Backfill's do.
 func BackfillRows(r store.Reader, table string, rows []LeftRow, aggs []Agg, opts BackfillOptions) iter.Seq2[*FeatureRow, error] {
 	return backfillRowsOn(r, table, rows, aggs, opts, intPath, evalByShape, 0)
 }
