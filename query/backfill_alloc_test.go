@@ -44,14 +44,7 @@ func TestBackfillRowsAllocatePerBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var aggs []query.Agg
-	for _, spec := range []string{"count", "sum(amount)", "count_distinct(status)"} {
-		a, err := query.ParseAgg(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		aggs = append(aggs, a)
-	}
+	aggs := parseAggs(t, "count", "sum(amount)", "count_distinct(status)")
 	s, err := db.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -84,4 +77,18 @@ func TestBackfillRowsAllocatePerBatch(t *testing.T) {
 		t.Errorf("%.0f allocations for %d groups, %.0f for %d: %.2f per extra group, want a constant per batch",
 			small, users/20, large, users, perGroup)
 	}
+}
+
+// parseAggs parses specs with query.ParseAgg, failing t on an error.
+func parseAggs(t testing.TB, specs ...string) []query.Agg {
+	t.Helper()
+	aggs := make([]query.Agg, len(specs))
+	for i, spec := range specs {
+		a, err := query.ParseAgg(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aggs[i] = a
+	}
+	return aggs
 }

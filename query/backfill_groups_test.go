@@ -46,14 +46,7 @@ func TestBackfillGroupsSurviveHashCollisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var aggs []query.Agg
-	for _, spec := range []string{"count", "sum(amount)"} {
-		a, err := query.ParseAgg(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		aggs = append(aggs, a)
-	}
+	aggs := parseAggs(t, "count", "sum(amount)")
 	rows := make([]query.LeftRow, 500)
 	for i := range rows { // users u40-u44 have no contracts
 		rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(45))}, TS: rng.Int64N(40)}
