@@ -15,6 +15,9 @@ import (
 // times the groups may allocate more only for the growth of its buffers
 // (each doubling is one allocation), not for each of its groups.
 func TestBackfillRowsAllocatePerBatch(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not counted under the race detector (race_test.go)")
+	}
 	const users = 2_000
 	db, err := store.Open("db", store.Options{InMemory: true, NoSync: true})
 	if err != nil {
