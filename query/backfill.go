@@ -351,17 +351,12 @@ func (b *backfill) assignGroups() error {
 	ids := map[uint64]int32{}
 	var collided map[string]int32
 	var buf, keys []byte
-	var ends []int // group g's key is keys[ends[g-1]:ends[g]]
-	key := func(g int32) []byte {
-		if g == 0 {
-			return keys[:ends[0]]
-		}
-		return keys[ends[g-1]:ends[g]]
-	}
+	bounds := []int{0} // group g's key is keys[bounds[g]:bounds[g+1]]
+	key := func(g int32) []byte { return keys[bounds[g]:bounds[g+1]:bounds[g+1]] }
 	add := func() int32 {
 		keys = append(keys, buf...)
-		ends = append(ends, len(keys))
-		return int32(len(ends) - 1)
+		bounds = append(bounds, len(keys))
+		return int32(len(bounds) - 2)
 	}
 	for i := range b.rows {
 		var err error
@@ -385,10 +380,9 @@ func (b *backfill) assignGroups() error {
 		}
 		b.rowGroup[i] = id
 	}
-	b.groups = make([][]byte, len(ends))
+	b.groups = make([][]byte, len(bounds)-1)
 	for g := range b.groups {
-		k := key(int32(g))
-		b.groups[g] = k[:len(k):len(k)]
+		b.groups[g] = key(int32(g))
 	}
 	return nil
 }
