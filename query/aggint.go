@@ -135,19 +135,41 @@ const maxInterned = 1 << 12
 
 // str returns the attribute value of string b, boxed: the same value for equal
 // contents while the plan has interned fewer than maxInterned, so a column of
-// few distinct strings (a status) costs no allocation per version.
+// few distinct strings (a status) costs no allocation per version. The last
+// strings found sit in a small table indexed by their length and end bytes,
+// looked at before the map: a column of few distinct values then costs one
+// comparison per version rather than a hash.
 func (p *plan) str(b []byte) any {
-	if s, ok := p.strs[string(b)]; ok {
-		return s
+	slot := &p.recent[recentSlot(b)]
+	if slot.v != nil && slot.s == string(b) {
+		return slot.v
 	}
-	var s any = string(b)
-	if len(p.strs) < maxInterned {
-		if p.strs == nil {
-			p.strs = map[string]any{}
+	v, ok := p.strs[string(b)]
+	if !ok {
+		v = string(b)
+		if len(p.strs) < maxInterned {
+			if p.strs == nil {
+				p.strs = map[string]any{}
+			}
+			p.strs[string(b)] = v
 		}
-		p.strs[string(b)] = s
 	}
-	return s
+	*slot = recentStr{s: v.(string), v: v}
+	return v
+}
+
+// recentStr is a string str returned, and its boxed value.
+type recentStr struct {
+	s string
+	v any
+}
+
+// recentSlot is the index in plan.recent where str looks for b first.
+func recentSlot(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	return (len(b) ^ int(b[0]) ^ int(b[len(b)-1])<<2) % len(plan{}.recent)
 }
 
 // walkAttr sets the attribute name of p.walking from its stored value v.

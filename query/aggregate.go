@@ -228,6 +228,7 @@ type plan struct {
 	walk    func(string, *encoding.Value) error
 	scratch encoding.Value // the value walks report through
 	strs    map[string]any // interned string values (str)
+	recent  [8]recentStr   // the strings str found last, by recentSlot
 }
 
 // feature is one output column.
@@ -406,6 +407,9 @@ func (p *plan) point(ms []member, ts int64) (Features, error) {
 	cols := make([]colPath, len(p.attrs))
 	p.settleInts(ms, p.boxedCols(), cols)
 	accs := p.newAccums(nil, ms, cols)
+	for k := range accs {
+		accs[k].addOnly = true
+	}
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		state := make([]uint8, len(ms))
@@ -468,6 +472,9 @@ type accum struct {
 	// (aggint.go, colDecAt).
 	scaled bool
 	scale  uint8
+	// addOnly: the set only grows until restart (a direct evaluation, a
+	// point aggregation), so the heap holds just its best member.
+	addOnly bool
 }
 
 // newAccums returns the running state of every feature over ms. cols, when
@@ -789,6 +796,15 @@ func compareVersions(a, b *member) int {
 }
 
 func (a *accum) push(id int32) {
+	if a.addOnly { // no member leaves: the best one is all the heap needs
+		switch {
+		case len(a.heap) == 0:
+			a.heap = append(a.heap, id)
+		case a.better(id, a.heap[0]):
+			a.heap[0] = id
+		}
+		return
+	}
 	h := append(a.heap, id)
 	for i := len(h) - 1; i > 0; {
 		parent := (i - 1) / 2

@@ -1,10 +1,12 @@
 package query
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // aggRandomFloat draws float64 values across the whole range: tiny and subnormal
@@ -205,4 +207,44 @@ func TestValueOrder(t *testing.T) {
 			t.Errorf("compare(%v %T, %v %T) = %d, want %d", c.a, c.a, c.b, c.b, got, c.want)
 		}
 	}
+}
+
+// TestPlanStrInterns checks plan.str over strings that share recent-string
+// slots, repeat, and outnumber what the plan interns: each call returns a
+// string equal to its input, and one boxed value per distinct string while
+// the plan interns.
+func TestPlanStrInterns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 9))
+	var words []string
+	for n := range 64 { // every length 0-7, so slots collide
+		b := make([]byte, n%8)
+		for i := range b {
+			b[i] = "abc"[rng.IntN(3)]
+		}
+		words = append(words, string(b))
+	}
+	p := &plan{}
+	first := map[string]any{}
+	for range 10_000 {
+		w := words[rng.IntN(len(words))]
+		v := p.str([]byte(w))
+		if s, ok := v.(string); !ok || s != w {
+			t.Fatalf("str(%q) = %#v", w, v)
+		}
+		if f, ok := first[w]; ok && !sameBox(f, v) {
+			t.Fatalf("str(%q) returned a second boxed value while interning", w)
+		}
+		first[w] = v
+	}
+	for i := range 2 * maxInterned { // past the interning bound: equal values still
+		w := fmt.Sprint("w", i)
+		if v := p.str([]byte(w)); v != any(w) {
+			t.Fatalf("str(%q) = %#v", w, v)
+		}
+	}
+}
+
+// sameBox reports whether two interfaces holding strings share their data.
+func sameBox(a, b any) bool {
+	return unsafe.StringData(a.(string)) == unsafe.StringData(b.(string))
 }

@@ -239,8 +239,10 @@ type evaluator struct {
 	states       [][]uint8
 	accs         []accum  // the running states of the last sweep
 	next2        [][2]int // per filter: the sweep's next start and end
-	// Per filter, the spans of a direct evaluation's members (backfill_direct.go).
-	spans [][]memberSpan
+	// A direct evaluation's members, and their spans in each filter: member
+	// j's in filter fi is spans[j*len(p.filters)+fi] (backfill_direct.go).
+	candidates []directMember
+	spans      []memberSpan
 
 	refs      []any  // values of the valRef cells this evaluator computed
 	rows      int    // rows computed
@@ -295,7 +297,7 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 func (b *backfill) newEvaluator(s *store.Snapshot, p *plan, scan *store.GroupScan) *evaluator {
 	nf := len(p.filters)
 	e := &evaluator{b: b, s: s, p: p, scan: scan, cols: make([]colPath, len(p.attrs)),
-		starts: make([][]edge, nf), ends: make([][]edge, nf), states: make([][]uint8, nf), spans: make([][]memberSpan, nf)}
+		starts: make([][]edge, nf), ends: make([][]edge, nf), states: make([][]uint8, nf)}
 	e.onEntry = e.addEntry
 	return e
 }

@@ -2,7 +2,10 @@ package query
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
+
+	"github.com/bitempo/bitempo/store"
 )
 
 // This file is the backfill's direct evaluation: for a run of few rows over
@@ -27,12 +30,19 @@ const (
 // against every member costs no more than sorting the members' edges.
 const directRowsPerBit = 4
 
-// memberSpan is a member's request times [a, b) in a filter's set; bad marks
-// a window column value that is not a time (filter.span).
+// memberSpan is a member's request times [a, b) in one filter's set; bad
+// marks a window column value that is not a time (filter.span).
 type memberSpan struct {
 	a, b int64
-	id   int32
 	bad  bool
+}
+
+// directMember is a member of a direct evaluation that belongs to some
+// filter's set at some time: [from, to) covers its span in every filter, and
+// id is its index in the load.
+type directMember struct {
+	from, to int64
+	id       int32
 }
 
 // evaluate computes the rows of run (sorted by ts, all reading at one
@@ -47,26 +57,42 @@ func (e *evaluator) evaluate(ms []member, run []int32) error {
 	return e.sweep(ms, run)
 }
 
-// direct computes the rows of run over ms as sweep does, testing for each row
-// every member's span in each filter. A row that fails is computed again by
+// direct computes the rows of run over ms as sweep does. Each member's span
+// in each filter is computed once; each row then tests every member's outer
+// span and, for the few members that hold the row's ts, the member's span in
+// each filter (one test per member rather than one per member and filter).
+// The sets only grow, so MIN, MAX, LATEST and EARLIEST keep their best member
+// rather than a heap (accum.addOnly). A row that fails is computed again by
 // a sweep from that row on, so that its error is the one the sweep reports
 // (the first member to fail in the sweep's order of entering the set).
 func (e *evaluator) direct(ms []member, run []int32) error {
 	p := e.p
-	for fi := range p.filters {
-		f := &p.filters[fi]
-		spans := e.spans[fi][:0]
-		for i := range ms {
-			if a, end, bad := f.span(p, &ms[i]); a < end {
-				spans = append(spans, memberSpan{a: a, b: end, id: int32(i), bad: bad})
+	nf := len(p.filters)
+	members, spans := e.candidates[:0], e.spans[:0]
+	for i := range ms {
+		n := len(spans)
+		outer := directMember{from: store.Infinity, to: math.MinInt64, id: int32(i)}
+		for fi := range p.filters {
+			a, end, bad := p.filters[fi].span(p, &ms[i])
+			if a < end {
+				outer.from, outer.to = min(outer.from, a), max(outer.to, end)
 			}
+			spans = append(spans, memberSpan{a: a, b: end, bad: bad})
 		}
-		e.spans[fi] = spans
+		if outer.from >= outer.to { // in no filter's set at any time
+			spans = spans[:n]
+			continue
+		}
+		members = append(members, outer)
 	}
+	e.candidates, e.spans = members, spans
 	e.accs = p.newAccums(e.accs, ms, e.cols)
+	for k := range e.accs {
+		e.accs[k].addOnly = true
+	}
 	for k, ri := range run {
 		e.progress()
-		if err := e.directRow(ms, ri); err != nil {
+		if err := e.directRow(ms, ri, nf); err != nil {
 			if serr := e.sweep(ms, run[k:]); serr != nil {
 				return serr
 			}
@@ -77,25 +103,31 @@ func (e *evaluator) direct(ms []member, run []int32) error {
 }
 
 // directRow computes row ri over ms: the accumulators emptied, each member
-// whose span holds the row's ts added to its filter's features.
-func (e *evaluator) directRow(ms []member, ri int32) error {
+// whose span in a filter holds the row's ts added to that filter's features.
+// nf is the number of filters.
+func (e *evaluator) directRow(ms []member, ri int32, nf int) error {
 	p := e.p
 	ts := e.b.rows[ri].TS
 	accs := e.accs
 	for k := range accs {
 		accs[k].restart()
 	}
-	for fi := range p.filters {
-		f := &p.filters[fi]
-		for _, s := range e.spans[fi] {
+	for j, m := range e.candidates {
+		if ts < m.from || ts >= m.to {
+			continue
+		}
+		spans := e.spans[j*nf : (j+1)*nf]
+		for fi := range spans {
+			s := &spans[fi]
 			if ts < s.a || ts >= s.b {
 				continue
 			}
+			f := &p.filters[fi]
 			if s.bad {
-				return p.badWindow(f, &ms[s.id])
+				return p.badWindow(f, &ms[m.id])
 			}
 			for _, k := range f.feats {
-				if err := accs[k].add(s.id); err != nil {
+				if err := accs[k].add(m.id); err != nil {
 					return err
 				}
 			}
