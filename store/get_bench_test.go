@@ -34,37 +34,61 @@ var (
 )
 
 func benchStore(b *testing.B) *DB {
-	benchOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "bitempo-bench-*")
-		if err != nil {
-			benchErr = err
-			return
-		}
-		benchDB, benchErr = Open(dir, Options{})
-		if benchErr != nil {
-			return
-		}
-		tb, err := benchDB.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
-		if err != nil {
-			benchErr = err
-			return
-		}
-		for round := 0; round < benchVersions && benchErr == nil; round++ {
-			for lo := 0; lo < benchKeys && benchErr == nil; lo += 10_000 {
-				benchErr = benchRound(benchDB, tb, round, lo, min(lo+10_000, benchKeys))
-			}
-			benchTxs = append(benchTxs, benchDB.LastTx())
-		}
-		if benchErr == nil {
-			// Read a settled store, as a service does, not one with a fresh pile of
-			// L0 files from the load.
-			benchErr = benchDB.Compact(context.Background())
-		}
-	})
+	benchOnce.Do(func() { benchDB, benchTxs, benchErr = buildBenchStore(benchKeys, benchVersions) })
 	if benchErr != nil {
 		b.Fatal(benchErr)
 	}
 	return benchDB
+}
+
+// Long histories: longKeys keys x longVersions versions, the same number of
+// versions as benchStore's in a tenth of the keys, built the same way.
+const (
+	longKeys     = 10_000
+	longVersions = 100
+)
+
+var (
+	longOnce sync.Once
+	longDB   *DB
+	longErr  error
+)
+
+func longHistoryStore(b *testing.B) *DB {
+	longOnce.Do(func() { longDB, _, longErr = buildBenchStore(longKeys, longVersions) })
+	if longErr != nil {
+		b.Fatal(longErr)
+	}
+	return longDB
+}
+
+// buildBenchStore builds a store of keys keys x versions versions on disk
+// and returns it with the tx of each round's last commit.
+func buildBenchStore(keys, versions int) (*DB, []int64, error) {
+	dir, err := os.MkdirTemp("", "bitempo-bench-*")
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := Open(dir, Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	tb, err := db.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
+	if err != nil {
+		return nil, nil, err
+	}
+	var txs []int64
+	for round := range versions {
+		for lo := 0; lo < keys; lo += 10_000 {
+			if err := benchRound(db, tb, round, lo, min(lo+10_000, keys)); err != nil {
+				return nil, nil, err
+			}
+		}
+		txs = append(txs, db.LastTx())
+	}
+	// Read a settled store, as a service does, not one with a fresh pile of
+	// L0 files from the load.
+	return db, txs, db.Compact(context.Background())
 }
 
 func benchKey(i int) Key { return Key{fmt.Sprintf("customer-%07d", i)} }

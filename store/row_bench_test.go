@@ -21,21 +21,43 @@ import (
 // key's valid_to. Reported: ns per key of each, the two ratios to the floor,
 // and the allocations per key of each store path (the floor's are zero).
 func BenchmarkSnapshotRows(b *testing.B) {
-	db := benchStore(b)
-	tb, _ := db.Table("dim")
-	s, err := db.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	for _, tc := range []struct {
+	benchSnapshotRows(b, benchStore(b), benchKeys, []struct {
 		name  string
 		valid int64
 	}{
 		{"valid-now", benchVersions * benchStep},
 		{"valid-mid", benchVersions*benchStep/2 + 1},   // four versions newer than the answer
 		{"valid-mid-1", benchVersions*benchStep/2 - 1}, // five
-	} {
+	})
+}
+
+// BenchmarkSnapshotRowsLongHistories is BenchmarkSnapshotRows over 10k keys x
+// 100 versions: the same number of records, ten times as many per key, where
+// leaving a key by stepping over its remaining records costs more than a
+// NextPrefix or a seek (keySkipper).
+func BenchmarkSnapshotRowsLongHistories(b *testing.B) {
+	benchSnapshotRows(b, longHistoryStore(b), longKeys, []struct {
+		name  string
+		valid int64
+	}{
+		{"valid-now", longVersions * benchStep},
+		{"valid-mid", longVersions*benchStep/2 + 1},
+	})
+}
+
+// benchSnapshotRows runs BenchmarkSnapshotRows's three paths over db's table
+// dim of keys keys at each valid time of cases.
+func benchSnapshotRows(b *testing.B, db *DB, keys int, cases []struct {
+	name  string
+	valid int64
+}) {
+	tb, _ := db.Table("dim")
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range cases {
 		paths := []func() int{
 			func() int { return scanVersions(b, s, tb, tc.valid) },
 			func() int { return scanRows(b, s, tb, tc.valid) },
@@ -51,15 +73,15 @@ func BenchmarkSnapshotRows(b *testing.B) {
 					runtime.ReadMemStats(&ms)
 					before := ms.Mallocs
 					start := time.Now()
-					if n := paths[j](); n != benchKeys {
-						b.Fatalf("path %d: %d keys, want %d", j, n, benchKeys)
+					if n := paths[j](); n != keys {
+						b.Fatalf("path %d: %d keys, want %d", j, n, keys)
 					}
 					spent[j] += time.Since(start)
 					runtime.ReadMemStats(&ms)
 					allocs[j] += ms.Mallocs - before
 				}
 			}
-			rows := float64(b.N * benchKeys)
+			rows := float64(b.N * keys)
 			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / rows }
 			b.ReportMetric(per(spent[0]), "ns/key-versions")
 			b.ReportMetric(per(spent[1]), "ns/key-rows")

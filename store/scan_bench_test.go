@@ -9,10 +9,10 @@ import (
 
 // BenchmarkScanSkip measures the snapshot scan (ScanAt at the latest
 // transaction) over benchStore's 100k keys x 10 versions, with a key's
-// remaining versions skipped by NextPrefix (where skipKey chooses it) and,
-// in the same iteration, by the SeekGE it replaced (the same store read
-// through iterators that hide NextPrefix), each first in every other iteration, so that a busy machine slows
-// both alike: at the newest valid time
+// remaining versions skipped by NextPrefix (where keySkipper chooses it)
+// and, in the same iteration, by the SeekGE it replaced (the same store read
+// through iterators that hide NextPrefix), each first in every other
+// iteration, so that a busy machine slows both alike: at the newest valid time
 // (every key's first record is the answer) and in the middle of the keys'
 // histories (a seek per key to the version in effect). Reported: ns per key
 // of each and their ratio (ns/op is both scans together).
@@ -67,7 +67,7 @@ func BenchmarkScanSkip(b *testing.B) {
 }
 
 // seekOnlyEngine is an engine whose iterators hide NextPrefix, so that a scan
-// skips a key's remaining versions with SeekGE (skipKey).
+// skips a key's remaining versions with SeekGE (keySkipper).
 type seekOnlyEngine struct{ engine.Engine }
 
 func (e seekOnlyEngine) View() (engine.View, error) {
