@@ -158,6 +158,9 @@ func (p *plan) str(b []byte) any {
 	return v
 }
 
+// recentStrs is how many strings a plan keeps where str looks first.
+const recentStrs = 8
+
 // recentStr is a string str returned, and its boxed value.
 type recentStr struct {
 	s string
@@ -169,7 +172,7 @@ func recentSlot(b []byte) int {
 	if len(b) == 0 {
 		return 0
 	}
-	return (len(b) ^ int(b[0]) ^ int(b[len(b)-1])<<2) % len(plan{}.recent)
+	return (len(b) ^ int(b[0]) ^ int(b[len(b)-1])<<2) % recentStrs
 }
 
 // walkAttr sets the attribute name of p.walking from its stored value v.

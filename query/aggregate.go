@@ -226,9 +226,9 @@ type plan struct {
 	// (aggint.go).
 	walking *member
 	walk    func(string, *encoding.Value) error
-	scratch encoding.Value // the value walks report through
-	strs    map[string]any // interned string values (str)
-	recent  [8]recentStr   // the strings str found last, by recentSlot
+	scratch encoding.Value        // the value walks report through
+	strs    map[string]any        // interned string values (str)
+	recent  [recentStrs]recentStr // the strings str found last, by recentSlot
 }
 
 // feature is one output column.

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -73,22 +74,31 @@ func buildBenchStore(keys, versions int) (*DB, []int64, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	txs, err := loadBenchStore(db, keys, versions)
+	if err != nil {
+		return nil, nil, errors.Join(err, db.Close())
+	}
+	return db, txs, nil
+}
+
+// loadBenchStore writes buildBenchStore's table into db and compacts it.
+func loadBenchStore(db *DB, keys, versions int) ([]int64, error) {
 	tb, err := db.CreateTable(TableDef{Name: "dim", Key: []KeyColumn{{Name: "id", Type: String}}})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var txs []int64
 	for round := range versions {
 		for lo := 0; lo < keys; lo += 10_000 {
 			if err := benchRound(db, tb, round, lo, min(lo+10_000, keys)); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		txs = append(txs, db.LastTx())
 	}
 	// Read a settled store, as a service does, not one with a fresh pile of
 	// L0 files from the load.
-	return db, txs, db.Compact(context.Background())
+	return txs, db.Compact(context.Background())
 }
 
 func benchKey(i int) Key { return Key{fmt.Sprintf("customer-%07d", i)} }

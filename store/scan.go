@@ -114,13 +114,15 @@ func (y *yielder[T]) fail(err error) {
 // remaining records is cheaper while there are few of them and costlier when
 // there are many: on a store of ten versions per key, stepping up to 16 times
 // took 5-8% less time than 4 steps and a NextPrefix, and on one of a hundred
-// versions per key 35-40% more (BenchmarkSnapshotRows). A scan lands on a
-// key's newest version, or a few versions in, and never sees how many records
-// the key has left; so every probeEvery keys the skipper steps up to
-// maxSkipSteps times and counts. When that probe reaches the next key after s
-// steps, the next keys get s+2 steps (at least nextsBeforeSeek); when it does
-// not, nextsBeforeSeek. A probe over long histories costs at most maxSkipSteps
-// Next calls per probeEvery keys.
+// versions per key 35-40% more (BenchmarkSnapshotRows,
+// BenchmarkSnapshotRowsLongHistories; docs/design/scan-learned-steps.md). A
+// scan lands on a key's newest version, or a few versions in, and never sees
+// how many records the key has left; so every probeEvery keys the skipper
+// steps up to maxSkipSteps times and counts. When that probe reaches the next
+// key after s steps, the next keys get s+2 steps (at least nextsBeforeSeek);
+// when it does not, nextsBeforeSeek. A probe over long histories costs at
+// most maxSkipSteps Next calls per probeEvery keys. Where a skip lands does
+// not depend on the count: only how many Next calls it spends.
 //
 // NextPrefix is Pebble's step to the next prefix: it skips the rest of the
 // key's records inside the data block it is in (Pebble marks, per entry,
@@ -161,8 +163,8 @@ func (k *keySkipper) skip(it engine.Iter, keyPfx []byte, seekNext bool) bool {
 			return false
 		}
 		if !bytes.HasPrefix(it.Key(), keyPfx) {
-			if probe {
-				k.steps = max(nextsBeforeSeek, min(i+1+2, maxSkipSteps))
+			if probe { // i+1 steps left this key: two more for keys a little longer
+				k.steps = max(nextsBeforeSeek, min(i+3, maxSkipSteps))
 			}
 			return true
 		}
