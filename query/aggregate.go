@@ -406,10 +406,7 @@ func ValueTypeName(v any) string { return store.ValueTypeName(v) }
 func (p *plan) point(ms []member, ts int64) (Features, error) {
 	cols := make([]colPath, len(p.attrs))
 	p.settleInts(ms, p.boxedCols(), cols)
-	accs := p.newAccums(nil, ms, cols)
-	for k := range accs {
-		accs[k].addOnly = true
-	}
+	accs := p.newAccums(nil, ms, cols, true)
 	for fi := range p.filters {
 		f := &p.filters[fi]
 		state := make([]uint8, len(ms))
@@ -478,11 +475,12 @@ type accum struct {
 }
 
 // newAccums returns the running state of every feature over ms. cols, when
-// not nil, says which input columns hold unboxed values (aggint.go). It reuses
+// not nil, says which input columns hold unboxed values (aggint.go); addOnly
+// says the sets only grow until restart (accum.addOnly). It reuses
 // reuse's array, heaps, distinct-value maps, decimal and float sums (nil:
 // none), so a backfill's sweeps do not allocate them per group, nor its direct
 // evaluation per row.
-func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
+func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath, addOnly bool) []accum {
 	accs := slices.Grow(reuse[:0], len(p.feats))[:len(p.feats)]
 	for k := range accs {
 		old := accs[k]
@@ -492,7 +490,7 @@ func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath) []accum {
 			path = cols[f.input]
 		}
 		accs[k] = accum{p: p, feat: f, ms: ms, ints: path == colInt || path >= colDecAt, decs: path == colDec, heap: old.heap[:0],
-			fbuf: cmp.Or(old.fsum, old.fbuf)}
+			fbuf: cmp.Or(old.fsum, old.fbuf), addOnly: addOnly}
 		if path >= colDecAt {
 			accs[k].scaled, accs[k].scale = true, uint8(path-colDecAt)
 		}

@@ -744,7 +744,7 @@ func (e *evaluator) loadTable(tx, minTS, maxTS int64) ([]member, error) {
 // time) over ms, the versions alive at that time.
 func (e *evaluator) sweep(ms []member, run []int32) error {
 	b, p := e.b, e.p
-	e.accs = p.newAccums(e.accs, ms, e.cols)
+	e.accs = p.newAccums(e.accs, ms, e.cols, false)
 	accs := e.accs
 	for fi := range p.filters {
 		f := &p.filters[fi]

@@ -86,10 +86,7 @@ func (e *evaluator) direct(ms []member, run []int32) error {
 		members = append(members, outer)
 	}
 	e.candidates, e.spans = members, spans
-	e.accs = p.newAccums(e.accs, ms, e.cols)
-	for k := range e.accs {
-		e.accs[k].addOnly = true
-	}
+	e.accs = p.newAccums(e.accs, ms, e.cols, true)
 	for k, ri := range run {
 		e.progress()
 		if err := e.directRow(ms, ri, nf); err != nil {

@@ -21,10 +21,7 @@ import (
 // key's valid_to. Reported: ns per key of each, the two ratios to the floor,
 // and the allocations per key of each store path (the floor's are zero).
 func BenchmarkSnapshotRows(b *testing.B) {
-	benchSnapshotRows(b, benchStore(b), benchKeys, []struct {
-		name  string
-		valid int64
-	}{
+	benchSnapshotRows(b, benchStore(b), benchKeys, []snapshotAt{
 		{"valid-now", benchVersions * benchStep},
 		{"valid-mid", benchVersions*benchStep/2 + 1},   // four versions newer than the answer
 		{"valid-mid-1", benchVersions*benchStep/2 - 1}, // five
@@ -36,21 +33,21 @@ func BenchmarkSnapshotRows(b *testing.B) {
 // leaving a key by stepping over its remaining records costs more than a
 // NextPrefix or a seek (keySkipper).
 func BenchmarkSnapshotRowsLongHistories(b *testing.B) {
-	benchSnapshotRows(b, longHistoryStore(b), longKeys, []struct {
-		name  string
-		valid int64
-	}{
+	benchSnapshotRows(b, longHistoryStore(b), longKeys, []snapshotAt{
 		{"valid-now", longVersions * benchStep},
 		{"valid-mid", longVersions*benchStep/2 + 1},
 	})
 }
 
-// benchSnapshotRows runs BenchmarkSnapshotRows's three paths over db's table
-// dim of keys keys at each valid time of cases.
-func benchSnapshotRows(b *testing.B, db *DB, keys int, cases []struct {
+// snapshotAt is a sub-benchmark of benchSnapshotRows: a snapshot at valid.
+type snapshotAt struct {
 	name  string
 	valid int64
-}) {
+}
+
+// benchSnapshotRows runs BenchmarkSnapshotRows's three paths over db's table
+// dim of keys keys at each valid time of cases.
+func benchSnapshotRows(b *testing.B, db *DB, keys int, cases []snapshotAt) {
 	tb, _ := db.Table("dim")
 	s, err := db.Snapshot()
 	if err != nil {
