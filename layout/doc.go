@@ -38,7 +38,7 @@
 //	0x01 meta    | name                              -> msgpack scalar
 //	    "format" (uint) the layout version: 2, and Open refuses any other before
 //	    it writes anything (format.go); "layout" (string) the key layout
-//	    within the format, the comparer's name (bitempo.layout.v3), which an
+//	    within the format, the comparer's name (bitempo.layout.v4), which an
 //	    engine without a comparer of its own (etcd) needs to refuse a store of
 //	    an earlier development layout; "last_tx" (int64) the newest committed
 //	    transaction time; "next_table" (uint) the next table id. They make the
@@ -101,6 +101,15 @@
 //	    transaction's changes to the table, so every change keeps the position
 //	    (tx, ordinal) that change-feed cursors name. Changes(T1, T2] scans one
 //	    contiguous range. See txlog.go.
+//	0x14 newest  | tid | tuple                       -> varint(valid_from) | record value
+//	    A copy of each key's newest current record (the first of its records
+//	    in 0x10), its valid_from moved into the value; no entry for a key
+//	    without current records. A snapshot at the latest transaction time
+//	    reads these, one per key, and goes to 0x10 only for a key whose newest
+//	    version starts after the snapshot's valid time. Every commit derives
+//	    the entries of the keys whose current records it wrote from those
+//	    writes and the committed records (store/newest.go), so no write path
+//	    keeps them by itself; an import writes them per key.
 //	0x20 events  | tid | tuple | asc(at) | asc(seq)  -> msgpack [op, attrs | nil]
 //	    The per-key CDC event log of a changes table, from which its versions
 //	    derive (invariant 6). See events.go.
@@ -132,11 +141,13 @@
 //	    table declared with RetainTx: reads before it fail with
 //	    ErrBeforeHorizon. See vacuum.go.
 //
-// An SCD2 change that closes a version writes five keys: the retired record
+// An SCD2 change that closes a version writes six keys: the retired record
 // into 0x11 (its 0x10 key is overwritten by the closed copy), the closed copy
-// and the new version into 0x10, one sk-index entry for the new version, and one
-// transaction-log entry for the key; the closed version's attributes are
-// stored once. On 20,000 keys with 5 SCD2 changes each (two attributes, an
+// and the new version into 0x10, one sk-index entry for the new version, one
+// transaction-log entry for the key, and the key's newest-version entry (0x14);
+// the closed version's attributes are stored in 0x10 once, and the new
+// version's twice (0x10 and 0x14). The figures below predate 0x14, which adds
+// one current record's bytes per key, not per version. On 20,000 keys with 5 SCD2 changes each (two attributes, an
 // int axis, int64 keys) they took 127 logical bytes per version (current 44,
 // history 28, sk index 24, log 31; format 1: 321, with eight keys; this
 // layout's first form, with 4-byte table ids and log ordinals, 8-byte

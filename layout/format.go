@@ -24,8 +24,10 @@ import (
 //	   (the Pebble engine checks it before opening), with the same way out as any other format. So are
 //	   those of the development builds whose comparer was bitempo.layout.v2
 //	   (4-byte table ids and log ordinals, 8-byte surrogate keys in keys,
-//	   an absolute valid_to in record values): bitempo.layout.v3 is the
-//	   layout of the package doc.
+//	   an absolute valid_to in record values), and those of bitempo.layout.v3
+//	   (this layout without the newest-version keyspace, 0x14): a build of
+//	   it would not keep that keyspace, and this one would find it empty.
+//	   bitempo.layout.v4 is the layout of the package doc.
 //
 // A store of another format is refused, not upgraded in place nor opened
 // read-only: an export and a reload into a new directory leave the old store
@@ -100,14 +102,14 @@ func (e *FormatError) Is(target error) bool {
 }
 
 // CheckLayout refuses a store of format 2 whose meta "layout" (raw, present
-// when ok) does not name this build's  Pebble stores of an earlier
+// when ok) does not name this build's. Pebble stores of an earlier
 // layout are refused before this by the comparer their MANIFEST names
 // (checkComparer); on an engine that records no comparer (etcd), a store
 // written by a development build before the marker existed has none, and
 // its keys would be misread.
 func CheckLayout(dir string, raw []byte, ok bool) error {
-	if !ok {
-		return &FormatError{Dir: dir, Found: FormatVersion, Want: FormatVersion, Comparer: DevComparerNames[len(DevComparerNames)-1]}
+	if !ok { // the marker came with bitempo.layout.v2's successor
+		return &FormatError{Dir: dir, Found: FormatVersion, Want: FormatVersion, Comparer: DevComparerNames[0]}
 	}
 	var name string
 	if err := encoding.UnmarshalBounded(raw, &name); err != nil {

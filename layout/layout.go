@@ -26,6 +26,7 @@ const (
 	History     byte = 0x11
 	SKIndex     byte = 0x12
 	TxLog       byte = 0x13
+	Newest      byte = 0x14
 	Events      byte = 0x20
 	Batches     byte = 0x21
 	Checkpoints byte = 0x22
@@ -88,7 +89,8 @@ var keyspaces = []keyspace{
 	{Current, "current", true, splitFirstComponent},
 	{History, "history", true, splitFirstComponent},
 	{SKIndex, "sk-index", true, splitSK},
-	{TxLog, "txlog", true, splitNone}, // read by ranges of transaction time
+	{TxLog, "txlog", true, splitNone},   // read by ranges of transaction time
+	{Newest, "newest", true, splitNone}, // read by scans of a table's keys
 	{Events, "events", true, splitFirstComponent},
 	{Batches, "batches", true, splitNone},
 	{Checkpoints, "checkpoints", true, splitNone},
@@ -349,6 +351,50 @@ func (r RecordCodec) Decode(splitTuple TupleSplitter, b []byte) (tuple []byte, v
 		txFrom, _, _ = encoding.DecodeTimeDesc(rest)
 	}
 	return tuple, validFrom, txFrom, nil
+}
+
+// NewestCodec is the codec of the newest-version keyspace (0x14):
+//
+//	0x14 | tid | tuple -> varint(valid_from) | record value
+//
+// One entry per key with current records: a copy of the key's current record
+// with the greatest valid_from (the first of its records in the current
+// index), its valid_from moved from the key into the value. The record value
+// is the current index's, byte for byte: its valid_to is a distance from that
+// valid_from.
+type NewestCodec struct{}
+
+var NewestKeys NewestCodec
+
+// TablePrefix returns 0x14 | tid: every entry of the table.
+func (NewestCodec) TablePrefix(dst []byte, tid uint32) []byte {
+	return AppendTablePrefix(dst, Newest, tid)
+}
+
+// Key returns 0x14 | tid | tuple.
+func (NewestCodec) Key(dst []byte, tid uint32, tuple []byte) []byte {
+	return append(AppendTablePrefix(dst, Newest, tid), tuple...)
+}
+
+// KeyOf returns the entry key of the key whose current-index key prefix
+// (0x10 | tid | tuple, RecordCodec.Split) is currentPfx.
+func (NewestCodec) KeyOf(dst, currentPfx []byte) []byte {
+	return append(append(dst, Newest), currentPfx[1:]...)
+}
+
+// Value returns varint(validFrom) | record.
+func (NewestCodec) Value(dst []byte, validFrom int64, record []byte) []byte {
+	return append(binary.AppendVarint(dst, validFrom), record...)
+}
+
+// DecodeValue splits an entry's value into its valid_from and its record
+// value (aliasing b).
+func (NewestCodec) DecodeValue(b []byte) (validFrom int64, record []byte, err error) {
+	validFrom, n := binary.Varint(b)
+	if n <= 0 || n == len(b) {
+		return 0, nil, fmt.Errorf("%w: newest-version entry value %x: no valid_from and record", engine.ErrCorrupt, b)
+	}
+	return validFrom, b[n:], nil
 }
 
 // SKIndexCodec is the codec of the sk index (0x12):

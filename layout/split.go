@@ -16,14 +16,17 @@ import (
 // before the split existed) or an earlier layout of bitempo's own
 // (DevComparerNames). Pebble would refuse it anyway, with a message that says
 // nothing about how to move the data.
-const ComparerName = "bitempo.layout.v3"
+const ComparerName = "bitempo.layout.v4"
 
 // DevComparerNames are the comparers of development builds of format 2 whose
 // keys and values this build would misread: bitempo.layout.v2 wrote 4-byte
 // table ids, 8-byte surrogate keys and 4-byte log ordinals, transaction-log
 // changes without re-asserts or valid_from deltas, and record values with an
-// absolute valid_to, under the same format marker.
-var DevComparerNames = []string{"bitempo.layout.v2"}
+// absolute valid_to, under the same format marker; bitempo.layout.v3 wrote
+// this layout without the newest-version keyspace (0x14), so its stores have
+// none, and a build of it writing into a store of this one would leave the
+// keyspace stale.
+var DevComparerNames = []string{"bitempo.layout.v2", "bitempo.layout.v3"}
 
 // Split returns the length of the prefix of key k: the part that names one
 // key of one table (keyspace, table id, and the key's identity as

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/bitempo/bitempo/engine"
+	"github.com/bitempo/bitempo/layout"
 )
 
 // This file lets one transaction grow beyond memory. A Writer with spilling on
@@ -95,6 +96,7 @@ func (w *Writer) Spill() error {
 	}
 	b.runs = append(b.runs, path)
 	w.retires, w.asserts, w.other = nil, nil, nil
+	w.known = nil // a spilled commit's derivation reads each key's entry
 	b.size, b.checked = 0, [3]int{}
 	return nil
 }
@@ -126,32 +128,57 @@ func sortedWrites(ws []engine.Write) []engine.Write {
 // A run file is a sequence of entries: uvarint key length, key, one byte (1 for
 // a deletion), uvarint value length, value.
 func writeRun(path string, ws []engine.Write) error {
-	f, err := os.Create(path)
+	rw, err := createRun(path)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	var hdr [binary.MaxVarintLen64]byte
 	for _, x := range ws {
-		if x.RangeEnd != nil {
-			_ = f.Close()
-			return fmt.Errorf("a range deletion cannot be spilled")
+		if err := rw.add(x); err != nil {
+			_ = rw.f.Close()
+			return err
 		}
-		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.Key)))])
-		bw.Write(x.Key)
-		del := byte(0)
-		if x.Delete {
-			del = 1
-		}
-		bw.WriteByte(del)
-		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.Value)))])
-		bw.Write(x.Value)
 	}
-	if err := bw.Flush(); err != nil {
-		_ = f.Close()
+	return rw.close()
+}
+
+// runWriter writes a run file, one entry at a time, in key order.
+type runWriter struct {
+	f  *os.File
+	bw *bufio.Writer
+}
+
+func createRun(path string) (*runWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &runWriter{f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+func (rw *runWriter) add(x engine.Write) error {
+	if x.RangeEnd != nil {
+		return fmt.Errorf("a range deletion cannot be spilled")
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	bw := rw.bw
+	bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.Key)))])
+	bw.Write(x.Key)
+	del := byte(0)
+	if x.Delete {
+		del = 1
+	}
+	bw.WriteByte(del)
+	bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(x.Value)))])
+	_, err := bw.Write(x.Value) // a bufio.Writer keeps its first error
+	return err
+}
+
+func (rw *runWriter) close() error {
+	if err := rw.bw.Flush(); err != nil {
+		_ = rw.f.Close()
 		return err
 	}
-	return f.Close()
+	return rw.f.Close()
 }
 
 // runReader reads a run file in order.
@@ -211,7 +238,10 @@ func (h *mergeHeap) Pop() any {
 
 // commitSpilled commits a spilled transaction: the last run is the writes
 // still in memory (tail, in batch order), and all runs are merged into the
-// engine's atomic ingestion.
+// engine's atomic ingestion. The newest-version entries (newest.go) are
+// derived from the merged current-index writes as they pass, into a run of
+// their own, which joins the merge before its first key: every current-index
+// key sorts before every newest-version key, and no other write has one.
 func (w *Writer) commitSpilled(tail []engine.Write) error {
 	b := w.bulk
 	path := filepath.Join(b.dir, fmt.Sprintf("run-%06d", len(b.runs)))
@@ -225,25 +255,20 @@ func (w *Writer) commitSpilled(tail []engine.Write) error {
 			_ = rr.f.Close()
 		}
 	}()
+	push := func(path string, rank int) error {
+		rr, ok, err := openRun(path, rank)
+		if ok {
+			h = append(h, rr)
+		}
+		return err
+	}
 	for i, p := range b.runs {
-		f, err := os.Open(p)
-		if err != nil {
+		if err := push(p, i); err != nil {
 			return err
 		}
-		rr := &runReader{f: f, r: bufio.NewReaderSize(f, 256<<10), rank: i}
-		ok, err := rr.next()
-		if err != nil {
-			_ = f.Close()
-			return err
-		}
-		if !ok {
-			_ = f.Close()
-			continue
-		}
-		h = append(h, rr)
 	}
 	heap.Init(&h)
-	next := func() (engine.Write, bool, error) {
+	merged := func() (engine.Write, bool, error) {
 		if len(h) == 0 {
 			return engine.Write{}, false, nil
 		}
@@ -263,5 +288,56 @@ func (w *Writer) commitSpilled(tail []engine.Write) error {
 		}
 		return out, true, nil
 	}
-	return w.db.engine.(engine.BulkIngester).IngestSorted(b.dir, next)
+	newestPath := filepath.Join(b.dir, "run-newest")
+	nw, err := createRun(newestPath)
+	if err != nil {
+		return fmt.Errorf("bitempo: spill: %w", err)
+	}
+	d := &newestDeriver{snap: w.snap, emit: nw.add}
+	joined := false
+	join := func() error {
+		joined = true
+		if err := firstError(d.finish(), nw.close()); err != nil {
+			return err
+		}
+		if err := push(newestPath, len(b.runs)); err != nil {
+			return err
+		}
+		heap.Init(&h)
+		return nil
+	}
+	next := func() (engine.Write, bool, error) {
+		if !joined && (len(h) == 0 || h[0].cur.Key[0] >= layout.Newest) {
+			if err := join(); err != nil {
+				return engine.Write{}, false, err
+			}
+		}
+		x, ok, err := merged()
+		if ok && err == nil && x.Key[0] == layout.Current {
+			err = d.add(x)
+		}
+		return x, ok, err
+	}
+	err = w.db.engine.(engine.BulkIngester).IngestSorted(b.dir, next)
+	if !joined {
+		_ = d.finish()
+		_ = nw.f.Close()
+	}
+	return err
+}
+
+// openRun opens the run file at path for a merge in which it has rank rank,
+// positioned on its first entry; false if it has none (and is closed).
+func openRun(path string, rank int) (*runReader, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	rr := &runReader{f: f, r: bufio.NewReaderSize(f, 256<<10), rank: rank}
+	ok, err := rr.next()
+	if err != nil || !ok {
+		_ = f.Close()
+		return nil, false, err
+	}
+	return rr, true, nil
 }

@@ -19,10 +19,11 @@
 //  3. A surrogate key is unique among the records alive at any instant and always
 //     names the same natural key.
 //  4. Transaction times are strictly increasing; no record is newer than last_tx.
-//  5. The sk index, the transaction log, the group index and the catalog agree
-//     with the records: one sk-index entry per record except the re-assertions
-//     described at 0x12, one transaction-log change per assertion and per
-//     retirement. After a Vacuum, through the table's horizon only the newest
+//  5. The sk index, the transaction log, the group index, the newest-version
+//     keyspace and the catalog agree with the records: one sk-index entry per
+//     record except the re-assertions described at 0x12, one transaction-log
+//     change per assertion and per retirement, one newest-version entry per
+//     key with current records, a copy of its first (newest.go). After a Vacuum, through the table's horizon only the newest
 //     sk-index entry of each surrogate key stays and the log is empty
 //     (vacuum.go). Erased surrogate keys have no record and no sk-index
 //     entry; every erased-key entry has its erasure in the log (erase.go).

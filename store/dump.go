@@ -199,6 +199,8 @@ func (e *Entry) decodeTableEntry(db *DB, ks byte, key []byte) error {
 		return e.decodeRecord(db, t, layout.CurrentKeys, b)
 	case layout.History:
 		return e.decodeRecord(db, t, layout.HistoryKeys, b)
+	case layout.Newest:
+		return e.decodeNewest(db, t, b)
 	case layout.SKIndex:
 		return e.decodeSKIndex(t, b)
 	case layout.TxLog:
@@ -230,7 +232,25 @@ func (e *Entry) decodeRecord(db *DB, t *Table, keys layout.RecordCodec, b []byte
 	if err != nil {
 		return err
 	}
-	return e.decodeRecordValue(db, t, from, txFrom)
+	return e.decodeRecordValue(db, t, e.RawKV.Value, from, txFrom)
+}
+
+// decodeNewest decodes a newest-version entry: the key, then the valid_from
+// and the current record its value holds.
+func (e *Entry) decodeNewest(db *DB, t *Table, b []byte) error {
+	rest, err := e.decodeTuple(t, b)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%d bytes after the key", len(rest))
+	}
+	from, record, err := layout.NewestKeys.DecodeValue(e.RawKV.Value)
+	if err != nil {
+		return err
+	}
+	e.addValue("valid_from", FieldValidTime, from)
+	return e.decodeRecordValue(db, t, record, from, 0)
 }
 
 // decodeRecordKey decodes tuple | desc(valid_from) [| desc(tx_from)], the tail of
@@ -251,10 +271,10 @@ func (e *Entry) decodeRecordKey(t *Table, keys layout.RecordCodec, b []byte) (in
 	return from, txFrom, nil
 }
 
-// decodeRecordValue decodes a stored record value of table t whose key holds
-// validFrom and keyTxFrom (0 for a current record).
-func (e *Entry) decodeRecordValue(db *DB, t *Table, validFrom, keyTxFrom int64) error {
-	rv, err := encoding.DecodeRecordAt(e.RawKV.Value, validFrom, keyTxFrom, func(ord uint32) (string, bool) { return db.attrName(t.ID, ord) })
+// decodeRecordValue decodes value, a stored record value of table t whose key
+// holds validFrom and keyTxFrom (0 for a current record).
+func (e *Entry) decodeRecordValue(db *DB, t *Table, value []byte, validFrom, keyTxFrom int64) error {
+	rv, err := encoding.DecodeRecordAt(value, validFrom, keyTxFrom, func(ord uint32) (string, bool) { return db.attrName(t.ID, ord) })
 	if err != nil {
 		return err
 	}
@@ -265,7 +285,7 @@ func (e *Entry) decodeRecordValue(db *DB, t *Table, validFrom, keyTxFrom int64) 
 	if rv.Flags&encoding.FlagInferred != 0 {
 		e.addValue("inferred", FieldPlain, true)
 	}
-	if encoding.SharesAttrs(e.RawKV.Value) {
+	if encoding.SharesAttrs(value) {
 		e.addValue("attrs", FieldPlain, "those of the record asserted at tx_to")
 		return nil
 	}
@@ -376,5 +396,5 @@ func (e *Entry) decodeGroup(db *DB, t *Table, b []byte) error {
 	if err != nil {
 		return err
 	}
-	return e.decodeRecordValue(db, t, from, txFrom)
+	return e.decodeRecordValue(db, t, e.RawKV.Value, from, txFrom)
 }

@@ -20,7 +20,8 @@ import (
 //
 // Writer.Erase deletes, in the erasing commit, every record of the key (current
 // and retired, so every transaction time forgets it), the group-index copies of
-// those records, every sk-index entry of their surrogate keys, every
+// those records, its newest-version entry (derived by the commit, newest.go),
+// every sk-index entry of their surrogate keys, every
 // transaction-log entry of the key, and, in a changes table, the key's events
 // and checkpoint. What stays holds no personal data:
 //
@@ -218,7 +219,10 @@ func (w *Writer) Erase(t *Table, tuple []byte, reason string) (int, error) {
 			txs[v.TxTo] = true
 		}
 	}
-	spans = append(spans, prefixSpan(layout.CurrentKeys.KeyPrefix(nil, t.ID, tuple)), prefixSpan(layout.HistoryKeys.KeyPrefix(nil, t.ID, tuple)))
+	// The key's newest-version entry goes with its current records
+	// (newest.go): the commit deletes it; its span is purged with theirs.
+	spans = append(spans, prefixSpan(layout.CurrentKeys.KeyPrefix(nil, t.ID, tuple)), prefixSpan(layout.HistoryKeys.KeyPrefix(nil, t.ID, tuple)),
+		prefixSpan(layout.NewestKeys.Key(nil, t.ID, tuple)))
 	// A changes table's event log and checkpoint of the key.
 	evPfx := layout.EventKeys.KeyPrefix(nil, t.ID, tuple)
 	if dels, err = s.collectKeys(evPfx, dels, nil); err != nil {

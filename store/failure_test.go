@@ -40,6 +40,7 @@ func damageStore(t *testing.T, dir string) {
 	t.Helper()
 	db, err := storetest.Open(dir, bpebble.Options{MemTableSize: 64 << 10, Tune: func(o *pebble.Options) {
 		o.DisableAutomaticCompactions = true
+		o.L0StopWritesThreshold = 1000 // the level-0 files are the point
 	}}, store.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +323,7 @@ func walStore(t *testing.T, dir string, n int) []int64 {
 	if _, err := db.CreateTable(store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
 		t.Fatal(err)
 	}
-	pad := strings.Repeat("w", 500)
+	pad := strings.Repeat("w", 200) // each commit writes it twice (the record and its newest-version entry); all must fit the first memtable
 	var txs []int64
 	for i := range n {
 		c, err := txn.Update(db, func(tx *txn.Tx) error {

@@ -215,9 +215,13 @@ func (im *Importer) finishKey() error {
 		}
 	}
 	var changes []change
+	newest := -1 // the current record with the greatest valid_from (newest.go)
 	for i := range k.records {
 		v := &k.records[i]
 		value := values[i]
+		if v.TxTo == Infinity && (newest < 0 || v.ValidFrom > k.records[newest].ValidFrom) {
+			newest = i
+		}
 		if v.TxTo == Infinity {
 			im.pending = append(im.pending, engine.Write{Key: layout.CurrentKeys.Key(nil, tid, k.tuple, v.ValidFrom, 0), Value: value})
 		} else {
@@ -244,6 +248,10 @@ func (im *Importer) finishKey() error {
 		if !continues {
 			im.pending = append(im.pending, engine.Write{Key: layout.SKIndexKeys.Key(nil, tid, v.SK, v.TxFrom), Value: layout.SKIndexKeys.Value(nil, k.tuple, v.ValidFrom)})
 		}
+	}
+	if newest >= 0 {
+		im.pending = append(im.pending, engine.Write{Key: layout.NewestKeys.Key(nil, tid, k.tuple),
+			Value: layout.NewestKeys.Value(nil, k.records[newest].ValidFrom, values[newest])})
 	}
 	slices.SortStableFunc(changes, func(a, b change) int {
 		return cmp.Or(cmp.Compare(a.tx, b.tx), cmp.Compare(b.c.op, a.c.op), cmp.Compare(a.c.validFrom, b.c.validFrom))

@@ -17,8 +17,11 @@ import (
 // iteration, each first in turn so that a busy machine slows them alike: ScanAt
 // (a Version with an attribute map per key), ScanRowsAt (a reused Row, its
 // attributes read by name) and the floor, a raw engine iterator stepping with
-// Next through every record of the same current keyspace and decoding each
-// key's valid_to. Reported: ns per key of each, the two ratios to the floor,
+// Next through every record of the current keyspace and decoding each key's
+// valid_to. At the newest valid time the two store paths read the
+// newest-version keyspace, one entry per key, where the floor steps through
+// every version; in mid-history they walk the current keyspace as the floor
+// does. Reported: ns per key of each, the two ratios to the floor,
 // and the allocations per key of each store path (the floor's are zero).
 func BenchmarkSnapshotRows(b *testing.B) {
 	benchSnapshotRows(b, benchStore(b), benchKeys, []snapshotAt{

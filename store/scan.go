@@ -63,7 +63,12 @@ func (sp Span) empty() bool {
 // bounds returns the iterator bounds of the span in record keyspace r of table
 // tid.
 func (sp Span) bounds(r layout.RecordCodec, tid uint32) (lower, upper []byte) {
-	pfx := r.TablePrefix(nil, tid)
+	return sp.boundsIn(r.TablePrefix(nil, tid))
+}
+
+// boundsIn returns the iterator bounds of the span among the keys pfx | tuple,
+// where pfx is a table's prefix in a keyspace whose keys continue with tuples.
+func (sp Span) boundsIn(pfx []byte) (lower, upper []byte) {
 	lower = append(slices.Clip(pfx), sp.Start...)
 	if sp.End != nil {
 		upper = append(slices.Clip(pfx), sp.End...)
@@ -333,11 +338,15 @@ func (s *Snapshot) ScanAt(t *Table, span Span, valid, tx int64) iter.Seq2[Versio
 // time, valid until it returns; it returns false to stop the scan. A malformed
 // record that fn's reads of the row find ends the scan with their error.
 //
-// At or after LastTx it reads the current-state index with at most two seeks
-// per key: one to the version in effect, unless a few steps from the key's
-// newest reach it, and one past the key's older versions, unless a few steps
-// reach the next key (after steps, Pebble's NextPrefix rather than a seek), and
-// it allocates nothing per row. At an older transaction time it walks the keys
+// At or after LastTx it reads each key's newest version from the
+// newest-version keyspace, one entry per key, and a key whose newest version
+// starts after valid with one seek in the current-state index; when more than
+// one key in eight needs that seek, it walks the current-state index for the
+// rest of the span instead, with at most two seeks per key: one to the version
+// in effect, unless a few steps from the key's newest reach it, and one past
+// the key's older versions, unless a few steps reach the next key (after
+// steps, Pebble's NextPrefix rather than a seek). It allocates nothing per
+// row. At an older transaction time it walks the keys
 // of both indexes and costs a few seeks per key and the allocations of a point
 // read. It never walks through a key's history.
 func (s *Snapshot) ScanRowsAt(t *Table, span Span, valid, tx int64, fn func(*Row) bool) error {
@@ -355,7 +364,7 @@ func (s *Snapshot) scanRows(t *Table, span Span, valid, tx int64, each func(*Row
 	case span.empty():
 		return nil
 	case tx >= s.lastTx:
-		return s.scanCurrentAt(t, span, valid, each)
+		return s.scanNewestAt(t, span, valid, each)
 	}
 	tr := t
 	if !t.rawAttrs {
@@ -368,6 +377,89 @@ func (s *Snapshot) scanRows(t *Table, span Span, valid, tx int64, each func(*Row
 		}
 		return each(r)
 	})
+}
+
+// Where a snapshot at the latest transaction time starts: the newest-version
+// keyspace (newest.go), one entry per key. A key whose newest version starts
+// after the valid time misses there and costs a seek in the current index; a
+// scan whose keys miss often walks the current index instead (scanCurrentAt),
+// which steps from each key's newest version to the one in effect. The walk
+// decides from each window of newestWindow keys: once more than one key in
+// newestMissesPerWalk of the window has missed, the rest of the span is
+// walked.
+const (
+	newestWindow        = 64
+	newestMissesPerWalk = 8
+)
+
+// scanNewestAt is scanRows at the latest transaction time: each key's newest
+// version from the newest-version keyspace, the version in effect from the
+// current index where that one starts after valid.
+func (s *Snapshot) scanNewestAt(t *Table, span Span, valid int64, each func(*Row) (bool, error)) (err error) {
+	lower, upper := span.boundsIn(layout.NewestKeys.TablePrefix(nil, t.ID))
+	it, err := s.newIter(lower, upper)
+	if err != nil {
+		return err
+	}
+	defer func() { err = firstError(err, it.Close()) }()
+	var cur engine.Iter // the current index, for the keys that miss
+	defer func() {
+		if cur != nil {
+			err = firstError(err, cur.Close())
+		}
+	}()
+	pfxLen := len(lower) - len(span.Start)
+	r := s.newRow(t)
+	var seek []byte
+	seen, misses := 0, 0
+	for ok := it.First(); ok; ok = it.Next() {
+		key := it.Key()
+		if len(key) <= pfxLen {
+			return fmt.Errorf("%w: newest-version key %x has no tuple", engine.ErrCorrupt, key)
+		}
+		tuple := key[pfxLen:]
+		from, record, err := layout.NewestKeys.DecodeValue(it.Value())
+		if err != nil {
+			return err
+		}
+		if seen++; seen > newestWindow {
+			seen, misses = 1, 0
+		}
+		if from > valid { // the version in effect is older: in the current index
+			if misses++; misses*newestMissesPerWalk > newestWindow {
+				return s.scanCurrentAt(t, span.from(bytes.Clone(tuple)), valid, each)
+			}
+			if cur == nil {
+				if cur, err = s.newIter(span.bounds(layout.CurrentKeys, t.ID)); err != nil {
+					return err
+				}
+			}
+			seek = layout.CurrentKeys.KeyPrefix(seek[:0], t.ID, tuple)
+			keyPfxLen := len(seek)
+			seek = layout.CurrentKeys.AppendValid(seek, valid)
+			// SeekGE, not SeekPrefixGE: on an engine that reads pages of keys
+			// (etcd), the next keys that miss are often in the page it read.
+			if !cur.SeekGE(seek) || !bytes.HasPrefix(cur.Key(), seek[:keyPfxLen]) {
+				if err := cur.Error(); err != nil {
+					return err
+				}
+				continue // no version of the key starts at or before valid
+			}
+			if from, err = layout.CurrentKeys.ValidFrom(cur.Key(), keyPfxLen); err != nil {
+				return err
+			}
+			record = cur.Value()
+		}
+		if err := r.fillCurrent(tuple, record, from); err != nil {
+			return err
+		}
+		if valid < r.ValidTo {
+			if more, err := each(r); !more || err != nil {
+				return err
+			}
+		}
+	}
+	return it.Error()
 }
 
 func (s *Snapshot) scanCurrentAt(t *Table, span Span, valid int64, each func(*Row) (bool, error)) (err error) {

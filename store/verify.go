@@ -415,6 +415,9 @@ func verifyTable(s *Snapshot, t *Table, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	if err := verifyNewest(s, t, rep); err != nil {
+		return err
+	}
 	live, err := verifySKs(s, t, uses, rep)
 	if err != nil {
 		return err

@@ -86,6 +86,9 @@ func legacyVerifyTable(s *Snapshot, t *Table, rep *Report) error {
 	if next := s.db.nextSKCommitted(s, t.ID); maxSK >= next {
 		rep.add(Problem{Invariant: 5, Table: t.Name, Detail: fmt.Sprintf("sk counter %d is not above the largest sk %d", next, maxSK)})
 	}
+	if err := legacyVerifyNewest(s, t, rep); err != nil {
+		return err
+	}
 	if err := legacyVerifySKIndex(s, t, byKey, rep); err != nil {
 		return err
 	}
@@ -370,4 +373,67 @@ func legacyTableRecords(s *Snapshot, t *Table, keys layout.RecordCodec, rep *Rep
 	}
 	flush()
 	return it.Error()
+}
+
+// legacyVerifyNewest is verifyNewest with maps: each key's first record in the
+// current index, by key prefix, matched against the newest-version entries.
+func legacyVerifyNewest(s *Snapshot, t *Table, rep *Report) error {
+	type first struct {
+		from  int64
+		value []byte
+	}
+	firsts := map[string]first{}
+	curLower := layout.CurrentKeys.TablePrefix(nil, t.ID)
+	cur, err := legacyRaw(s, curLower)
+	if err != nil {
+		return err
+	}
+	for _, kv := range cur {
+		k, v := kv[0], kv[1]
+		kp, from, err := layout.CurrentKeys.Split(k, len(curLower))
+		if err != nil {
+			rep.add(Problem{Invariant: 0, Table: t.Name, Detail: err.Error()})
+			continue
+		}
+		if _, ok := firsts[string(kp)]; !ok {
+			firsts[string(kp)] = first{from, v}
+		}
+	}
+	nwLower := layout.NewestKeys.TablePrefix(nil, t.ID)
+	newest, err := legacyRaw(s, nwLower)
+	if err != nil {
+		return err
+	}
+	for _, kv := range newest {
+		k, v := kv[0], kv[1]
+		tuple := k[len(nwLower):]
+		kp := string(layout.CurrentKeys.KeyPrefix(nil, t.ID, tuple))
+		f, ok := firsts[kp]
+		if !ok {
+			newestProblem(t, tuple, newestOrphan, rep)
+			continue
+		}
+		delete(firsts, kp)
+		if from, record, err := layout.NewestKeys.DecodeValue(v); err != nil || from != f.from || !bytes.Equal(record, f.value) {
+			newestProblem(t, tuple, fmt.Sprintf(newestStale, from, f.from), rep)
+		}
+	}
+	for kp := range firsts {
+		newestProblem(t, []byte(kp[len(curLower):]), newestMissing, rep)
+	}
+	return nil
+}
+
+// legacyRaw returns a copy of every key and value of the table whose prefix in
+// its keyspace is lower, in key order.
+func legacyRaw(s *Snapshot, lower []byte) ([][2][]byte, error) {
+	var out [][2][]byte
+	it, err := s.newIter(lower, encoding.PrefixEnd(lower))
+	if err != nil {
+		return nil, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		out = append(out, [2][]byte{bytes.Clone(it.Key()), bytes.Clone(it.Value())})
+	}
+	return out, firstError(it.Error(), it.Close())
 }

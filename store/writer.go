@@ -43,6 +43,9 @@ type Writer struct {
 	// first values of them, before any is asserted (Conform).
 	entryTypes map[uint32]map[string]ColumnType
 	bulk       *bulkState // spilling to disk, if EnableSpill was called (bulk.go)
+	// known holds what the transaction's reads of keys' current versions
+	// said of their newest (newest.go); Spill drops it.
+	known map[string]knownNewest
 	// bound counts the writes against the engine's bound of one commit, if
 	// it has one (writer_limit.go).
 	bound *commitBound
@@ -226,6 +229,13 @@ func (w *Writer) Commit() error {
 	defer w.finish()
 	if w.Empty() {
 		return nil
+	}
+	if !w.bulk.spilled() { // a spilled commit derives them as it ingests
+		newest, err := w.newestWrites()
+		if err != nil {
+			return fmt.Errorf("bitempo: commit: %w", err)
+		}
+		w.other = append(w.other, newest...)
 	}
 	if err := w.checkBound(); err != nil {
 		return fmt.Errorf("bitempo: commit: %w", err)

@@ -35,7 +35,7 @@ func (tx *Tx) stateTail(t *store.Table, key store.Key, from int64) (*keyState, e
 		return ks, nil
 	}
 	tuple := bytes.Clone(tx.buf[4:])
-	versions, complete, err := tx.w.Snapshot().KeyVersionsTail(t, tuple, from, tailBefore)
+	versions, complete, err := tx.w.KeyVersionsTail(t, tuple, from, tailBefore)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (tx *Tx) completeState(ks *keyState) error {
 	if !ks.partial {
 		return nil
 	}
-	all, err := tx.w.Snapshot().KeyVersions(ks.table, ks.tuple, store.Infinity)
+	all, err := tx.w.KeyVersions(ks.table, ks.tuple)
 	if err != nil {
 		return err
 	}

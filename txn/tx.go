@@ -200,7 +200,7 @@ func (tx *Tx) state(t *store.Table, key store.Key) (*keyState, error) {
 		return nil, err
 	}
 	tuple := bytes.Clone(tx.buf[4:])
-	versions, err := tx.w.Snapshot().KeyVersions(t, tuple, store.Infinity)
+	versions, err := tx.w.KeyVersions(t, tuple)
 	if err != nil {
 		return nil, err
 	}
