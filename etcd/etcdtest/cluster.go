@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -57,9 +58,33 @@ type Member struct {
 	etcd      *embed.Etcd // nil while stopped
 }
 
+// startAttempts is how many times Start picks fresh ports for a cluster whose
+// member found its port taken.
+const startAttempts = 3
+
 // Start starts an n-member cluster with its data under dir and waits until it
-// has a leader.
+// has a leader. A port is chosen free and bound a moment later, by etcd: in
+// between, another process or an outgoing connection's source port can take
+// it. A cluster a member of which could not bind its port is closed (its data
+// removed) and started again on fresh ports, up to startAttempts times.
 func Start(dir string, n int, opts Options) (*Cluster, error) {
+	var err error
+	for range startAttempts {
+		var c *Cluster
+		if c, err = startOnce(dir, n, opts); err == nil || !portTaken(err) {
+			return c, err
+		}
+	}
+	return nil, err
+}
+
+// portTaken reports whether err is a failure to bind a port in use. etcd
+// does not always wrap the listener's error, so its text is matched too.
+func portTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func startOnce(dir string, n int, opts Options) (*Cluster, error) {
 	c := &Cluster{dir: dir, opts: opts}
 	var initial []string
 	for i := range n {
