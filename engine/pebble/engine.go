@@ -99,6 +99,7 @@ func Open(dir string, opts Options) (e *Engine, err error) {
 		watch = &walWatch{fsys: fsys, dir: dir, logger: opts.Logger}
 	}
 	popts := pebbleOptions(opts, fenceFS{fsys, h, watch}, lock, h, fresh)
+	warnSmallCache(popts, opts.Logger) // options.go
 	var recovery *engine.Recovery
 	// Both checks read before the read-write open writes anything: the engine
 	// files first (a damaged MANIFEST or log is engine.ErrCorrupt, directory unchanged),

@@ -31,9 +31,18 @@ type Options struct {
 	// FS replaces the operating system's file system, e.g. vfs.NewMem() for an
 	// in-memory store whose files a test reads, or an error-injecting FS.
 	FS vfs.FS
-	// CacheSize is the block cache size in bytes. Default 64 MiB.
+	// CacheSize is the memory, in bytes, of the block cache, which Pebble
+	// shares with the memtables: it charges each memtable's size against the
+	// cache from its creation until it is freed, the one taking writes, any
+	// waiting to be flushed, and one flushed memtable it keeps for reuse. So
+	// in steady state twice MemTableSize is reserved and the rest holds table
+	// blocks: with the defaults, 32 of the 64 MiB. Size it as the blocks the
+	// reads should find in memory plus twice MemTableSize. Open logs a warning
+	// when the reservations leave less than a quarter of it for blocks.
+	// Default 64 MiB.
 	CacheSize int64
-	// MemTableSize is the memtable size in bytes. Default 16 MiB.
+	// MemTableSize is the memtable size in bytes; see CacheSize for what it
+	// takes from the cache. Default 16 MiB.
 	MemTableSize uint64
 	// StallTimeout bounds how long a commit waits for room while the store's
 	// background writes (flushes, compactions) fail, as they do when the disk is
@@ -78,4 +87,20 @@ func (opts Options) withDefaults() Options {
 		opts.MemTableSize = 16 << 20
 	}
 	return opts
+}
+
+// warnSmallCache logs a warning when the memtables' reservations in the
+// block cache (Options.CacheSize) leave less than a quarter of it for table
+// blocks: reads then miss the cache far more often than its size suggests.
+func warnSmallCache(popts *pebble.Options, logger *slog.Logger) {
+	size := popts.CacheSize
+	if popts.Cache != nil {
+		size = popts.Cache.MaxSize()
+	}
+	blocks := size - 2*int64(popts.MemTableSize)
+	if blocks >= size/4 {
+		return
+	}
+	logger.Warn("bitempo: the memtables leave the block cache little room for table blocks",
+		"cache_size", size, "memtable_size", popts.MemTableSize, "room_for_blocks", max(blocks, 0))
 }
