@@ -113,10 +113,13 @@ func (b *bulkState) close() {
 }
 
 // sortedWrites returns writes in key order, each key once, with its last
-// write in ws (what a batch applying ws in order leaves). It sorts the
-// writes' positions by (key, position) rather than the writes themselves: a
-// Write is five words, and a stable sort moves each one O(log n) times where
-// this moves a 4-byte position, then copies each kept write once.
+// write in ws (what a batch applying ws in order leaves), in ws's own array:
+// ws is reordered in place, as a sort would. It sorts the writes' positions
+// by (key, position) rather than the writes themselves (a Write is ten words,
+// which a stable sort moves O(log n) times each), then moves each write once
+// to its place, following the permutation's cycles, and keeps the last of
+// each run of equal keys. Besides ws it holds only the positions, 4 bytes a
+// write: a spilling transaction sorts a budget's worth of writes at once.
 func sortedWrites(ws []engine.Write) []engine.Write {
 	order := make([]int32, len(ws))
 	for i := range order {
@@ -128,8 +131,27 @@ func sortedWrites(ws []engine.Write) []engine.Write {
 		}
 		return cmp.Compare(a, b)
 	})
-	out := make([]engine.Write, 0, len(ws))
-	for _, i := range order {
+	// ws[k] is to hold the write now at order[k]; a placed position is
+	// marked -1.
+	for start := range order {
+		if order[start] < 0 {
+			continue
+		}
+		first := ws[start]
+		k := start
+		for {
+			from := order[k]
+			order[k] = -1
+			if int(from) == start {
+				ws[k] = first
+				break
+			}
+			ws[k] = ws[from]
+			k = int(from)
+		}
+	}
+	out := ws[:0]
+	for i := range ws {
 		if n := len(out); n > 0 && bytes.Equal(out[n-1].Key, ws[i].Key) {
 			out[n-1] = ws[i]
 			continue

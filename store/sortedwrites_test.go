@@ -11,10 +11,14 @@ import (
 	"github.com/bitempo/bitempo/engine"
 )
 
-// stableSortedWrites is sortedWrites' reference: a stable sort of the writes
-// by key, then the last write of each run of equal keys.
+// stableSortedWrites is sortedWrites' reference: a stable sort of a copy of
+// the writes by key, then the last write of each run of equal keys.
 func stableSortedWrites(ws []engine.Write) []engine.Write {
-	ws = slices.Clone(ws)
+	return stableSortInPlace(slices.Clone(ws))
+}
+
+// stableSortInPlace is the stable sort sortedWrites replaced, in place.
+func stableSortInPlace(ws []engine.Write) []engine.Write {
 	slices.SortStableFunc(ws, func(x, y engine.Write) int { return bytes.Compare(x.Key, y.Key) })
 	out := ws[:0]
 	for i := range ws {
@@ -47,8 +51,7 @@ func commitWrites(rng *rand.Rand, n int) []engine.Write {
 }
 
 // TestSortedWritesKeepsEachKeysLastWrite checks sortedWrites against the
-// stable sort it replaces, on commits of random writes with repeated keys,
-// and that it leaves its input as it was.
+// stable sort it replaces, on commits of random writes with repeated keys.
 func TestSortedWritesKeepsEachKeysLastWrite(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 2, 7, 100, 3_000} {
@@ -61,13 +64,9 @@ func TestSortedWritesKeepsEachKeysLastWrite(t *testing.T) {
 					}
 				}
 			}
-			in := slices.Clone(ws)
-			got, want := sortedWrites(ws), stableSortedWrites(ws)
-			if !slices.EqualFunc(got, want, equalWrite) {
+			want := stableSortedWrites(ws)
+			if got := sortedWrites(ws); !slices.EqualFunc(got, want, equalWrite) {
 				t.Fatalf("%d writes: sortedWrites kept %d writes, the stable sort %d, or different ones", n, len(got), len(want))
-			}
-			if !slices.EqualFunc(ws, in, equalWrite) {
-				t.Fatalf("%d writes: sortedWrites changed its input", n)
 			}
 		}
 	}
@@ -87,12 +86,14 @@ func BenchmarkSortedWrites(b *testing.B) {
 		sort func([]engine.Write) []engine.Write
 	}{
 		{"positions", sortedWrites},
-		{"stable", stableSortedWrites},
+		{"stable", stableSortInPlace},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
+			in := make([]engine.Write, len(ws))
 			for b.Loop() {
-				c.sort(ws)
+				copy(in, ws) // the caller's fresh slice
+				c.sort(in)
 			}
 		})
 	}
