@@ -33,9 +33,9 @@ func stableSortInPlace(ws []engine.Write) []engine.Write {
 
 // commitWrites returns n writes shaped like a commit's current-index writes:
 // keys of one keyspace and table, a natural key and a descending valid_from,
-// in no order, where about one key in four is written twice (a record
-// retired and written again in one commit), the later one a deletion or a
-// different value. Each value names its write's position.
+// shuffled, where about one key in four is written twice (a record retired
+// and written again in one commit), once as a deletion or with another value:
+// each value is unique, so a wrong pick among a key's writes shows.
 func commitWrites(rng *rand.Rand, n int) []engine.Write {
 	ws := make([]engine.Write, 0, n)
 	for len(ws) < n {
