@@ -116,7 +116,8 @@ func (b *bulkState) close() {
 // write in ws (what a batch applying ws in order leaves), in ws's own array:
 // ws is reordered in place, as a sort would. It sorts the writes' positions
 // by (key, position) rather than the writes themselves (a Write is ten words,
-// which a stable sort moves O(log n) times each), then moves each write once
+// and Go's stable sort, merging by rotations in place, makes O(n log² n)
+// swaps of them), then moves each write once
 // to its place, following the permutation's cycles, and keeps the last of
 // each run of equal keys. Besides ws it holds only the positions, 4 bytes a
 // write: a spilling transaction sorts a budget's worth of writes at once.

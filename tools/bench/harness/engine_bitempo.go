@@ -49,7 +49,9 @@ func openBitempo(dir string) (engine, error) {
 	return &bitempoEngine{db: db}, nil
 }
 
-func bitempoVersion() string { return "this tree (synced commits, 64 MiB block cache)" }
+func bitempoVersion() string {
+	return "this tree (synced commits, 64 MiB block cache, 32 MiB of it reserved for the 16 MiB memtables)"
+}
 
 var keyColumn = []store.KeyColumn{{Name: "id", Type: store.String}}
 

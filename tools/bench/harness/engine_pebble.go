@@ -54,7 +54,7 @@ func openPebble(dir string) (engine, error) {
 }
 
 func pebbleVersion() string {
-	return moduleVersion("github.com/cockroachdb/pebble/v2") + " (synced commits, 64 MiB block cache)"
+	return moduleVersion("github.com/cockroachdb/pebble/v2") + " (synced commits, 64 MiB block cache, 32 MiB of it reserved for the 16 MiB memtables)"
 }
 
 // quietLogger drops Pebble's informational lines.
