@@ -351,7 +351,9 @@ func (db *DB) Share() *DB {
 // up with, and leaves a deep level 0 whose files every read must consult
 // (docs/design/load-compaction.md). Call it after bulk loads, before serving reads;
 // readers and writers may run meanwhile (they see no change but speed). It is
-// refused on a read-only store and stops early, with ctx's error, when ctx ends.
+// refused on a read-only store. When ctx ends first it returns ctx's error at
+// once, and the compaction already under way goes on in the background (Pebble
+// cannot stop one safely).
 // On an engine without such a shape (etcd, which keeps its keys in a B-tree
 // and whose history compaction is the cluster operator's) it does nothing.
 func (db *DB) Compact(ctx context.Context) error {

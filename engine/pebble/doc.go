@@ -91,10 +91,14 @@
 //     readable pages of the log survived after them.
 //   - A disk that fills up, or fails: a commit whose write-ahead log write or
 //     sync fails fails with ErrFailed (the store refuses everything until
-//     reopened; the commit is absent, or present whole). Such failures, and a
-//     failed directory sync, never reach Pebble, which would panic on some of
-//     them: they fail the store, which from then on leaves its directory as the
-//     failure found it, as a crash would (fence.go). A commit that must wait for a flush while
+//     reopened; the commit is absent, or present whole). Such failures, a
+//     failed write or sync of the MANIFEST or creation of its marker, and a
+//     failed directory sync never reach Pebble, which would panic on some of
+//     them (on a background goroutine, for a flush's or compaction's MANIFEST
+//     edit): they fail the store, which from then on leaves its directory as the
+//     failure found it, as a crash would, and the Compact, Purge or ingestion
+//     during which it failed returns ErrFailed (fence.go,
+//     docs/design/failed-manifest-writes.md). A commit that must wait for a flush while
 //     flushes and compactions keep failing returns ErrIO after
 //     Options.StallTimeout (default 30s) and did not commit; the store then stops
 //     creating files and refuses everything, and cannot be closed (Close returns

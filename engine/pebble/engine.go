@@ -98,7 +98,7 @@ func Open(dir string, opts Options) (e *Engine, err error) {
 	if !opts.ReadOnly {
 		watch = &walWatch{fsys: fsys, dir: dir, logger: opts.Logger}
 	}
-	popts := pebbleOptions(opts, fenceFS{fsys, h, watch}, lock, h, fresh)
+	popts := pebbleOptions(opts, fenceFS{fsys, h, watch, storeDir(fsys, dir)}, lock, h, fresh)
 	warnSmallCache(popts, opts.Logger) // options.go
 	var recovery *engine.Recovery
 	// Both checks read before the read-write open writes anything: the engine
@@ -203,14 +203,15 @@ func tryLocks(dir string, fsys vfs.FS, onDisk, shared bool) (*dirLock, *pebble.L
 // Name implements engine.Engine.
 func (e *Engine) Name() string { return "pebble" }
 
-// Compact runs a manual compaction of the whole key space, in parallel where
-// Pebble can split it (engine.Compacter).
+// Compact runs a manual compaction of the whole key space, one level after
+// another (engine.Compacter). When ctx ends it returns ctx's error and leaves
+// the compaction running in the background (manualCompact, fence.go).
 func (e *Engine) Compact(ctx context.Context) error {
 	if err := e.h.err(); err != nil {
 		return err
 	}
-	return e.h.readErr(e.waitUnlessFailed(func() error {
-		return e.db.Compact(ctx, []byte{0x00}, []byte{0xff, 0xff}, true)
+	return e.h.readErr(e.waitUnlessFailed(ctx, func() error {
+		return e.manualCompact([]byte{0x00}, []byte{0xff, 0xff}) // fence.go
 	}))
 }
 

@@ -55,6 +55,10 @@ type corruption struct {
 	path, detail string
 }
 
+// stopped reports whether the store has failed or met a corruption: from then
+// on it changes nothing in its directory (fence.go).
+func (h *health) stopped() bool { return h.failed.Load() != nil || h.corrupt.Load() != nil }
+
 // err returns the error every call of a failed store returns, or nil while the
 // store is healthy. Corruption takes precedence: it says which file to look at.
 func (h *health) err() error {
@@ -88,7 +92,7 @@ func (h *health) listener() *pebble.EventListener {
 			h.noteBackground("background error", err)
 			// Pebble v2.1.7 reschedules a failed compaction at once, with no
 			// backoff: a compaction that keeps failing (a failed store's
-			// refused MANIFEST, a full disk) would spin, each failure
+			// refused output files, a full disk) would spin, each failure
 			// formatted and reported, until Close. The pause bounds it at
 			// about 50 retries a second.
 			time.Sleep(failedPause)
@@ -381,12 +385,20 @@ func isIOError(err error) bool {
 // spin a core, and without the refusal a flush that succeeded later, when space
 // was freed, could still land the commit its caller was told had failed.
 // Once the store has failed (health.failed) it also refuses to change the
-// directory, and it keeps Pebble from panicking on a failed write-ahead log
-// or directory sync (fence.go).
+// directory, and it keeps Pebble from panicking on a failed write-ahead log,
+// MANIFEST or directory sync (fence.go).
 type fenceFS struct {
 	vfs.FS
 	h *health
 	w *walWatch // follows the write-ahead logs for the synced watermark (watermark.go); nil read-only
+	// dir is the store's directory as the file system's PathDir gives it for
+	// the store's files (storeDir).
+	dir string
+}
+
+// storeDir returns dir as fsys's PathDir gives it for a file in it.
+func storeDir(fsys vfs.FS, dir string) string {
+	return fsys.PathDir(fsys.PathJoin(dir, "MANIFEST-000001"))
 }
 
 // wrapped reports whether err already says what kind of failure it is: one

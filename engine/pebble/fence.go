@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,8 +41,26 @@ import (
 // drops some read errors of a compaction (one met when its range-key
 // iterator first opens an input table) and then installs a compaction with
 // no output, deleting its inputs. With the store failed the MANIFEST write
-// that would install it, and the removal of the inputs, are refused, and a
-// reopen reads them all again (docs/design/failed-table-reads.md).
+// that would install it is dropped and the removal of the inputs refused, so
+// a reopen reads them all again (docs/design/failed-table-reads.md).
+
+// The MANIFEST is kept like the write-ahead logs, for another reason: before
+// Pebble writes a version edit it prepares the new organisation of level 0,
+// recomputing the key intervals of the level's tables in their metadata, which
+// the current organisation shares. When the write, its sync or the move of the
+// manifest marker that follows fails, Pebble calls Fatalf and returns the error
+// without undoing that, and the rollback of the flush or compaction then
+// reads the tables' intervals against the old organisation: an index out of
+// range, or (with Pebble's invariants on) the panic "f.minIntervalIndex in
+// TableMetadata out of sync", on a background goroutine, which ends the process.
+// TestInjectedIOErrors met it in CI. So a failed write or sync of a MANIFEST, or
+// a failed creation of a MANIFEST or marker file, fails the store instead of
+// reaching Pebble, and once the store has stopped (failed, or met a
+// corruption), MANIFEST writes and syncs are dropped (reported done) and a new
+// MANIFEST or marker is a file that is never created: Pebble installs the edit
+// in its memory, which a stopped store never serves, never logs a fatal error,
+// and the directory keeps the MANIFEST and its marker as the failure left them
+// (docs/design/failed-manifest-writes.md).
 
 // failedPause is how long a refused change waits before it fails, once the
 // store has failed: Pebble retries a failed flush at once, and without the
@@ -93,13 +112,18 @@ const pebbleOpenName = "github.com/cockroachdb/pebble/v2.Open"
 func inPebbleOpen() bool { return callstack.Has(pebbleOpenName) }
 
 // waitUnlessFailed runs fn, a call into Pebble that may wait for a flush (a
-// flush, a compaction), on its own goroutine, and waits for it or for the
-// store to fail. A failed store refuses every file Pebble would create, so
-// such a wait may never end, inside Pebble's commit pipeline: once the store
-// has been failed for failedGrace the call is left waiting, the store is
-// marked stuck (it cannot be closed, as after health.await gives up; restart
-// the process) and the failure is returned.
-func (e *Engine) waitUnlessFailed(fn func() error) error {
+// flush, a compaction), on its own goroutine, and waits for it, for the store
+// to fail or for ctx to end. A failed store refuses every file Pebble would
+// create, so such a wait may never end, inside Pebble's commit pipeline: once
+// the store has been failed for failedGrace the call is left waiting, the
+// store is marked stuck (it cannot be closed, as after health.await gives up;
+// restart the process) and the failure is returned. When ctx ends first, the
+// call is left to finish in the background and ctx's error is returned: fn
+// must not give Pebble a context that can end (see manualCompact).
+func (e *Engine) waitUnlessFailed(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	done := make(chan error, 1)
 	go func() { done <- e.h.guard(fn) }()
 	tick := time.NewTicker(stallPoll)
@@ -109,6 +133,8 @@ func (e *Engine) waitUnlessFailed(fn func() error) error {
 		select {
 		case err := <-done:
 			return e.h.failedOr(err)
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-tick.C:
 			if e.h.failed.Load() == nil {
 				continue
@@ -123,16 +149,33 @@ func (e *Engine) waitUnlessFailed(fn func() error) error {
 	}
 }
 
+// manualCompact compacts [start, end) through every level, as Pebble's
+// Compact does, in one compaction per level and with a context that never
+// ends. Pebble v2.1.7 can keep a picked manual compaction in its
+// pickedCompactionCache while it waits for a compaction slot; when a sibling
+// of a parallelized manual compaction fails, or the caller's context ends,
+// Compact removes the queued ones from its list without invalidating that
+// cache, and the cached one later runs and panics on a background goroutine
+// ("did not find manual compaction with id"). TestInjectedIOErrors met it.
+// Without the split there is no sibling (and with bitempo's default of one
+// compaction at a time a split ran one part after another anyway); without
+// the cancellation nothing is removed. waitUnlessFailed returns when the
+// caller's context ends, leaving the compaction to finish.
+func (e *Engine) manualCompact(start, end []byte) error {
+	return e.db.Compact(context.Background(), start, end, false)
+}
+
 // failedGrace is how long waitUnlessFailed lets a call of a failed store
 // finish before it leaves it waiting.
 const failedGrace = time.Second
 
-// failedOr returns the store's failure, if it failed, or else err.
+// failedOr returns the store's failure if it has failed or met a corruption,
+// or else err. A call during which the store stopped is reported failed even
+// when Pebble returned nil: what it changed may not have reached the disk (a
+// MANIFEST write is dropped, not failed, once the store has stopped).
 func (h *health) failedOr(err error) error {
-	if err != nil {
-		if herr := h.err(); herr != nil {
-			return herr
-		}
+	if herr := h.err(); herr != nil {
+		return herr
 	}
 	return err
 }
@@ -147,22 +190,56 @@ func (h *health) ioFail(what string, err error) {
 
 func isLogName(name string) bool { return strings.HasSuffix(name, ".log") }
 
+// fileKind is what a file is to the fence.
+type fileKind int
+
+const (
+	kindOther    fileKind = iota // any other file, or a file outside the store's directory (a checkpoint's)
+	kindLog                      // a write-ahead log
+	kindManifest                 // a MANIFEST
+	kindMarker                   // a file of the marker that names the current MANIFEST
+)
+
+// kind returns what name is to the fence. Only the store's own files are kept
+// from failing (a stopFile): a checkpoint's copies of them are written
+// plainly, and their failure is the checkpoint's error.
+func (f fenceFS) kind(name string) fileKind {
+	if f.FS.PathDir(name) != f.dir {
+		return kindOther
+	}
+	base := f.FS.PathBase(name)
+	switch {
+	case isLogName(base):
+		return kindLog
+	case strings.HasPrefix(base, "MANIFEST-"):
+		return kindManifest
+	case strings.HasPrefix(base, "marker.manifest."):
+		return kindMarker
+	}
+	return kindOther
+}
+
+// Create creates a file for writing. A write-ahead log, MANIFEST or manifest
+// marker of the store created once the store has stopped, or whose creation
+// fails (which fails the store), is a deadFile.
 func (f fenceFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	if isLogName(name) && f.h.failed.Load() != nil {
-		return &deadLog{}, nil
+	kind := f.kind(name)
+	neverFails := kind != kindOther
+	if neverFails && f.h.stopped() {
+		return &deadFile{}, nil
 	}
 	if err := f.fenced(name); err != nil {
 		return nil, err
 	}
 	file, err := f.FS.Create(name, category)
 	if err != nil {
-		if isLogName(name) {
+		if neverFails {
 			f.h.ioFail("create "+name, err)
-			return &deadLog{}, nil
+			return &deadFile{}, nil
 		}
 		return nil, err
 	}
-	return f.wrap(name, file), nil
+	return f.wrap(name, kind, file), nil
 }
 
 func (f fenceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
@@ -173,20 +250,20 @@ func (f fenceFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCa
 	if err != nil {
 		return nil, err
 	}
-	return f.wrap(newname, file), nil
+	return f.wrap(newname, f.kind(newname), file), nil
 }
 
-// wrap wraps a file created for writing: a write-ahead log in a walLogFile, any
-// other file in a fencedFile.
-func (f fenceFS) wrap(name string, file vfs.File) vfs.File {
-	if !isLogName(name) {
+// wrap wraps a file created for writing: a write-ahead log, a MANIFEST or a
+// manifest marker of the store in a stopFile, any other file in a fencedFile.
+func (f fenceFS) wrap(name string, kind fileKind, file vfs.File) vfs.File {
+	if kind == kindOther {
 		return fencedFile{File: file, h: f.h, name: name}
 	}
-	lf := &walLogFile{File: file, h: f.h, name: name}
-	if f.w != nil {
-		lf.wf = f.w.track(name)
+	sf := &stopFile{File: file, h: f.h, name: name}
+	if f.w != nil && kind == kindLog {
+		sf.wf = f.w.track(name)
 	}
-	return lf
+	return sf
 }
 
 func isTableName(name string) bool { return strings.HasSuffix(name, ".sst") }
@@ -338,25 +415,28 @@ func (d dirFile) Sync() error {
 	return nil
 }
 
-// walLogFile is a write-ahead log open for writing. A failed write or sync fails
-// the store instead of reaching Pebble, and from then on its writes and syncs
-// are dropped: the log ends where the failure left it.
-type walLogFile struct {
+// stopFile is a write-ahead log, a MANIFEST or a manifest marker open for
+// writing: a file whose failed write Pebble must not see (see the top of this
+// file). A failed write or sync fails the store instead of reaching Pebble,
+// and from then on, as once the store has failed or met a corruption, its
+// writes and syncs are dropped and reported done: the file ends where the
+// failure left it.
+type stopFile struct {
 	vfs.File
 	h    *health
 	name string
-	wf   *walFile // the synced watermark's view of it (watermark.go), if kept
+	wf   *walFile // a log's view in the synced watermark (watermark.go), if kept
 	dead atomic.Bool
 }
 
-func (f *walLogFile) dropping() bool { return f.dead.Load() || f.h.failed.Load() != nil }
+func (f *stopFile) dropping() bool { return f.dead.Load() || f.h.stopped() }
 
-func (f *walLogFile) fail(what string, err error) {
+func (f *stopFile) fail(what string, err error) {
 	f.dead.Store(true)
 	f.h.ioFail(what+" "+f.name, err)
 }
 
-func (f *walLogFile) Write(p []byte) (int, error) {
+func (f *stopFile) Write(p []byte) (int, error) {
 	if f.dropping() {
 		return len(p), nil
 	}
@@ -370,7 +450,7 @@ func (f *walLogFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (f *walLogFile) WriteAt(p []byte, off int64) (int, error) {
+func (f *stopFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.dropping() {
 		return len(p), nil
 	}
@@ -380,7 +460,7 @@ func (f *walLogFile) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-func (f *walLogFile) sync(do func() error) error {
+func (f *stopFile) sync(do func() error) error {
 	if f.dropping() {
 		return nil
 	}
@@ -394,10 +474,10 @@ func (f *walLogFile) sync(do func() error) error {
 	return nil
 }
 
-func (f *walLogFile) Sync() error     { return f.sync(f.File.Sync) }
-func (f *walLogFile) SyncData() error { return f.sync(f.File.SyncData) }
+func (f *stopFile) Sync() error     { return f.sync(f.File.Sync) }
+func (f *stopFile) SyncData() error { return f.sync(f.File.SyncData) }
 
-func (f *walLogFile) SyncTo(length int64) (bool, error) {
+func (f *stopFile) SyncTo(length int64) (bool, error) {
 	if f.dropping() {
 		return true, nil
 	}
@@ -409,7 +489,7 @@ func (f *walLogFile) SyncTo(length int64) (bool, error) {
 	return full, nil
 }
 
-func (f *walLogFile) Preallocate(off, length int64) error {
+func (f *stopFile) Preallocate(off, length int64) error {
 	if f.dropping() {
 		return nil
 	}
@@ -417,33 +497,34 @@ func (f *walLogFile) Preallocate(off, length int64) error {
 	return nil
 }
 
-func (f *walLogFile) Close() error {
+func (f *stopFile) Close() error {
 	_ = f.File.Close() // every write and sync that mattered has been checked
 	return nil
 }
 
-// deadLog stands for a write-ahead log created after the store failed: it
-// drops everything written to it and reads as empty.
-type deadLog struct{}
+// deadFile stands for a write-ahead log, MANIFEST or manifest marker created
+// after the store stopped: it is never created, drops everything written to it
+// and reads as empty.
+type deadFile struct{}
 
-func (*deadLog) Read([]byte) (int, error)          { return 0, io.EOF }
-func (*deadLog) ReadAt([]byte, int64) (int, error) { return 0, io.EOF }
-func (*deadLog) Prefetch(int64, int64) error       { return nil }
-func (*deadLog) Stat() (vfs.FileInfo, error)       { return deadInfo{}, nil }
+func (*deadFile) Read([]byte) (int, error)          { return 0, io.EOF }
+func (*deadFile) ReadAt([]byte, int64) (int, error) { return 0, io.EOF }
+func (*deadFile) Prefetch(int64, int64) error       { return nil }
+func (*deadFile) Stat() (vfs.FileInfo, error)       { return deadInfo{}, nil }
 
-func (*deadLog) Write(p []byte) (int, error)            { return len(p), nil }
-func (*deadLog) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
-func (*deadLog) Sync() error                            { return nil }
-func (*deadLog) SyncData() error                        { return nil }
-func (*deadLog) SyncTo(int64) (bool, error)             { return true, nil }
-func (*deadLog) Preallocate(int64, int64) error         { return nil }
-func (*deadLog) Close() error                           { return nil }
-func (*deadLog) Fd() uintptr                            { return vfs.InvalidFd }
+func (*deadFile) Write(p []byte) (int, error)            { return len(p), nil }
+func (*deadFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+func (*deadFile) Sync() error                            { return nil }
+func (*deadFile) SyncData() error                        { return nil }
+func (*deadFile) SyncTo(int64) (bool, error)             { return true, nil }
+func (*deadFile) Preallocate(int64, int64) error         { return nil }
+func (*deadFile) Close() error                           { return nil }
+func (*deadFile) Fd() uintptr                            { return vfs.InvalidFd }
 
-// deadInfo is the FileInfo of a deadLog: an empty file.
+// deadInfo is the FileInfo of a deadFile: an empty file.
 type deadInfo struct{}
 
-func (deadInfo) Name() string           { return "dropped.log" }
+func (deadInfo) Name() string           { return "dropped" }
 func (deadInfo) Size() int64            { return 0 }
 func (deadInfo) Mode() os.FileMode      { return 0o644 }
 func (deadInfo) ModTime() time.Time     { return time.Time{} }

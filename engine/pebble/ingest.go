@@ -22,9 +22,10 @@ func (e *Engine) CanIngestFrom(dir string) error {
 	return nil
 }
 
-// IngestSorted (engine.BulkIngester) writes one sstable and ingests it. Pebble's Fatalf (a failed
-// manifest or log write during the ingestion) is turned into ErrFailed as in
-// commit.
+// IngestSorted (engine.BulkIngester) writes one sstable and ingests it. A
+// failed MANIFEST or log write during the ingestion fails the store without
+// reaching Pebble (fence.go), and the ingestion then returns ErrFailed, as a
+// commit does.
 func (e *Engine) IngestSorted(dir string, next func() (engine.Write, bool, error)) (err error) {
 	if err := e.h.err(); err != nil {
 		return err
@@ -60,5 +61,5 @@ func (e *Engine) IngestSorted(dir string, next func() (engine.Write, bool, error
 	if err := sw.Close(); err != nil {
 		return err
 	}
-	return e.h.guard(func() error { return e.db.Ingest(context.Background(), []string{path}) })
+	return e.h.failedOr(e.h.guard(func() error { return e.db.Ingest(context.Background(), []string{path}) }))
 }

@@ -31,7 +31,7 @@ func (e *Engine) Purge(ctx context.Context, spans []engine.Span, all, wait bool)
 	if all {
 		spans = []engine.Span{{Start: []byte{0x00}, End: []byte{0xff, 0xff}}}
 	}
-	err := e.waitUnlessFailed(func() error {
+	err := e.waitUnlessFailed(ctx, func() error {
 		for _, sp := range spans {
 			start, end := rangeKeyBounds(sp.Start, sp.End)
 			if err := e.db.RangeKeyDelete(start, end, pebble.NoSync); err != nil {
@@ -42,7 +42,10 @@ func (e *Engine) Purge(ctx context.Context, spans []engine.Span, all, wait bool)
 			return err
 		}
 		for _, sp := range spans {
-			if err := e.db.Compact(ctx, sp.Start, sp.End, true); err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := e.manualCompact(sp.Start, sp.End); err != nil { // fence.go
 				return err
 			}
 		}

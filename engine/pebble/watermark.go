@@ -223,7 +223,7 @@ func (w *walWatch) abandon() {
 }
 
 // walFile is the watermark's view of a write-ahead log as Pebble writes it
-// (through walLogFile, fence.go): it counts the bytes and the complete records
+// (through stopFile, fence.go): it counts the bytes and the complete records
 // written, and reports each successful sync to its walWatch. Pebble's log
 // writer appends whole chunks and pads blocks with zeros; the count follows
 // the chunk headers as they pass (logscan.go has the format), carrying a
