@@ -224,14 +224,15 @@ func (e *Engine) View() (engine.View, error) {
 	return &pebbleView{snap: e.db.NewSnapshot(), h: e.h}, nil
 }
 
-// Commit applies writes as one Pebble batch. Pebble treats a failed write-ahead
-// log write or sync as fatal and calls Logger.Fatalf, which slogLogger turns into a
-// fatalError panic on the committing goroutine; guard turns it back into an
-// error wrapping engine.ErrFailed, and every later commit and view is refused, because
-// Pebble's state is then unknown. Reopening the store recovers from the log: the
-// failed batch is absent, or (when the OS kept data whose sync failed) present
-// whole. A commit is refused, before anything is written, once a corruption has
-// been seen.
+// Commit applies writes as one Pebble batch. A failed write or sync of the
+// write-ahead log never reaches Pebble (which would panic on some): it fails
+// the store (fence.go), and the commit that met it returns an error wrapping
+// engine.ErrFailed; every later commit and view is refused until the store is
+// reopened. A Fatalf of Pebble's on the committing goroutine (slogLogger)
+// becomes the same error through guard. Reopening the store recovers from the
+// log: the failed batch is absent, or (when the OS kept data whose sync
+// failed) present whole. A commit is refused, before anything is written, once
+// a corruption has been seen.
 func (e *Engine) Commit(writes []engine.Write, sync bool) error {
 	if err := e.h.err(); err != nil {
 		return err

@@ -263,7 +263,10 @@ func (s slogLogger) Errorf(format string, args ...any) {
 //   - on any other goroutine (Pebble's flushes, compactions, table-stats
 //     collection) it returns. Pebble's background paths return an error right
 //     after Fatalf, which fails the background job; the DB no longer serves
-//     anything, so the state that job leaves is never read.
+//     anything, so the state that job leaves is never read. The exception is
+//     a version edit's MANIFEST write, after which a flush's or compaction's
+//     own rollback reads that state: its failures never reach Pebble
+//     (fence.go).
 //
 // It never panics on a background goroutine, which would end the process
 // (docs/design/pebble-fatalf.md).

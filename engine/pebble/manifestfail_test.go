@@ -98,22 +98,7 @@ func TestFailedManifestWriteFailsTheStore(t *testing.T) {
 			if strings.Contains(logs.String(), "fatal=true") {
 				t.Fatalf("Pebble saw the failed %s as fatal; logs:\n%s", c.name, logs.String())
 			}
-
-			e, err = pebble.Open("db", pebble.Options{FS: mem, MustExist: true, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatalf("reopen after the failed %s: %v", c.name, err)
-			}
-			defer func() { _ = e.Close() }()
-			v, err := e.View()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = v.Close() }()
-			for _, k := range committed {
-				if _, ok, err := v.Get(k); err != nil || !ok {
-					t.Errorf("key %s after reopening: found %v, %v; want it kept", k, ok, err)
-				}
-			}
+			checkFailedStoreReopens(t, mem, committed)
 		})
 	}
 }

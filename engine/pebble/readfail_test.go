@@ -149,9 +149,16 @@ func TestFailedTableReadInCompactionKeepsData(t *testing.T) {
 		t.Fatalf("close after a failed table read: got %v, want an error wrapping engine.ErrFailed", err)
 	}
 
-	e, err = pebble.Open("db", pebble.Options{FS: mem, MustExist: true, Logger: slog.New(slog.DiscardHandler)})
+	checkFailedStoreReopens(t, mem, faultKeys)
+}
+
+// checkFailedStoreReopens checks that a failed store's directory, opened
+// again, holds every key of keys.
+func checkFailedStoreReopens(t *testing.T, mem vfs.FS, keys [][]byte) {
+	t.Helper()
+	e, err := pebble.Open("db", pebble.Options{FS: mem, MustExist: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("reopen: %v", err)
 	}
 	defer func() { _ = e.Close() }()
 	v, err := e.View()
@@ -159,7 +166,7 @@ func TestFailedTableReadInCompactionKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = v.Close() }()
-	for _, k := range faultKeys {
+	for _, k := range keys {
 		if _, ok, err := v.Get(k); err != nil || !ok {
 			t.Errorf("key %q after reopening: found %v, %v; want it kept", k, ok, err)
 		}
