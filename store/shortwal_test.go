@@ -188,3 +188,69 @@ func TestCrashKeepsSyncedCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupLeavesTheSyncedWatermarkOnTheLiveLog takes a backup (a Pebble
+// checkpoint, which copies the live write-ahead log into the backup's
+// directory) between synced commits, then cuts the store's newest log back to
+// its length at the backup: the commits after the backup are lost, and Open
+// must say so. The synced watermark follows the store's own newest log only;
+// when it also followed the backup's copy of it, it stayed on that copy, so
+// the cut looked like a clean end and the later commits were silently gone.
+func TestBackupLeavesTheSyncedWatermarkOnTheLiveLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := store.Open(dir, store.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTable(store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(i int) {
+		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+			return tx.Put("t", store.Key{damageKey(i)}, store.Attrs{"n": i}, 0, store.Infinity)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		put(i)
+	}
+	if err := db.Compact(context.Background()); err != nil { // a new log
+		t.Fatal(err)
+	}
+	const before, after = 30, 40
+	for i := 20; i < 20+before; i++ {
+		put(i)
+	}
+	logs := files(t, dir, "*.log")
+	live := logs[len(logs)-1]
+	st, err := os.Stat(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Backup(context.Background(), filepath.Join(t.TempDir(), "backup")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 20 + before; i < 20+before+after; i++ {
+		put(i)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if logs := files(t, dir, "*.log"); logs[len(logs)-1] != live {
+		t.Fatalf("the newest log changed from %s to %s; the test needs the commits after the backup in the same log", live, logs[len(logs)-1])
+	}
+	if err := os.Truncate(live, st.Size()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Open(dir, store.Options{Logger: quiet, MustExist: true})
+	m := lostCount.FindStringSubmatch(fmt.Sprint(err))
+	if !errors.Is(err, store.ErrDamagedWAL) || m == nil {
+		t.Fatalf("open of a store whose log was cut back to its length at a backup: got %v, want ErrDamagedWAL naming the %d commits lost", err, after)
+	}
+	// The backup's checkpoint flushes the log with a record of its own, after
+	// the cut too: the count is the commits after the backup, or one more.
+	if n, _ := strconv.Atoi(m[1]); n != after && n != after+1 {
+		t.Fatalf("open names %d commits lost, want %d (or %d with the checkpoint's record): %v", n, after, after+1, err)
+	}
+}

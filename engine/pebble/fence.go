@@ -202,7 +202,8 @@ const (
 
 // kind returns what name is to the fence. Only the store's own files are kept
 // from failing (a stopFile): a checkpoint's copies of them are written
-// plainly, and their failure is the checkpoint's error.
+// plainly, their failure is the checkpoint's error, and the synced watermark
+// does not follow a copied log (docs/design/wal-synced-watermark.md).
 func (f fenceFS) kind(name string) fileKind {
 	if f.FS.PathDir(name) != f.dir {
 		return kindOther
