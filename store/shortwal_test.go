@@ -25,20 +25,7 @@ import (
 // log, so no OPTIONS file is newer than it), and closes the store.
 func shortStore(t *testing.T, dir string, flushed, logged int) {
 	t.Helper()
-	db, err := store.Open(dir, store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateTable(store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
-		t.Fatal(err)
-	}
-	put := func(i int) {
-		if _, err := txn.Update(db, func(tx *txn.Tx) error {
-			return tx.Put("t", store.Key{damageKey(i)}, store.Attrs{"n": i, "pad": strings.Repeat("s", 300)}, 0, store.Infinity)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, put := logStore(t, dir, strings.Repeat("s", 300))
 	for i := range flushed {
 		put(i)
 	}
@@ -50,6 +37,27 @@ func shortStore(t *testing.T, dir string, flushed, logged int) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// logStore opens a new store in dir with table "t" and returns it with put,
+// which commits (synced) key i of "t" with attributes n = i and pad.
+func logStore(t *testing.T, dir, pad string) (db *store.DB, put func(i int)) {
+	t.Helper()
+	db, err := store.Open(dir, store.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTable(store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
+		t.Fatal(err)
+	}
+	return db, func(i int) {
+		t.Helper()
+		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+			return tx.Put("t", store.Key{damageKey(i)}, store.Attrs{"n": i, "pad": pad}, 0, store.Infinity)
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -198,20 +206,7 @@ func TestCrashKeepsSyncedCommits(t *testing.T) {
 // the cut looked like a clean end and the later commits were silently gone.
 func TestBackupLeavesTheSyncedWatermarkOnTheLiveLog(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
-	db, err := store.Open(dir, store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateTable(store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
-		t.Fatal(err)
-	}
-	put := func(i int) {
-		if _, err := txn.Update(db, func(tx *txn.Tx) error {
-			return tx.Put("t", store.Key{damageKey(i)}, store.Attrs{"n": i}, 0, store.Infinity)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, put := logStore(t, dir, "")
 	for i := range 20 {
 		put(i)
 	}
