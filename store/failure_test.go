@@ -316,23 +316,12 @@ func copyDir(t *testing.T, src, dst string) {
 // transaction times.
 func walStore(t *testing.T, dir string, n int) []int64 {
 	t.Helper()
-	db, err := store.Open(dir, store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.CreateTable(store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
-		t.Fatal(err)
-	}
-	pad := strings.Repeat("w", 200) // each commit writes it twice (the record and its newest-version entry); all must fit the first memtable
+	// Each commit writes the padding twice (the record and its newest-version
+	// entry); all must fit the first memtable.
+	db, put := logStore(t, dir, strings.Repeat("w", 200))
 	var txs []int64
 	for i := range n {
-		c, err := txn.Update(db, func(tx *txn.Tx) error {
-			return tx.Put("t", store.Key{damageKey(i)}, store.Attrs{"n": i, "pad": pad}, 0, store.Infinity)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		txs = append(txs, c.Tx)
+		txs = append(txs, put(i))
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

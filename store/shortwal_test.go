@@ -41,8 +41,9 @@ func shortStore(t *testing.T, dir string, flushed, logged int) {
 }
 
 // logStore opens a new store in dir with table "t" and returns it with put,
-// which commits (synced) key i of "t" with attributes n = i and pad.
-func logStore(t *testing.T, dir, pad string) (db *store.DB, put func(i int)) {
+// which commits (synced) key i of "t" with attributes n = i and pad, and
+// returns the commit's transaction time.
+func logStore(t *testing.T, dir, pad string) (db *store.DB, put func(i int) int64) {
 	t.Helper()
 	db, err := store.Open(dir, store.Options{Logger: quiet})
 	if err != nil {
@@ -51,13 +52,15 @@ func logStore(t *testing.T, dir, pad string) (db *store.DB, put func(i int)) {
 	if _, err := db.CreateTable(store.TableDef{Name: "t", Key: []store.KeyColumn{{Name: "id", Type: store.String}}}); err != nil {
 		t.Fatal(err)
 	}
-	return db, func(i int) {
+	return db, func(i int) int64 {
 		t.Helper()
-		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+		c, err := txn.Update(db, func(tx *txn.Tx) error {
 			return tx.Put("t", store.Key{damageKey(i)}, store.Attrs{"n": i, "pad": pad}, 0, store.Infinity)
-		}); err != nil {
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
+		return c.Tx
 	}
 }
 

@@ -98,7 +98,7 @@ func TestFailedManifestWriteFailsTheStore(t *testing.T) {
 			if strings.Contains(logs.String(), "fatal=true") {
 				t.Fatalf("Pebble saw the failed %s as fatal; logs:\n%s", c.name, logs.String())
 			}
-			checkFailedStoreReopens(t, mem, committed)
+			checkFailedStoreReopens(t, mem, "db", committed)
 		})
 	}
 }
@@ -132,4 +132,45 @@ func TestCompactReturnsWhenContextEnds(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestFailedManifestWriteFailsAnIngestion checks the bulk ingestion's side of
+// the same rule: when the MANIFEST write that would install the ingested
+// table fails, Pebble sees nothing (its Ingest returns nil, the edit dropped),
+// so IngestSorted must report the store's failure itself (health.failedOr),
+// and the store reopens with what was committed before.
+func TestFailedManifestWriteFailsAnIngestion(t *testing.T) {
+	dir := t.TempDir()
+	fault := &manifestFault{kind: errorfs.OpFileWrite, prefix: "MANIFEST-"}
+	var logs bytes.Buffer
+	e, err := pebble.Open(dir+"/db", pebble.Options{FS: errorfs.Wrap(vfs.Default, fault), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := []byte("a")
+	if err := e.Commit([]engine.Write{{Key: committed, Value: []byte("v")}}, true); err != nil {
+		t.Fatal(err)
+	}
+	fault.armed.Store(true)
+	sent := false
+	err = e.IngestSorted(t.TempDir(), func() (engine.Write, bool, error) {
+		if sent {
+			return engine.Write{}, false, nil
+		}
+		sent = true
+		return engine.Write{Key: []byte("b"), Value: []byte("v")}, true, nil
+	})
+	if fault.failed.Load() == 0 {
+		t.Fatalf("no MANIFEST write failed (ingestion: %v)", err)
+	}
+	if !errors.Is(err, engine.ErrFailed) {
+		t.Fatalf("ingestion that met the failed MANIFEST write: got %v, want an error wrapping engine.ErrFailed", err)
+	}
+	if err := e.Close(); !errors.Is(err, engine.ErrFailed) {
+		t.Fatalf("close after the failure: got %v, want an error wrapping engine.ErrFailed", err)
+	}
+	if strings.Contains(logs.String(), "fatal=true") {
+		t.Fatalf("Pebble saw the failed MANIFEST write as fatal; logs:\n%s", logs.String())
+	}
+	checkFailedStoreReopens(t, vfs.Default, dir+"/db", [][]byte{committed})
 }

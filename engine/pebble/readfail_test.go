@@ -149,14 +149,14 @@ func TestFailedTableReadInCompactionKeepsData(t *testing.T) {
 		t.Fatalf("close after a failed table read: got %v, want an error wrapping engine.ErrFailed", err)
 	}
 
-	checkFailedStoreReopens(t, mem, faultKeys)
+	checkFailedStoreReopens(t, mem, "db", faultKeys)
 }
 
-// checkFailedStoreReopens checks that a failed store's directory, opened
-// again, holds every key of keys.
-func checkFailedStoreReopens(t *testing.T, mem vfs.FS, keys [][]byte) {
+// checkFailedStoreReopens checks that a failed store's directory dir on fsys,
+// opened again, holds every key of keys.
+func checkFailedStoreReopens(t *testing.T, fsys vfs.FS, dir string, keys [][]byte) {
 	t.Helper()
-	e, err := pebble.Open("db", pebble.Options{FS: mem, MustExist: true, Logger: slog.New(slog.DiscardHandler)})
+	e, err := pebble.Open(dir, pebble.Options{FS: fsys, MustExist: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
