@@ -17,6 +17,7 @@ import (
 // defaults: synced commits, a 64 MiB block cache, a 16 MiB memtable.
 type bitempoEngine struct {
 	db      *store.DB
+	pe      *bpebble.Engine // nil on etcd
 	snap    *store.Snapshot // reads of workloads 3-6
 	roundTx []int64         // workload 4: the transaction time after each round
 	baseTx  []int64         // workload 9: the transaction time after each commit of the base table's ingest
@@ -46,7 +47,17 @@ func openBitempo(dir string) (engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bitempoEngine{db: db}, nil
+	return &bitempoEngine{db: db, pe: pe}, nil
+}
+
+// blockCacheCounts reports Pebble's block-cache lookups so far
+// (blockCacheCounter); on etcd there is no block cache and nothing to count.
+func (e *bitempoEngine) blockCacheCounts() (hits, misses int64) {
+	if e.pe == nil {
+		return 0, 0
+	}
+	m := e.pe.Metrics().BlockCache
+	return m.Hits, m.Misses
 }
 
 func bitempoVersion() string {

@@ -53,6 +53,12 @@ func openPebble(dir string) (engine, error) {
 	return &pebbleEngine{db: db}, nil
 }
 
+// blockCacheCounts reports the block cache's lookups so far (blockCacheCounter).
+func (e *pebbleEngine) blockCacheCounts() (hits, misses int64) {
+	m := e.db.Metrics().BlockCache
+	return m.Hits, m.Misses
+}
+
 func pebbleVersion() string {
 	return moduleVersion("github.com/cockroachdb/pebble/v2") + " (synced commits, 64 MiB block cache, 32 MiB of it reserved for the 16 MiB memtables)"
 }

@@ -42,9 +42,11 @@ type measurement struct {
 // the whole process spent meanwhile, every thread counted: an engine's
 // background work (compactions, DuckDB's worker threads) is part of its cost.
 // On a shared machine CPU time is the steadier figure; wall time is what a
-// user waits.
+// user waits. counts are the garbage collector's cycles and the block cache's
+// lookups during the run (counters.go).
 type sample struct {
 	wall, cpu time.Duration
+	counts    runCounts
 }
 
 // stopwatch starts a sample.
@@ -106,13 +108,18 @@ type harness struct {
 	base    map[string]*openEngine
 	baseErr map[string]error
 	labels  pprof.LabelSet // of the workload and engine being measured
-	next    int
-	results []result
+	// measuring names the engine being measured; live holds every open
+	// database, whose counters are read around a timed run (counters.go).
+	measuring string
+	live      []*openEngine
+	next      int
+	results   []result
 }
 
 // openEngine is an open database and its directory.
 type openEngine struct {
 	engine
+	kind        string
 	dir         string
 	readsStaged bool
 	factsStaged bool
@@ -134,11 +141,14 @@ func (h *harness) fresh(k engineKind, label string) (*openEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", k.name, err)
 	}
-	return &openEngine{engine: e, dir: dir}, nil
+	oe := &openEngine{engine: e, kind: k.name, dir: dir}
+	h.live = append(h.live, oe)
+	return oe, nil
 }
 
 // discard closes a database and deletes its files.
 func (h *harness) discard(e *openEngine) error {
+	h.forget(e)
 	return errors.Join(e.close(), os.RemoveAll(e.dir))
 }
 
@@ -287,6 +297,7 @@ func (h *harness) run(ws []*workload) {
 			}
 			start := time.Now()
 			h.labels = pprof.Labels("workload", w.name, "engine", k.name)
+			h.measuring = k.name
 			m, err := w.run(h, k)
 			r := result{w: w, engine: k.name, measurement: m, err: err}
 			h.results = append(h.results, r)
@@ -295,8 +306,10 @@ func (h *harness) run(ws []*workload) {
 				continue
 			}
 			wall, cpu := m.perOp()
-			h.logf("  %-8s %s per %s (CPU %s), median of %d (%s in all), %s", k.name, fmtDuration(wall),
-				strings.TrimSuffix(w.unit, "s"), fmtDuration(cpu), len(m.times), fmtDuration(time.Since(start)), m.sum)
+			rates, cycles := countsSummary(m.times)
+			h.logf("  %-8s %s per %s (CPU %s), median of %d (%s in all), %s; block cache hits %s, GC cycles %s per run",
+				k.name, fmtDuration(wall), strings.TrimSuffix(w.unit, "s"), fmtDuration(cpu), len(m.times),
+				fmtDuration(time.Since(start)), m.sum, rates, cycles)
 		}
 	}
 }
@@ -328,7 +341,8 @@ func timeFill[T any](h *harness, out []T, fill func(out []T) error) ([]sample, e
 	}, func(int) error { return fill(out) })
 }
 
-// timed times work, run with the pprof labels of the workload and engine
+// timed times work and counts what it did (counters.go, read outside the
+// timed span), run with the pprof labels of the workload and engine
 // being measured (h.labels), so that a CPU profile (--cpuprofile) tells the
 // timed work of each apart from the untimed loads: go tool pprof -tagfocus
 // engine=bitempo-etcd,workload=resolve. Goroutines the work starts inherit the
@@ -336,9 +350,12 @@ func timeFill[T any](h *harness, out []T, fill func(out []T) error) ([]sample, e
 // compactions) do not.
 func (h *harness) timed(work func() error) (sample, error) {
 	var err error
+	before := h.counts()
 	w := startWatch()
 	pprof.Do(context.Background(), h.labels, func(context.Context) { err = work() })
-	return w.stop(), err
+	s := w.stop()
+	s.counts = h.counts().sub(before)
+	return s, err
 }
 
 // failures returns a line per failed measurement and per workload whose

@@ -93,6 +93,18 @@ func (h *harness) writeMarkdown(w io.Writer, command string, started time.Time, 
 	for _, x := range h.rows() {
 		fmt.Fprintln(w, "| "+strings.Join(x, " | ")+" |")
 	}
+	fmt.Fprintln(w, "\n## Block cache and garbage collection per run")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Each timed run in run order: its wall time per operation; the share of block lookups Pebble's block "+
+		"cache answered and the blocks it missed per operation, each read from its file (from the operating system's "+
+		"page cache when it holds the file) and decompressed (engines on Pebble); the Go garbage collector's cycles in "+
+		"the whole process. When two runs of one engine differ, look here first.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| workload | engine | per op | block cache hits | blocks missed per op | GC cycles |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, x := range h.countsTable() {
+		fmt.Fprintln(w, "| "+strings.Join(x, " | ")+" |")
+	}
 	fmt.Fprintln(w, "\n## Checksums")
 	fmt.Fprintln(w)
 	for _, r := range h.results {
