@@ -299,12 +299,22 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// sizingKeys is how many keys encode encodes before it sizes a chunk's key
+// buffer for the rest from their mean length.
+const sizingKeys = 64
+
 // encode encodes the keys of chunk c's facts.
 func (bt *batch) encode(c int) error {
 	lo, hi := bt.starts[c], bt.starts[c+1]
 	var buf []byte
 	ends := make([]uint32, hi-lo)
 	for i := lo; i < hi; i++ {
+		if i-lo == sizingKeys {
+			// Size the buffer for the rest from the first keys: growing it by
+			// doubling copied it, and wrote its fresh pages, about twice over
+			// (a tenth of a batch resolve's CPU on 10M facts).
+			buf = slices.Grow(buf, len(buf)/sizingKeys*(hi-i)*9/8)
+		}
 		var err error
 		if buf, err = bt.t.AppendKey(buf, bt.facts[i].Key); err != nil {
 			return fmt.Errorf("bitempo: resolve fact %d: %w", i, err)
