@@ -218,3 +218,51 @@ func TestDealKeepsEachKeyInOneRange(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeSizesKeyBuffers encodes a chunk of facts whose first keys are
+// long and the rest short, and one of short keys only: each chunk's key buffer
+// holds every key, in order, and reserves memory for the rest from the first
+// keys' length only up to maxSizedKeyBytes a key, so long keys at the start of
+// a batch cannot make it reserve a long key's room for every short one.
+func TestEncodeSizesKeyBuffers(t *testing.T) {
+	s, tables := probeTables(t, store.String)
+	const short = 100_000
+	long := strings.Repeat("k", 10_000)
+	for _, tc := range []struct {
+		name  string
+		first string // the first sizingKeys keys' prefix
+	}{{"long keys first", long}, {"short keys", "s"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			facts := make([]Fact, sizingKeys+short)
+			for i := range facts {
+				key := fmt.Sprint(i)
+				if i < sizingKeys {
+					key = tc.first + key
+				}
+				facts[i] = Fact{Key: store.Key{key}, At: 1}
+			}
+			bt := newBatch(s, tables[0], facts, 1)
+			if err := bt.encode(0); err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			for i, f := range facts {
+				var err error
+				if want, err = tables[0].AppendKey(want, f.Key); err != nil {
+					t.Fatal(err)
+				}
+				if got := bt.ends[0][i]; got != uint32(len(want)) {
+					t.Fatalf("key %d ends at %d, want %d", i, got, len(want))
+				}
+			}
+			if !bytes.Equal(bt.keys[0], want) {
+				t.Fatal("the encoded keys differ from AppendKey's")
+			}
+			// The short keys take at most 8 bytes each: a buffer sized from the
+			// long keys' mean would reserve about 10 kB for each of them.
+			if limit := len(want) + short*maxSizedKeyBytes*9/8; cap(bt.keys[0]) > limit {
+				t.Errorf("the key buffer reserves %d bytes for %d bytes of keys, want at most %d", cap(bt.keys[0]), len(want), limit)
+			}
+		})
+	}
+}
