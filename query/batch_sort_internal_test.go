@@ -242,6 +242,7 @@ func TestEncodeSizesKeyBuffers(t *testing.T) {
 				facts[i] = Fact{Key: store.Key{key}, At: 1}
 			}
 			bt := newBatch(s, tables[0], facts, 1)
+			bt.keys[0], bt.ends[0] = nil, nil // fresh memory, not an earlier batch's
 			if err := bt.encode(0); err != nil {
 				t.Fatal(err)
 			}
