@@ -57,6 +57,26 @@ func loadDimension(t testing.TB, db *store.DB, keys int, rng *rand.Rand) []int64
 	return txs
 }
 
+// dimensionSnapshot opens an in-memory store whose clock ticks once per
+// reading, loads keys customers into it (loadDimension) and returns a
+// snapshot of it and the commit times; the test's cleanup closes both.
+func dimensionSnapshot(t testing.TB, keys int, rng *rand.Rand) (*store.Snapshot, []int64) {
+	t.Helper()
+	clock := int64(1000)
+	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	txs := loadDimension(t, db, keys, rng)
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, txs
+}
+
 func randomFacts(rng *rand.Rand, n, keys int, txs []int64) []query.Fact {
 	facts := make([]query.Fact, n)
 	for i := range facts {
@@ -76,20 +96,9 @@ func TestResolveMatchesGet(t *testing.T) {
 	if testing.Short() {
 		n, keys = 10_000, 1000
 	}
-	clock := int64(1000)
-	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
-	txs := loadDimension(t, db, keys, rng)
+	s, txs := dimensionSnapshot(t, keys, rng)
 	facts := randomFacts(rng, n, keys, txs)
-	s, err := db.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	got, err := query.Resolve(s, "dim", facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true})
 	if err != nil {
 		t.Fatal(err)

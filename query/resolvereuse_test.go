@@ -21,19 +21,8 @@ func TestResolveBatchesReuseMemory(t *testing.T) {
 	if testing.Short() {
 		keys = 500
 	}
-	clock := int64(1000)
-	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	rng := rand.New(rand.NewPCG(5, 6))
-	txs := loadDimension(t, db, keys, rng)
-	s, err := db.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, txs := dimensionSnapshot(t, keys, rng)
 	sizes := []int{60_000, 17, 40_000, 1, 20_000, 0, 33_333}
 	batches := make([][]query.Fact, len(sizes))
 	want := make([][]string, len(sizes))
