@@ -116,7 +116,8 @@ type engineKind struct {
 }
 
 // cacheBytes is every engine's cache (or memory) budget, but duckdb-mem's
-// (duckdbMemLimit).
+// (duckdbMemLimit) and, when --pebble-cache-mib sets it, the engines on
+// Pebble's (pebbleSetup).
 const cacheBytes = 64 << 20
 
 // engineKinds is every engine, bitempo first: ratios are relative to it.

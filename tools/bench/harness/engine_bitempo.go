@@ -39,7 +39,7 @@ const (
 
 func openBitempo(dir string) (engine, error) {
 	quiet := slog.New(slog.DiscardHandler)
-	pe, err := bpebble.Open(dir, bpebble.Options{CacheSize: cacheBytes, Logger: quiet})
+	pe, err := bpebble.Open(dir, bpebble.Options{CacheSize: pebbleSetup.cache(), Logger: quiet, Tune: pebbleSetup.apply})
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (e *bitempoEngine) blockCacheCounts() (hits, misses int64) {
 }
 
 func bitempoVersion() string {
-	return "this tree (synced commits, 64 MiB block cache, 32 MiB of it reserved for the 16 MiB memtables)"
+	return "this tree (synced commits, " + pebbleSetup.describe() + ")"
 }
 
 var keyColumn = []store.KeyColumn{{Name: "id", Type: store.String}}

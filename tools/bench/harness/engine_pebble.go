@@ -41,11 +41,12 @@ type pebbleEngine struct {
 func openPebble(dir string) (engine, error) {
 	opts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatFlushableIngestExcises,
-		CacheSize:          cacheBytes,
+		CacheSize:          pebbleSetup.cache(),
 		MemTableSize:       16 << 20,
 		Logger:             quietLogger{},
 	}
 	opts.EnsureDefaults()
+	pebbleSetup.apply(opts)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func (e *pebbleEngine) blockCacheCounts() (hits, misses int64) {
 }
 
 func pebbleVersion() string {
-	return moduleVersion("github.com/cockroachdb/pebble/v2") + " (synced commits, 64 MiB block cache, 32 MiB of it reserved for the 16 MiB memtables)"
+	return moduleVersion("github.com/cockroachdb/pebble/v2") + " (synced commits, " + pebbleSetup.describe() + ")"
 }
 
 // quietLogger drops Pebble's informational lines.

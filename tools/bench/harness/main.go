@@ -71,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed of the generated data")
 	dir := fs.String("dir", "", "parent directory for the databases (default: the system's temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	blockSize := fs.Int("block-size", 0, "target size in bytes of the table files' data blocks of the engines on Pebble, bitempo and the floor alike (default Pebble's, 4096)")
+	pebbleCache := fs.Int("pebble-cache-mib", 0, "block cache in MiB of the engines on Pebble, bitempo and the floor alike; the other engines keep their 64 MB (default 64)")
 	var scaling listFlag
 	fs.Var(&scaling, "scaling", "run nothing; compare result files written by --out at different scales (smallest first): how time per operation and throughput change")
 	if err := fs.Parse(args); err != nil {
@@ -95,6 +97,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *runs > 0 {
 		sc.runs, sc.writeRuns = *runs, *runs
 	}
+	if *blockSize < 0 || *blockSize > maxBlockSize || *pebbleCache < 0 {
+		fmt.Fprintf(stderr, "bench: --block-size must be 0 to %d bytes and --pebble-cache-mib at least 0\n", maxBlockSize)
+		return 2
+	}
+	pebbleSetup = pebbleTuning{blockSize: *blockSize, cacheBytes: int64(*pebbleCache) << 20}
 	ws, err := selectWorkloads(only)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
