@@ -144,6 +144,12 @@ func (bt *batch) compareKeys(a, b *probe) int {
 	return bytes.Compare(bt.tuple(a), bt.tuple(b))
 }
 
+// sameShortKey reports whether a and b are probes of one key that their
+// prefixes hold whole (at most shortKey bytes), without reading the keys.
+func sameShortKey(a, b *probe) bool {
+	return a.pfx == b.pfx && a.pfx2 == b.pfx2 && a.n <= shortKey
+}
+
 // compare orders probes by key and, within a key, by descending valid time: a
 // key's versions are stored newest first, so the merge moves forward only.
 func (bt *batch) compare(a, b probe) int {
@@ -518,7 +524,10 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, bufs *mergeBuffers, at
 	// The keys are gathered in merge order, each once: the encoded keys lie
 	// in input order, so reading them in merge order (LookupSorted compares
 	// each probe's key with the one before) would miss the cache per probe
-	// more than once. Probes of one key share one slice.
+	// more than once. Probes of one key share one slice, and a probe whose
+	// prefixes hold its whole key and equal the last probe's is of the same
+	// key without reading its bytes: only the first probe of a short key
+	// reads them, a cache miss per key rather than per fact.
 	n := 0
 	for i := range probes {
 		n += int(probes[i].n)
@@ -528,15 +537,18 @@ func (bt *batch) merge(s *store.Snapshot, probes []probe, bufs *mergeBuffers, at
 	var prev []byte
 	for i := range probes {
 		p := &probes[i]
-		t := bt.tuple(p)
-		if i == 0 || !bytes.Equal(t, prev) {
-			start := len(tuples)
-			tuples = append(tuples, t...)
-			lookups[i].Tuple = tuples[start:len(tuples):len(tuples)]
-		} else {
+		switch {
+		case i > 0 && sameShortKey(p, &probes[i-1]):
 			lookups[i].Tuple = lookups[i-1].Tuple
+		case i > 0 && bytes.Equal(bt.tuple(p), prev):
+			lookups[i].Tuple = lookups[i-1].Tuple
+		default:
+			prev = bt.tuple(p)
+			start := len(tuples)
+			tuples = append(tuples, prev...)
+			lookups[i].Tuple = tuples[start:len(tuples):len(tuples)]
 		}
-		lookups[i].Valid, lookups[i].Tx, prev = p.valid, p.tx, t
+		lookups[i].Valid, lookups[i].Tx = p.valid, p.tx
 	}
 	var fnErr error
 	view := row.AttrRow
