@@ -68,7 +68,11 @@ type Options struct {
 	// silently either way.
 	RecoverWAL bool
 	// Tune, if set, is called with the Pebble options just before opening, for
-	// tests and benchmarks that need to force flushes or compactions.
+	// tests and benchmarks that need to force flushes or compactions, and for
+	// settings bitempo leaves at Pebble's defaults, such as the data block
+	// size (Levels[i].BlockSize; docs/performance.md, "Tuning", measures it).
+	// It must not change what the store relies on: the comparer (the key
+	// order) and the format major version.
 	Tune func(*pebble.Options)
 }
 
