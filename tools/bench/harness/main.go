@@ -72,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "parent directory for the databases (default: the system's temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	blockSize := fs.Int("block-size", 0, "target size in bytes of the table files' data blocks of the engines on Pebble, bitempo and the floor alike (default Pebble's, 4096)")
-	pebbleCache := fs.Int("pebble-cache-mib", 0, "block cache in MiB of the engines on Pebble, bitempo and the floor alike; the other engines keep their 64 MB (default 64)")
+	pebbleCache := fs.Int("pebble-cache-mib", 0, "block cache in MiB of the engines on Pebble, bitempo and the floor alike, more than the 32 MiB their memtables keep of it; the other engines keep their 64 MB (default 64)")
 	var scaling listFlag
 	fs.Var(&scaling, "scaling", "run nothing; compare result files written by --out at different scales (smallest first): how time per operation and throughput change")
 	if err := fs.Parse(args); err != nil {
@@ -97,8 +97,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *runs > 0 {
 		sc.runs, sc.writeRuns = *runs, *runs
 	}
-	if *blockSize < 0 || *blockSize > maxBlockSize || *pebbleCache < 0 {
-		fmt.Fprintf(stderr, "bench: --block-size must be 0 to %d bytes and --pebble-cache-mib at least 0\n", maxBlockSize)
+	if *blockSize < 0 || *blockSize > maxBlockSize {
+		fmt.Fprintf(stderr, "bench: --block-size must be 0 to %d bytes\n", maxBlockSize)
+		return 2
+	}
+	if *pebbleCache != 0 && *pebbleCache <= memtablesMiB {
+		fmt.Fprintf(stderr, "bench: --pebble-cache-mib must be more than the %d MiB the memtables keep of it\n", memtablesMiB)
 		return 2
 	}
 	pebbleSetup = pebbleTuning{blockSize: *blockSize, cacheBytes: int64(*pebbleCache) << 20}

@@ -61,13 +61,13 @@ func TestPebbleTuningFlags(t *testing.T) {
 		t.Errorf("default description %q", d)
 	}
 
-	for _, bad := range [][]string{{"--block-size", "-1"}, {"--block-size", "4194304"}, {"--pebble-cache-mib", "-5"}} {
+	for _, bad := range [][]string{{"--block-size", "-1"}, {"--block-size", "4194304"}, {"--pebble-cache-mib", "-5"}, {"--pebble-cache-mib", "32"}} {
 		stderr.Reset()
 		if code := run(append([]string{"--scale", "small", "--only", "3"}, bad...), &stdout, &stderr); code != 2 {
 			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
-		if !strings.Contains(stderr.String(), "--block-size must be") {
-			t.Errorf("%v: stderr %q", bad, stderr.String())
+		if want := bad[0] + " must be"; !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: stderr %q lacks %q", bad, stderr.String(), want)
 		}
 	}
 }
