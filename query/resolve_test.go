@@ -89,6 +89,21 @@ func randomFacts(rng *rand.Rand, n, keys int, txs []int64) []query.Fact {
 	return facts
 }
 
+// resolvedByGet is the resolution of fact i, f, of table "dim" that a Get
+// finds: the version's surrogate key and attributes, or the reason it missed.
+func resolvedByGet(t testing.TB, s *store.Snapshot, i int, f query.Fact) query.Resolution {
+	t.Helper()
+	v, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx}, query.GetOptions{})
+	var miss *query.Miss
+	switch {
+	case errors.As(err, &miss):
+		return query.Resolution{Index: i, Reason: miss.Reason}
+	case err != nil:
+		t.Fatal(err)
+	}
+	return query.Resolution{Index: i, SK: v.SK, Attrs: v.Attrs}
+}
+
 // TestResolveMatchesGet resolves 100k random facts (10k with -short) in one
 // batch, which takes the parallel path, and compares every answer with a Get.
 func TestResolveMatchesGet(t *testing.T) {
@@ -108,14 +123,7 @@ func TestResolveMatchesGet(t *testing.T) {
 	}
 	reasons := map[store.MissReason]int{}
 	for i, f := range facts {
-		v, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At, Tx: f.Tx}, query.GetOptions{})
-		want := query.Resolution{Index: i, SK: v.SK, Attrs: v.Attrs}
-		var miss *query.Miss
-		if errors.As(err, &miss) {
-			want = query.Resolution{Index: i, Reason: miss.Reason}
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		want := resolvedByGet(t, s, i, f)
 		reasons[want.Reason]++
 		if a, b := fmtResolution(got[i]), fmtResolution(want); a != b {
 			t.Fatalf("fact %d %+v: %s, want %s", i, f, a, b)

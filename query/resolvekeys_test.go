@@ -1,7 +1,6 @@
 package query_test
 
 import (
-	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -68,14 +67,8 @@ func TestResolveKeysAroundPrefixLength(t *testing.T) {
 		}
 		found := 0
 		for i, f := range facts {
-			v, err := query.Get(s, "dim", f.Key, query.AsOf{Valid: f.At}, query.GetOptions{})
-			want := query.Resolution{Index: i, SK: v.SK, Attrs: v.Attrs}
-			var miss *query.Miss
-			if errors.As(err, &miss) {
-				want = query.Resolution{Index: i, Reason: miss.Reason}
-			} else if err != nil {
-				t.Fatal(err)
-			} else {
+			want := resolvedByGet(t, s, i, f)
+			if want.Reason == store.Found {
 				found++
 			}
 			if a, b := fmtResolution(got[i]), fmtResolution(want); a != b {
