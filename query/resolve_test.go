@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -62,12 +63,7 @@ func loadDimension(t testing.TB, db *store.DB, keys int, rng *rand.Rand) []int64
 // snapshot of it and the commit times; the test's cleanup closes both.
 func dimensionSnapshot(t testing.TB, keys int, rng *rand.Rand) (*store.Snapshot, []int64) {
 	t.Helper()
-	clock := int64(1000)
-	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testutil.OpenTicking(t, 1)
 	txs := loadDimension(t, db, keys, rng)
 	s, err := db.Snapshot()
 	if err != nil {

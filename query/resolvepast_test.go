@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bitempo/bitempo/internal/testlong"
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
@@ -19,12 +20,7 @@ import (
 // commit from 1000, with an empty table "d" keyed by an int64 id.
 func tickingStore(t *testing.T) *store.DB {
 	t.Helper()
-	clock := int64(1000)
-	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock += 10; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testutil.OpenTicking(t, 10)
 	if _, err := db.CreateTable(store.TableDef{Name: "d", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/layout"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
@@ -13,12 +14,7 @@ import (
 // retire entries exist) and a changes table (events and a batch id).
 func dumpFixture(t *testing.T) *store.DB {
 	t.Helper()
-	clock := int64(1000)
-	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testutil.OpenTicking(t, 1)
 	key := []store.KeyColumn{{Name: "id", Type: store.String}}
 	if _, err := db.CreateTable(store.TableDef{Name: "dim", Key: key}); err != nil {
 		t.Fatal(err)
@@ -35,7 +31,7 @@ func dumpFixture(t *testing.T) *store.DB {
 			t.Fatal(err)
 		}
 	}
-	_, err = txn.Apply(db, "feed", "b1", []txn.Event{
+	_, err := txn.Apply(db, "feed", "b1", []txn.Event{
 		{Key: store.Key{"x"}, At: 5, Op: txn.OpUpsert, Attrs: store.Attrs{"plan": "pro"}},
 		{Key: store.Key{"x"}, At: 9, Seq: 2, Op: txn.OpDelete},
 	})

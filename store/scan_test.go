@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil"
 	"github.com/bitempo/bitempo/store"
 	"github.com/bitempo/bitempo/txn"
 )
@@ -41,12 +42,7 @@ func newScanWorld(t *testing.T, seed uint64, commits int) *scanWorld {
 // (write, each on a random key of keys) to a new in-memory store.
 func buildWorld(t *testing.T, keys []store.Key, commits int, rng *rand.Rand, write func(*txn.Tx, *rand.Rand, store.Key) error) *scanWorld {
 	t.Helper()
-	clock := int64(1000)
-	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock++; return clock }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := testutil.OpenTicking(t, 1)
 	tb, err := db.CreateTable(pairs)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package testutil holds the helpers that the tests of several packages
-// share: checking a store with store.Verify, the records of a key alive at a
-// transaction time, and running a command-line binary. Only tests import it.
+// share: checking a store with store.Verify, opening an in-memory store with
+// a ticking clock, the records of a key alive at a transaction time, and
+// running a command-line binary. Only tests import it.
 //
 // It imports no package of this module but store, so that the internal tests
 // of txn and query can use it without an import cycle.
@@ -32,6 +33,20 @@ func Verify(t TB, db *store.DB) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify: %v %v", rep, err)
 	}
+}
+
+// OpenTicking opens a fresh in-memory store whose clock starts at 1000 and
+// moves step forward each time it is read, so that every commit has its own
+// transaction time; the test's cleanup closes it.
+func OpenTicking(t testing.TB, step int64) *store.DB {
+	t.Helper()
+	clock := int64(1000)
+	db, err := store.Open("db", store.Options{InMemory: true, Clock: func() int64 { clock += step; return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // AliveAt returns the records of recs (a key's records, current and retired)
