@@ -39,7 +39,7 @@ const (
 
 func openBitempo(dir string) (engine, error) {
 	quiet := slog.New(slog.DiscardHandler)
-	pe, err := bpebble.Open(dir, bpebble.Options{CacheSize: pebbleSetup.cache(), Logger: quiet, Tune: pebbleSetup.apply})
+	pe, err := bpebble.Open(dir, bpebble.Options{CacheSize: pebbleSetup.cache(), MemTableSize: memTableBytes, Logger: quiet, Tune: pebbleSetup.apply})
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func openPebble(dir string) (engine, error) {
 	opts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatFlushableIngestExcises,
 		CacheSize:          pebbleSetup.cache(),
-		MemTableSize:       16 << 20,
+		MemTableSize:       memTableBytes,
 		Logger:             quietLogger{},
 	}
 	opts.EnsureDefaults()

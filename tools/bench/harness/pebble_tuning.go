@@ -35,13 +35,17 @@ func (p pebbleTuning) apply(o *pebble.Options) {
 	}
 }
 
-// memtablesMiB is what the memtables of both engines on Pebble (16 MiB each,
-// the one taking writes and one kept for reuse) hold of the block cache.
-const memtablesMiB = 32
+// memTableBytes is the memtable size of both engines on Pebble (bitempo's
+// default, passed to both so that they cannot drift apart).
+const memTableBytes = 16 << 20
+
+// memtablesMiB is what the memtables of both engines on Pebble (the one taking
+// writes and one kept for reuse) hold of the block cache.
+const memtablesMiB = 2 * memTableBytes >> 20
 
 // describe is the setting as the engines' descriptions give it.
 func (p pebbleTuning) describe() string {
-	s := fmt.Sprintf("%d MiB block cache, %d MiB of it reserved for the 16 MiB memtables", p.cache()>>20, memtablesMiB)
+	s := fmt.Sprintf("%d MiB block cache, %d MiB of it reserved for the %d MiB memtables", p.cache()>>20, memtablesMiB, memTableBytes>>20)
 	if p.blockSize != 0 {
 		s += fmt.Sprintf(", %d-byte data blocks", p.blockSize)
 	}
