@@ -58,6 +58,14 @@ func NewProjection(names, ordinals []string) *Projection {
 	return p
 }
 
+// Keeps reports whether p keeps the attribute of ordinal ord named name.
+func (p *Projection) Keeps(ord uint32, name string) bool {
+	if int(ord) < len(p.Keep) {
+		return p.Keep[ord]
+	}
+	return slices.Contains(p.Names, name)
+}
+
 // keeps reports whether p keeps the attribute of ordinal ord, named by name.
 func (p *Projection) keeps(ord uint32, name func(ord uint32) (string, bool)) bool {
 	if int(ord) < len(p.Keep) {

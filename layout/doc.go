@@ -38,7 +38,7 @@
 //	0x01 meta    | name                              -> msgpack scalar
 //	    "format" (uint) the layout version: 2, and Open refuses any other before
 //	    it writes anything (format.go); "layout" (string) the key layout
-//	    within the format, the comparer's name (bitempo.layout.v4), which an
+//	    within the format, the comparer's name (bitempo.layout.v5), which an
 //	    engine without a comparer of its own (etcd) needs to refuse a store of
 //	    an earlier development layout; "last_tx" (int64) the newest committed
 //	    transaction time; "next_table" (uint) the next table id. They make the
@@ -118,13 +118,16 @@
 //	0x22 checkpoints | tid | tuple                   -> msgpack [through, open, from, attrs | nil]
 //	    The derivation state of a key just before valid time `through`, replacing
 //	    the events older than the table's lateness horizon, which were compacted.
-//	0x30 groups  | tid | group tuple | 0x00 | tuple | desc(valid_from)                -> record value
-//	0x30 groups  | tid | group tuple | 0x01 | tuple | desc(valid_from) | desc(tx_from) -> record value
+//	0x30 groups  | tid | group tuple | 0x00 | tuple | desc(valid_from)                -> record value less group attrs
+//	0x30 groups  | tid | group tuple | 0x01 | tuple | desc(valid_from) | desc(tx_from) -> record value less group attrs
 //	    The temporal group index of tables declared with GroupBy: a copy of every
-//	    record (its exact value, shared attributes included) filed under its
-//	    group attributes' values, current records (0x00)
+//	    record filed under its group attributes' values, current records (0x00)
 //	    apart from retired ones (0x01), so "the versions of group G active at
-//	    (V, T)" is a range scan of G that touches no other group. See groups.go.
+//	    (V, T)" is a range scan of G that touches no other group. The value is
+//	    the record's exact value (shared attributes included) without the
+//	    GroupBy attributes, which the group tuple holds: a reader puts back
+//	    each one the value lacks and gets the record's value byte for byte.
+//	    See store/groups.go and store/groupvalues.go.
 //	0x40 erased-sk  | tid | ord(sk)                  -> asc(erasing tx)
 //	    The surrogate keys whose records an erasure removed, so GetBySK says
 //	    "erased" rather than "unknown". See erase.go.

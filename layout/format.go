@@ -26,8 +26,10 @@ import (
 //	   (4-byte table ids and log ordinals, 8-byte surrogate keys in keys,
 //	   an absolute valid_to in record values), and those of bitempo.layout.v3
 //	   (this layout without the newest-version keyspace, 0x14): a build of
-//	   it would not keep that keyspace, and this one would find it empty.
-//	   bitempo.layout.v4 is the layout of the package doc.
+//	   it would not keep that keyspace, and this one would find it empty;
+//	   and those of bitempo.layout.v4 (group index entries holding the
+//	   record's whole value, group attributes included).
+//	   bitempo.layout.v5 is the layout of the package doc.
 //
 // A store of another format is refused, not upgraded in place nor opened
 // read-only: an export and a reload into a new directory leave the old store

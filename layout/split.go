@@ -16,7 +16,7 @@ import (
 // before the split existed) or an earlier layout of bitempo's own
 // (DevComparerNames). Pebble would refuse it anyway, with a message that says
 // nothing about how to move the data.
-const ComparerName = "bitempo.layout.v4"
+const ComparerName = "bitempo.layout.v5"
 
 // DevComparerNames are the comparers of development builds of format 2 whose
 // keys and values this build would misread: bitempo.layout.v2 wrote 4-byte
@@ -25,8 +25,11 @@ const ComparerName = "bitempo.layout.v4"
 // absolute valid_to, under the same format marker; bitempo.layout.v3 wrote
 // this layout without the newest-version keyspace (0x14), so its stores have
 // none, and a build of it writing into a store of this one would leave the
-// keyspace stale.
-var DevComparerNames = []string{"bitempo.layout.v2", "bitempo.layout.v3"}
+// keyspace stale; bitempo.layout.v4 wrote each group index entry (0x30) with
+// the record's whole value, group attributes included, where this layout
+// leaves them to the entry's key, so its entries would fail Verify here and
+// this layout's would read back without their group attributes there.
+var DevComparerNames = []string{"bitempo.layout.v2", "bitempo.layout.v3", "bitempo.layout.v4"}
 
 // Split returns the length of the prefix of key k: the part that names one
 // key of one table (keyspace, table id, and the key's identity as

@@ -214,7 +214,11 @@ func (p *plan) fillVersion(m *member, raw store.RawAttrs, attrs store.Attrs, key
 // attributes or on the generic path.
 func (p *plan) fillRecord(m *member, rec *store.GroupEntry) error {
 	if p.ints() {
-		if raw, ok := rec.RawAttrs(); ok {
+		raw, ok, err := rec.RawAttrs()
+		if err != nil {
+			return err
+		}
+		if ok {
 			return p.fillRaw(m, raw, nil)
 		}
 	}

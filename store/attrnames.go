@@ -66,19 +66,19 @@ func (db *DB) loadAttrNames(v engine.View, tid uint32) error {
 // name must have one (newAttrs.note). A retired record leaves its tx_from to its
 // history key.
 func (w *Writer) encodeRecord(t *Table, v *Version) ([]byte, error) {
-	return encodeRecordOrdinals(v, w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.attrs.names[t.ID])
+	return encodeRecordOrdinals(v, w.ordinalOf(t))
 }
 
-// encodeRecordOrdinals encodes record v with its attributes by ordinal: ords
-// holds the ordinals the table has committed (base of them), added the names a
-// write in progress numbers after them. A retired record leaves its tx_from to
-// its history key.
-func encodeRecordOrdinals(v *Version, ords map[string]uint32, base int, added []string) ([]byte, error) {
-	appendRecord := encoding.AppendRecordPositionalAt
-	if v.TxTo != Infinity {
-		appendRecord = encoding.AppendRecordRetiredAt
-	}
-	return appendRecord(nil, v.recordValue(), v.ValidFrom, func(name string) (uint32, bool) {
+// ordinalOf returns the ordinal of each name of t as this write numbers it.
+func (w *Writer) ordinalOf(t *Table) func(name string) (uint32, bool) {
+	return ordinalsOf(w.db.attrOrd[t.ID], len(w.db.attrList[t.ID]), w.attrs.names[t.ID])
+}
+
+// ordinalsOf returns the ordinal of a name: ords holds the ordinals the table
+// has committed (base of them), added the names a write in progress numbers
+// after them.
+func ordinalsOf(ords map[string]uint32, base int, added []string) func(name string) (uint32, bool) {
+	return func(name string) (uint32, bool) {
 		if o, ok := ords[name]; ok {
 			return o, true
 		}
@@ -86,7 +86,17 @@ func encodeRecordOrdinals(v *Version, ords map[string]uint32, base int, added []
 			return uint32(base + i), true
 		}
 		return 0, false
-	})
+	}
+}
+
+// encodeRecordOrdinals encodes record v with its attributes by ordinal
+// (ordinalsOf). A retired record leaves its tx_from to its history key.
+func encodeRecordOrdinals(v *Version, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	appendRecord := encoding.AppendRecordPositionalAt
+	if v.TxTo != Infinity {
+		appendRecord = encoding.AppendRecordRetiredAt
+	}
+	return appendRecord(nil, v.recordValue(), v.ValidFrom, ordinal)
 }
 
 // attrNames is the name table of one table as a snapshot knows it.

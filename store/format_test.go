@@ -126,6 +126,41 @@ func TestOpenFormat2DevRefused(t *testing.T) {
 	}
 }
 
+// A Pebble database ordered by the comparer of any earlier development layout
+// of format 2 (whose keys or values this build would misread) is refused
+// before Pebble opens it with a *layout.FormatError that names the comparer
+// and the way out, and its directory is left as it was.
+func TestOpenEarlierLayoutComparerRefused(t *testing.T) {
+	for _, name := range layout.DevComparerNames {
+		dir := t.TempDir()
+		c := *pebble.DefaultComparer
+		c.Name = name
+		pdb, err := pebble.Open(dir, &pebble.Options{Comparer: &c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pdb.Set([]byte("k"), []byte("v"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := pdb.Close(); err != nil {
+			t.Fatal(err)
+		}
+		before := dirContents(t, dir)
+		db, err := Open(dir, Options{})
+		if err == nil {
+			db.Close()
+			t.Fatalf("%s: opened a store of an earlier layout", name)
+		}
+		var fe *layout.FormatError
+		if !errors.As(err, &fe) || fe.Comparer != name || !strings.Contains(err.Error(), "bitempo export --all --history") {
+			t.Fatalf("%s: got %v, want a *layout.FormatError naming the comparer and the way out", name, err)
+		}
+		if after := dirContents(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("%s: the refused store's directory changed", name)
+		}
+	}
+}
+
 // A Pebble database of another application (another comparer, or the
 // default one without bitempo's format marker) is not a bitempo store.
 func TestOpenForeignComparer(t *testing.T) {
@@ -165,6 +200,7 @@ func TestOpenOtherLayoutRefused(t *testing.T) {
 		want  string
 	}{
 		{nil, "bitempo.layout.v2"},
+		{mustMarshal("bitempo.layout.v4"), "bitempo.layout.v4"},
 		{mustMarshal("bitempo.layout.v9"), "bitempo.layout.v9"},
 	} {
 		dir := t.TempDir()

@@ -21,13 +21,14 @@ import (
 // history part, so a read at the latest transaction time never steps over retired
 // records:
 //
-//	0x30 | tid | group tuple | 0x00 | tuple | desc(valid_from)                  -> record value (tx_to = +∞)
-//	0x30 | tid | group tuple | 0x01 | tuple | desc(valid_from) | desc(tx_from)   -> record value (tx_to set)
+//	0x30 | tid | group tuple | 0x00 | tuple | desc(valid_from)                  -> entry value (tx_to = +∞)
+//	0x30 | tid | group tuple | 0x01 | tuple | desc(valid_from) | desc(tx_from)   -> entry value (tx_to set)
 //
 // "group tuple" is the values of the GroupBy attributes in encoding.AppendKey form
-// (self-delimiting, so the marker byte after it is unambiguous); the value is the
-// record's stored value (encoding.AppendRecordPositionalAt), identical to its value
-// in 0x10 or 0x11.
+// (self-delimiting, so the marker byte after it is unambiguous); the entry value
+// is the record's stored value (encoding.AppendRecordPositionalAt), identical to
+// its value in 0x10 or 0x11 but for the group attributes, which the group tuple
+// holds and readers put back (groupvalues.go).
 // Assert writes the current entry; Retire deletes it and writes the history
 // entry with tx_to set. Each version is indexed under its own group values, so an
 // entity whose group attribute changes leaves one group and enters the other at
@@ -162,16 +163,39 @@ func groupEntryKey(t *Table, v *Version) (key []byte, ok bool, err error) {
 	return keys.AppendRecordSuffix(key, v.tuple, v.ValidFrom, v.TxFrom), true, nil
 }
 
+// groupEntry returns the index key of record v and the entry's value, given
+// the record's stored value (groupEntryValue; ordinal numbers t's names), or
+// ok false when the record belongs to no group.
+func groupEntry(t *Table, v *Version, value []byte, ordinal func(name string) (uint32, bool)) (key, entry []byte, ok bool, err error) {
+	key, ok, err = groupEntryKey(t, v)
+	if err != nil || !ok {
+		return nil, nil, false, err
+	}
+	group, err := groupTupleOf(t, key)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	var buf [2]groupAttr
+	gas, _, err := appendGroupAttrs(buf[:0], nil, t, group, ordinal)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if entry, err = groupEntryValue(value, gas); err != nil {
+		return nil, nil, false, fmt.Errorf("%w: table %q record value: %v", ErrCorrupt, t.Name, err)
+	}
+	return key, entry, true, nil
+}
+
 // groupAssert indexes the record v that Assert lays out; value is its encoding.
 func (w *Writer) groupAssert(t *Table, v *Version, value []byte) error {
 	if len(t.GroupBy) == 0 {
 		return nil
 	}
-	key, ok, err := groupEntryKey(t, v)
+	key, entry, ok, err := groupEntry(t, v, value, w.ordinalOf(t))
 	if err != nil || !ok {
 		return err
 	}
-	w.asserts = append(w.asserts, engine.Write{Key: key, Value: value})
+	w.asserts = append(w.asserts, engine.Write{Key: key, Value: entry})
 	return nil
 }
 
@@ -183,14 +207,17 @@ func (w *Writer) groupRetire(t *Table, v *Version, value []byte) error {
 	if len(t.GroupBy) == 0 {
 		return nil
 	}
-	hist, ok, err := groupEntryKey(t, v)
-	if err != nil || !ok {
+	if _, ok, err := groupEntryKey(t, v); err != nil || !ok {
 		return nil // never indexed: asserts refuse such values
+	}
+	hist, entry, _, err := groupEntry(t, v, value, w.ordinalOf(t))
+	if err != nil {
+		return err
 	}
 	cur := *v
 	cur.TxTo = Infinity
 	curKey, _, _ := groupEntryKey(t, &cur)
-	w.retires = append(w.retires, engine.Write{Key: curKey, Delete: true}, engine.Write{Key: hist, Value: value})
+	w.retires = append(w.retires, engine.Write{Key: curKey, Delete: true}, engine.Write{Key: hist, Value: entry})
 	return nil
 }
 
@@ -202,12 +229,15 @@ type GroupRecord struct {
 	ValidFrom, ValidTo, TxFrom, TxTo int64
 	SK                               uint64
 	Inferred                         bool
-	// Value is the record's stored value (encoding.AppendRecordPositionalAt: its
-	// attributes are by ordinal of the table's names; decode them with Attrs).
+	// Value is the entry's stored value: the record's value
+	// (encoding.AppendRecordPositionalAt, attributes by ordinal of the table's
+	// names) without the group attributes the entry's key holds
+	// (groupvalues.go). Attrs and RawAttrs put them back.
 	Value []byte
 
-	names *attrNames
-	t     *Table
+	names  *attrNames
+	t      *Table
+	values *groupValues // the group's attributes, to put back
 }
 
 // Attrs decodes the record's attributes (a fresh map). A retired record that
@@ -216,13 +246,17 @@ func (r *GroupRecord) Attrs() (Attrs, error) {
 	if encoding.SharesAttrs(r.Value) {
 		return r.names.s.sharedAttrs(r.t, r.Tuple, r.ValidFrom, r.SK, r.TxTo)
 	}
+	value, err := r.values.value(r.Value)
+	if err != nil {
+		return nil, err
+	}
 	decode := encoding.DecodeRecordAt
 	if r.t.proj != nil {
 		decode = func(b []byte, validFrom, keyTxFrom int64, name func(uint32) (string, bool)) (encoding.RecordValue, error) {
 			return encoding.DecodeRecordProjectedAt(b, validFrom, keyTxFrom, name, r.t.proj)
 		}
 	}
-	rv, err := decode(r.Value, r.ValidFrom, r.TxFrom, r.names.name)
+	rv, err := decode(value, r.ValidFrom, r.TxFrom, r.names.name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
 	}
@@ -264,6 +298,8 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 			return
 		}
 		var rec GroupRecord
+		values := &groupValues{}
+		values.reset(t, s.attrNames(t), group)
 		for ok := it.First(); ok; ok = it.Next() {
 			if _, err := decodeGroupEntry(t, it.Key()[len(prefix):], it.Value(), &rec); err != nil {
 				_ = it.Close()
@@ -273,7 +309,7 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 			if !latest && (rec.TxFrom > maxTx || rec.TxTo <= minTx) {
 				continue
 			}
-			rec.names, rec.t = s.attrNames(t), t
+			rec.names, rec.t, rec.values = values.names, t, values
 			if !yield(&rec, nil) {
 				_ = it.Close()
 				return
@@ -318,7 +354,8 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) ([]byte,
 
 // verifyGroups checks (as part of invariant 5) that the group index of every
 // grouped table holds exactly one entry per record that has a group, under the
-// record's group values and transaction state, with the record's exact value;
+// record's group values and transaction state, with the record's exact value
+// less the group attributes (groupEntryValue);
 // and that no other table has entries in keyspace 0x30.
 func verifyGroups(s *Snapshot, rep *Report) error {
 	grouped := map[uint32]bool{}
@@ -351,15 +388,16 @@ func verifyGroups(s *Snapshot, rep *Report) error {
 func verifyGroupTable(s *Snapshot, t *Table, rep *Report) error {
 	h := tupleHash{maphash.MakeSeed()}
 	var want []groupHash
+	names := s.attrNames(t)
 	for _, keys := range []layout.RecordCodec{layout.CurrentKeys, layout.HistoryKeys} {
 		err := decodableRecords(s, t, keys, func(v *Version, value []byte) {
-			key, ok, err := groupEntryKey(t, v)
+			key, entry, ok, err := groupEntry(t, v, value, names.ordinal)
 			if err != nil {
 				rep.add(Problem{Invariant: 5, Table: t.Name, Key: v.Key, Records: []Version{*v}, Detail: fmt.Sprintf("record cannot be in the group index: %v", err)})
 				return
 			}
 			if ok {
-				want = append(want, groupHash{key: h.of(key), value: h.of(value)})
+				want = append(want, groupHash{key: h.of(key), value: h.of(entry)})
 			}
 		})
 		if err != nil {

@@ -23,13 +23,14 @@ import (
 // GroupScan reads the groups of one table's group index through one iterator.
 // It belongs to one goroutine and must be closed; the snapshot must outlive it.
 type GroupScan struct {
-	s     *Snapshot
-	t     *Table
-	it    engine.Iter // over the table's whole group index; nil until the first group
-	seek  []byte      // the key the last group was sought at
-	prev  []byte      // the one before it (a buffer reused for the next seek)
-	ended bool        // the last group was read to its end: it stands past it
-	entry GroupEntry
+	s      *Snapshot
+	t      *Table
+	it     engine.Iter // over the table's whole group index; nil until the first group
+	seek   []byte      // the key the last group was sought at
+	prev   []byte      // the one before it (a buffer reused for the next seek)
+	ended  bool        // the last group was read to its end: it stands past it
+	entry  GroupEntry
+	values groupValues // the current group's attributes
 }
 
 // GroupEntry is one entry of a group as GroupScan.Group hands it over: the
@@ -37,18 +38,24 @@ type GroupScan struct {
 // Its slices belong to the scan and are valid only during the call.
 type GroupEntry struct {
 	GroupRecord
-	attrs []byte // the record's positional attributes, unchecked
+	attrs []byte // the entry's positional attributes, unchecked
 }
 
 // RawAttrs is GroupRecord.RawAttrs for an entry whose head was split from its
 // attributes as it was read: the attributes in stored form, walked as
 // projected by the scan's table, and true; or false when the record shares
-// its successor's attributes, which Attrs then reads.
-func (e *GroupEntry) RawAttrs() (RawAttrs, bool) {
+// its successor's attributes, which Attrs then reads. The group attributes
+// are put back only when the scan's table walks one of them: a projection
+// that leaves them out walks the entry's own bytes.
+func (e *GroupEntry) RawAttrs() (RawAttrs, bool, error) {
 	if encoding.SharesAttrs(e.Value) {
-		return RawAttrs{}, false
+		return RawAttrs{}, false, nil
 	}
-	return RawAttrs{b: e.attrs, name: e.names.nameFn, proj: e.t.proj}, true
+	attrs, err := e.values.rawAttrs(e.attrs)
+	if err != nil {
+		return RawAttrs{}, false, err
+	}
+	return RawAttrs{b: attrs, name: e.names.nameFn, proj: e.t.proj}, true, nil
 }
 
 // GroupScan returns a scan of the group index of t, read through t (a
@@ -85,6 +92,7 @@ func (g *GroupScan) Group(group []byte, minTx, maxTx int64, fn func(*GroupEntry)
 	}
 	n := len(g.seek) - 1 // the prefix 0x30 | tid | group tuple
 	names := s.attrNames(t)
+	g.values.reset(t, names, g.seek[len(g.seek)-len(group)-1:n])
 	e := &g.entry
 	for ; ok; ok = g.it.Next() {
 		key := g.it.Key()
@@ -98,7 +106,7 @@ func (g *GroupScan) Group(group []byte, minTx, maxTx int64, fn func(*GroupEntry)
 		if last == groupHistory && (e.TxFrom > maxTx || e.TxTo <= minTx) {
 			continue
 		}
-		e.names, e.t, e.attrs = names, t, attrs
+		e.names, e.t, e.values, e.attrs = names, t, &g.values, attrs
 		if err := fn(e); err != nil {
 			return err
 		}

@@ -148,7 +148,10 @@ func groupScanDump(t *testing.T, scan *store.GroupScan, group []byte, minTx, max
 	t.Helper()
 	var lines []string
 	err := scan.Group(group, minTx, maxTx, func(e *store.GroupEntry) error {
-		raw, ok := e.RawAttrs()
+		raw, ok, err := e.RawAttrs()
+		if err != nil {
+			return err
+		}
 		lines = append(lines, groupEntryLine(t, &e.GroupRecord, raw, ok))
 		return nil
 	})

@@ -201,7 +201,7 @@ func (im *Importer) finishKey() error {
 	im.lastKey[k.t.ID] = k.tuple
 	t, tid := k.t, k.t.ID
 	im.db.mu.RLock()
-	ords, base := im.db.attrOrd[tid], len(im.db.attrList[tid])
+	ordinal := ordinalsOf(im.db.attrOrd[tid], len(im.db.attrList[tid]), im.attrs.names[tid])
 	im.db.mu.RUnlock()
 	type change struct {
 		tx int64
@@ -210,7 +210,7 @@ func (im *Importer) finishKey() error {
 	values := make([][]byte, len(k.records))
 	for i := range k.records {
 		var err error
-		if values[i], err = encodeRecordOrdinals(&k.records[i], ords, base, im.attrs.names[tid]); err != nil {
+		if values[i], err = encodeRecordOrdinals(&k.records[i], ordinal); err != nil {
 			return importErr(t, "key %s: %v", k.records[i].Key, err)
 		}
 	}
@@ -234,12 +234,12 @@ func (im *Importer) finishKey() error {
 		}
 		changes = append(changes, change{v.TxFrom, logChange{op: LogAssert, validFrom: v.ValidFrom, txFrom: v.TxFrom}})
 		if len(t.GroupBy) > 0 {
-			gkey, ok, err := groupEntryKey(t, v)
+			gkey, gvalue, ok, err := groupEntry(t, v, value, ordinal)
 			if err != nil {
 				return err
 			}
 			if ok {
-				im.pending = append(im.pending, engine.Write{Key: gkey, Value: value})
+				im.pending = append(im.pending, engine.Write{Key: gkey, Value: gvalue})
 			}
 		}
 		continues := slices.ContainsFunc(k.records, func(p Version) bool {

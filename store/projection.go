@@ -172,5 +172,8 @@ func (r *GroupRecord) RawAttrs() (RawAttrs, bool, error) {
 	if err != nil {
 		return RawAttrs{}, false, fmt.Errorf("%w: group index record: %v", ErrCorrupt, err)
 	}
+	if b, err = r.values.rawAttrs(b); err != nil {
+		return RawAttrs{}, false, err
+	}
 	return RawAttrs{b: b, name: r.names.nameFn, proj: r.t.proj}, true, nil
 }
