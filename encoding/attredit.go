@@ -26,11 +26,10 @@ type positionalAttr struct {
 // stored order, checking the whole input (count, ordinals, values, no trailing
 // bytes). It returns the count. Errors wrap ErrCorrupt.
 func eachPositional(b []byte, fn func(a positionalAttr)) (int, error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
-		return 0, fmt.Errorf("%w: positional attribute count", ErrCorrupt)
+	n, b, err := positionalCount(b)
+	if err != nil {
+		return 0, err
 	}
-	b = b[w:]
 	var skip Value
 	next := uint64(0)
 	for i := range n {

@@ -18,11 +18,10 @@ import (
 // decode it checks what it reads, not the bytes after it. Errors wrap
 // ErrCorrupt.
 func FindAttrPositional(b []byte, ord uint32, v *Value) (bool, error) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
-		return false, fmt.Errorf("%w: positional attribute count", ErrCorrupt)
+	n, b, err := positionalCount(b)
+	if err != nil {
+		return false, err
 	}
-	b = b[w:]
 	next := uint64(0)
 	for i := range n {
 		gap, w := binary.Uvarint(b)

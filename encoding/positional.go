@@ -89,15 +89,24 @@ func AppendAttrsPositional(dst []byte, a Attrs, ordinal func(name string) (uint3
 	return w.Bytes(), nil
 }
 
+// positionalCount reads the attribute count at the front of positional
+// attributes b, bounded by MaxAttrs and by b's length (each attribute takes
+// at least two bytes), and returns it with the bytes after it.
+func positionalCount(b []byte) (uint64, []byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
+		return 0, nil, fmt.Errorf("%w: positional attribute count", ErrCorrupt)
+	}
+	return n, b[w:], nil
+}
+
 // parseAttrsPositional decodes positional attributes from the front of b. name
 // gives the name of an ordinal; an ordinal without one is corruption.
 func parseAttrsPositional(b []byte, name func(ord uint32) (string, bool)) (Attrs, []byte, error) {
-	n, w := binary.Uvarint(b)
-	// Each attribute takes at least two bytes, which bounds n by the input's size.
-	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
-		return nil, nil, fmt.Errorf("%w: positional attribute count", ErrCorrupt)
+	n, b, err := positionalCount(b)
+	if err != nil {
+		return nil, nil, err
 	}
-	b = b[w:]
 	a := make(Attrs, n)
 	next := uint64(0)
 	for i := range n {

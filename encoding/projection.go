@@ -138,11 +138,10 @@ func WalkAttrsProjectedInto(b []byte, name func(ord uint32) (string, bool), p *P
 // also checks the whole input) (keep consumes the value and returns the bytes
 // after it) and stepping over the others. Errors are ErrCorrupt.
 func walkProjected(b []byte, name func(ord uint32) (string, bool), p *Projection, keep func(name string, b []byte) ([]byte, error)) error {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > MaxAttrs || n > uint64(len(b)/2) {
-		return fmt.Errorf("%w: positional attribute count", ErrCorrupt)
+	n, b, err := positionalCount(b)
+	if err != nil {
+		return err
 	}
-	b = b[w:]
 	var skip Value
 	next := uint64(0)
 	for i := range n {

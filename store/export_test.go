@@ -4,3 +4,7 @@ package store
 // how it differs from the key's versions, for tests that check the streaming
 // changes-table check against it.
 var VerifyChangesKey = verifyChangesKey
+
+// RaceEnabled reports whether the race detector is on, for external tests
+// that count allocations (raceEnabled).
+const RaceEnabled = raceEnabled

@@ -132,19 +132,9 @@ func TestOpenFormat2DevRefused(t *testing.T) {
 // and the way out, and its directory is left as it was.
 func TestOpenEarlierLayoutComparerRefused(t *testing.T) {
 	for _, name := range layout.DevComparerNames {
-		dir := t.TempDir()
 		c := *pebble.DefaultComparer
 		c.Name = name
-		pdb, err := pebble.Open(dir, &pebble.Options{Comparer: &c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pdb.Set([]byte("k"), []byte("v"), pebble.Sync); err != nil {
-			t.Fatal(err)
-		}
-		if err := pdb.Close(); err != nil {
-			t.Fatal(err)
-		}
+		dir := pebbleWithOneKey(t, &c)
 		before := dirContents(t, dir)
 		db, err := Open(dir, Options{})
 		if err == nil {
@@ -161,6 +151,24 @@ func TestOpenEarlierLayoutComparerRefused(t *testing.T) {
 	}
 }
 
+// pebbleWithOneKey returns the directory of a new Pebble database ordered by
+// cmp that holds one key.
+func pebbleWithOneKey(t *testing.T, cmp *pebble.Comparer) string {
+	t.Helper()
+	dir := t.TempDir()
+	pdb, err := pebble.Open(dir, &pebble.Options{Comparer: cmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pdb.Set([]byte("k"), []byte("v"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := pdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // A Pebble database of another application (another comparer, or the
 // default one without bitempo's format marker) is not a bitempo store.
 func TestOpenForeignComparer(t *testing.T) {
@@ -169,18 +177,7 @@ func TestOpenForeignComparer(t *testing.T) {
 		c.Name = "someone.else"
 		return &c
 	}()} {
-		dir := t.TempDir()
-		pdb, err := pebble.Open(dir, &pebble.Options{Comparer: cmp})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pdb.Set([]byte("k"), []byte("v"), pebble.Sync); err != nil {
-			t.Fatal(err)
-		}
-		if err := pdb.Close(); err != nil {
-			t.Fatal(err)
-		}
-		db, err := Open(dir, Options{})
+		db, err := Open(pebbleWithOneKey(t, cmp), Options{})
 		if err == nil {
 			db.Close()
 			t.Fatalf("%s: opened a foreign database", cmp.Name)

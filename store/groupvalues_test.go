@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -190,5 +191,66 @@ func TestVerifyGroupEntryHoldingGroupValue(t *testing.T) {
 	}
 	if rep.OK() || !strings.Contains(rep.String(), "differs from its record") {
 		t.Fatalf("verify did not report the entry:\n%s", rep)
+	}
+}
+
+// Putting a group's values back into its entries allocates nothing per
+// entry: a scan of a group of 200 entries through the whole table (which
+// walks the group attribute) allocates what one of 10 entries does.
+func TestGroupScanPutsGroupValuesBackWithoutAllocating(t *testing.T) {
+	if store.RaceEnabled {
+		t.Skip("the race detector's checks allocate on every iterator move")
+	}
+	db := openGrouped(t)
+	for _, n := range []int{10, 200} {
+		user := fmt.Sprintf("u%d", n)
+		update(t, db, func(tx *txn.Tx) error {
+			for i := range n {
+				key := store.Key{fmt.Sprintf("%s-c%03d", user, i)}
+				if _, err := tx.Upsert("contracts", key, store.Attrs{"user_id": user, "amount": int64(i)}, 10); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tb, err := s.Table("contracts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := s.GroupScan(tb)
+	defer scan.Close()
+	var v encoding.Value
+	walked := 0
+	walk := func(string, *encoding.Value) error { walked++; return nil }
+	read := func(e *store.GroupEntry) error {
+		raw, ok, err := e.RawAttrs()
+		if err != nil || !ok {
+			return err
+		}
+		return raw.WalkInto(&v, walk)
+	}
+	allocs := map[int]float64{}
+	for _, n := range []int{10, 200} {
+		group, err := tb.AppendGroupKey(nil, store.Key{fmt.Sprintf("u%d", n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked = 0
+		if err := scan.Group(group, s.LastTx(), s.LastTx(), read); err != nil {
+			t.Fatal(err)
+		}
+		if walked != 2*n {
+			t.Fatalf("group of %d: %d attributes walked, want %d (user_id and amount of each)", n, walked, 2*n)
+		}
+		allocs[n] = testing.AllocsPerRun(20, func() { _ = scan.Group(group, s.LastTx(), s.LastTx(), read) })
+	}
+	if allocs[200] > allocs[10] {
+		t.Fatalf("a group of 200 entries costs %v allocations, one of 10 %v: want no allocation per entry", allocs[200], allocs[10])
 	}
 }
