@@ -8,12 +8,12 @@ import (
 )
 
 // This file edits positional attributes (positional.go) one attribute at a
-// time, in their stored bytes: it finds an attribute's value bytes, removes an
-// attribute, and adds one. The store's group index leaves out of each entry's
-// value the group attributes its key already holds and puts them back when
-// the entry is read (store/groups.go); the values it puts back come from key
-// components (AppendComponentScalar), so that an entry read back is the
-// record's value byte for byte.
+// time, in their stored bytes: it removes an attribute whose value is given,
+// and adds one the attributes lack. The store's group index leaves out of
+// each entry's value the group attributes its key already holds and puts them
+// back when the entry is read (store/groupvalues.go); the values it puts back
+// come from key components (AppendComponentScalar), so that an entry read back
+// is the record's value byte for byte.
 
 // positionalAttr is one attribute of positional attributes: its ordinal and
 // the bytes of its value.

@@ -124,6 +124,7 @@ type groupValues struct {
 	gas   []groupAttr // its attributes, once made
 	vals  []byte      // their values
 	made  bool
+	walks bool // a read through t walks one of them (rawAttrs puts them back)
 	// The last entry's attributes (rawAttrs) and value (value), put back
 	// together; apart, so that one does not overwrite the other.
 	attrsBuf, valueBuf []byte
@@ -142,7 +143,9 @@ func (v *groupValues) attrs() ([]groupAttr, error) {
 		if err != nil {
 			return nil, err
 		}
+		p := v.t.proj
 		v.gas, v.vals, v.made = gas, vals, true
+		v.walks = p == nil || slices.ContainsFunc(gas, func(ga groupAttr) bool { return p.Keeps(ga.ord, ga.name) })
 	}
 	return v.gas, nil
 }
@@ -156,7 +159,7 @@ func (v *groupValues) rawAttrs(attrs []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p := v.t.proj; p != nil && !slices.ContainsFunc(gas, func(ga groupAttr) bool { return p.Keeps(ga.ord, ga.name) }) {
+	if !v.walks {
 		return attrs, nil
 	}
 	if v.attrsBuf, err = restoreGroupAttrs(v.attrsBuf[:0], attrs, gas); err != nil {

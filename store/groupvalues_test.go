@@ -37,15 +37,7 @@ func TestGroupEntriesLeaveGroupValuesToKey(t *testing.T) {
 			return err
 		})
 	}
-	s, err := db.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tb, err := s.Table("contracts")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tb := contractsSnapshot(t, db)
 	names := db.AttrNames(tb)
 	name := func(ord uint32) (string, bool) {
 		if int(ord) < len(names) {
@@ -151,6 +143,22 @@ func TestGroupEntriesLeaveGroupValuesToKey(t *testing.T) {
 	}
 }
 
+// contractsSnapshot returns a snapshot of db, closed when the test ends, and
+// its contracts table.
+func contractsSnapshot(t *testing.T, db *store.DB) (*store.Snapshot, *store.Table) {
+	t.Helper()
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tb, err := s.Table("contracts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, tb
+}
+
 // An entry that holds its group attribute (the record's whole value, as an
 // earlier layout stored it) is not the entry this layout derives: Verify
 // reports it.
@@ -214,15 +222,7 @@ func TestGroupScanPutsGroupValuesBackWithoutAllocating(t *testing.T) {
 			return nil
 		})
 	}
-	s, err := db.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	tb, err := s.Table("contracts")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tb := contractsSnapshot(t, db)
 	scan := s.GroupScan(tb)
 	defer scan.Close()
 	var v encoding.Value

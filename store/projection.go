@@ -163,7 +163,9 @@ func (s *Snapshot) decodeProjected(t *Table, value []byte, validFrom, keyTxFrom 
 // RawAttrs returns the record's attributes in their stored form, walked as
 // projected by the table the records were read through (Snapshot.Project), and
 // true; or false when the record shares its successor's attributes, which Attrs
-// then reads. A value that is not a record is ErrCorrupt.
+// then reads. The group attributes the entry leaves to its key are put back
+// when that table walks one of them, in a buffer the next record reuses. A
+// value that is not a record is ErrCorrupt.
 func (r *GroupRecord) RawAttrs() (RawAttrs, bool, error) {
 	if encoding.SharesAttrs(r.Value) {
 		return RawAttrs{}, false, nil
