@@ -112,17 +112,21 @@ type attrNames struct {
 // name returns the name of ordinal ord, reading the snapshot's own view when
 // the DB's names end before it.
 func (a *attrNames) name(ord uint32) (string, bool) {
-	if int(ord) >= len(a.names) {
-		list, err := readAttrNames(a.s.view, a.tid)
-		if err != nil || len(list) <= len(a.names) {
-			return "", false
-		}
-		a.names = list
-		if int(ord) >= len(a.names) {
-			return "", false
-		}
+	if int(ord) >= len(a.names) && (!a.reload() || int(ord) >= len(a.names)) {
+		return "", false
 	}
 	return a.names[ord], true
+}
+
+// reload reads the names from the snapshot's own view and reports whether it
+// found more than a knew.
+func (a *attrNames) reload() bool {
+	list, err := readAttrNames(a.s.view, a.tid)
+	if err != nil || len(list) <= len(a.names) {
+		return false
+	}
+	a.names = list
+	return true
 }
 
 // attrNames returns the snapshot's name table of t.

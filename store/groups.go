@@ -171,19 +171,29 @@ func groupEntry(t *Table, v *Version, value []byte, ordinal func(name string) (u
 	if err != nil || !ok {
 		return nil, nil, false, err
 	}
+	if entry, err = groupEntryValueAt(t, key, value, ordinal); err != nil {
+		return nil, nil, false, err
+	}
+	return key, entry, true, nil
+}
+
+// groupEntryValueAt returns the value of the group index entry at key (a
+// groupEntryKey) of a record whose stored value is value (groupEntryValue).
+func groupEntryValueAt(t *Table, key, value []byte, ordinal func(name string) (uint32, bool)) ([]byte, error) {
 	group, err := groupTupleOf(t, key)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, err
 	}
 	var buf [2]groupAttr
 	gas, _, err := appendGroupAttrs(buf[:0], nil, t, group, ordinal)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, err
 	}
-	if entry, err = groupEntryValue(value, gas); err != nil {
-		return nil, nil, false, fmt.Errorf("%w: table %q record value: %v", ErrCorrupt, t.Name, err)
+	entry, err := groupEntryValue(value, gas)
+	if err != nil {
+		return nil, fmt.Errorf("%w: table %q record value: %v", ErrCorrupt, t.Name, err)
 	}
-	return key, entry, true, nil
+	return entry, nil
 }
 
 // groupAssert indexes the record v that Assert lays out; value is its encoding.
@@ -207,10 +217,11 @@ func (w *Writer) groupRetire(t *Table, v *Version, value []byte) error {
 	if len(t.GroupBy) == 0 {
 		return nil
 	}
-	if _, ok, err := groupEntryKey(t, v); err != nil || !ok {
+	hist, ok, err := groupEntryKey(t, v)
+	if err != nil || !ok {
 		return nil // never indexed: asserts refuse such values
 	}
-	hist, entry, _, err := groupEntry(t, v, value, w.ordinalOf(t))
+	entry, err := groupEntryValueAt(t, hist, value, w.ordinalOf(t))
 	if err != nil {
 		return err
 	}

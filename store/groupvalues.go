@@ -192,15 +192,10 @@ func (v *groupValues) value(value []byte) ([]byte, error) {
 // ordinal returns the ordinal of name in a snapshot's names, reading its
 // own view when the DB's names lack it.
 func (a *attrNames) ordinal(name string) (uint32, bool) {
-	if i := slices.Index(a.names, name); i >= 0 {
-		return uint32(i), true
-	}
-	list, err := readAttrNames(a.s.view, a.tid)
-	if err != nil || len(list) <= len(a.names) {
-		return 0, false
-	}
-	a.names = list
 	i := slices.Index(a.names, name)
+	if i < 0 && a.reload() {
+		i = slices.Index(a.names, name)
+	}
 	return uint32(i), i >= 0
 }
 

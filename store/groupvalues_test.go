@@ -168,11 +168,7 @@ func TestVerifyGroupEntryHoldingGroupValue(t *testing.T) {
 		_, err := tx.Upsert("contracts", store.Key{"c1"}, store.Attrs{"user_id": "u1", "amount": 1}, 0)
 		return err
 	})
-	s, err := db.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, _ := s.Table("contracts")
+	s, tb := contractsSnapshot(t, db)
 	var record, entry store.RawKV
 	for kv, err := range s.RawScan([]byte{0x10}, []byte{0x11}) {
 		if err != nil {
@@ -186,7 +182,6 @@ func TestVerifyGroupEntryHoldingGroupValue(t *testing.T) {
 		}
 		entry = kv
 	}
-	s.Close()
 	if len(entry.Value) >= len(record.Value) || bytes.Equal(entry.Value, record.Value) {
 		t.Fatalf("entry value %x is not shorter than its record's %x", entry.Value, record.Value)
 	}
@@ -199,6 +194,42 @@ func TestVerifyGroupEntryHoldingGroupValue(t *testing.T) {
 	}
 	if rep.OK() || !strings.Contains(rep.String(), "differs from its record") {
 		t.Fatalf("verify did not report the entry:\n%s", rep)
+	}
+}
+
+// A dump decodes a group index entry as it is stored: the group's values in
+// the key's "group" field, the attributes without them.
+func TestDecodeGroupEntry(t *testing.T) {
+	db := openGrouped(t)
+	update(t, db, func(tx *txn.Tx) error {
+		_, err := tx.Upsert("contracts", store.Key{"c1"}, store.Attrs{"user_id": "u1", "amount": 3}, 0)
+		return err
+	})
+	s, tb := contractsSnapshot(t, db)
+	entries := 0
+	for kv, err := range s.RawScan(layout.TablePrefix(layout.Groups, tb.ID), layout.TablePrefix(layout.Groups, tb.ID+1)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries++
+		e := db.DecodeEntry(kv)
+		if e.Err != nil || e.Keyspace != "groups" {
+			t.Fatalf("entry %x: keyspace %q, %v", kv.Key, e.Keyspace, e.Err)
+		}
+		fields := map[string]any{}
+		for _, f := range append(e.KeyFields, e.Value...) {
+			fields[f.Name] = f.Value
+		}
+		if g, ok := fields["group"].(store.Key); !ok || g.String() != (store.Key{"u1"}).String() {
+			t.Errorf("group field %v, want [u1]", fields["group"])
+		}
+		attrs, ok := fields["attrs"].(store.Attrs)
+		if !ok || attrs["amount"] != int64(3) || attrs["user_id"] != nil {
+			t.Errorf("attrs field %v, want amount 3 and no user_id", fields["attrs"])
+		}
+	}
+	if entries != 1 {
+		t.Fatalf("%d group entries, want 1", entries)
 	}
 }
 
