@@ -455,13 +455,17 @@ type accum struct {
 	state []uint8 // the filter's membership states, for lazy heap deletion
 	// n: versions in the set (count, exists, latest, earliest) or non-null
 	// values (sum, avg).
-	n        int64
-	isum     int128    // integer values
-	fsum     *exactSum // every value but decimals, once a float arrived
-	fbuf     *exactSum // the last fsum, reused by the next one
-	floats   int64     // float values in the set
-	dsum     *decSum   // decimal values, once one arrived
-	heap     []int32   // min, max, latest, earliest: members, best on top
+	n      int64
+	isum   int128    // integer values
+	fsum   *exactSum // every value but decimals, once a float arrived
+	fbuf   *exactSum // the last fsum, reused by the next one
+	floats int64     // float values in the set
+	dsum   *decSum   // decimal values, once one arrived
+	heap   []int32   // min, max, latest, earliest: members, best on top
+	// COUNT_DISTINCT: each member's value id (-1: null), the ids' numbering
+	// and their counts in the set (distinct.go).
+	dids     []int32
+	dict     distinctDict
 	distinct distinctSet
 	ints     bool // the input column holds int64s (aggint.go)
 	decs     bool // the input column holds decimals and int64s (aggint.go)
@@ -501,11 +505,25 @@ func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath, addOnly boo
 			*accs[k].dsum = decSum{}
 		}
 		if f.op == AggCountDistinct {
-			accs[k].distinct = old.distinct
-			accs[k].distinct.reset()
+			accs[k].dids, accs[k].dict, accs[k].distinct = old.dids, old.dict, old.distinct
+			accs[k].numberDistinct()
 		}
 	}
 	return accs
+}
+
+// numberDistinct gives each member of a COUNT_DISTINCT set its value's id
+// (a.dids) and empties the set for those ids.
+func (a *accum) numberDistinct() {
+	a.dict.reset()
+	a.dids = slices.Grow(a.dids[:0], len(a.ms))[:len(a.ms)]
+	for i := range a.ms {
+		a.dids[i] = -1
+		if v := a.value(int32(i)); v != nil {
+			a.dids[i] = a.dict.id(keyOf(v))
+		}
+	}
+	a.distinct.resize(int(a.dict.n))
 }
 
 // restart empties a's set, keeping how it holds values and its buffers, as
@@ -550,8 +568,58 @@ func (a *accum) add(id int32) error {
 		a.n++
 		a.push(id)
 	case AggCountDistinct:
-		if v := a.value(id); v != nil {
-			a.distinct.add(keyOf(v))
+		if d := a.dids[id]; d >= 0 {
+			a.distinct.add(d)
+		}
+	}
+	return nil
+}
+
+// addAll puts members ids into the set, as add does for each in turn. The
+// features a backfill computes most (COUNT, COUNT_DISTINCT, SUM and AVG of
+// int64s) run as one loop over the ids, rather than a call and a switch per
+// member; MIN and MAX of int64s in a set that only grows keep their best
+// member in a register.
+func (a *accum) addAll(ids []int32) error {
+	switch op := a.feat.op; {
+	case op == AggCount || op == AggExists:
+		a.n += int64(len(ids))
+	case op == AggCountDistinct:
+		for _, id := range ids {
+			if d := a.dids[id]; d >= 0 {
+				a.distinct.add(d)
+			}
+		}
+	case a.ints && (op == AggSum || op == AggAvg):
+		in := a.feat.input
+		for _, id := range ids {
+			if m := &a.ms[id]; m.vals[in] != nil {
+				a.isum.addInt(m.ints[in])
+				a.n++
+			}
+		}
+	case a.ints && a.addOnly && (op == AggMin || op == AggMax):
+		in, best, bestVal := a.feat.input, int32(-1), int64(0)
+		if len(a.heap) > 0 {
+			best, bestVal = a.heap[0], a.ms[a.heap[0]].ints[in]
+		}
+		for _, id := range ids {
+			m := &a.ms[id]
+			if m.vals[in] == nil {
+				continue
+			}
+			if x := m.ints[in]; best < 0 || (op == AggMin && x < bestVal) || (op == AggMax && x > bestVal) {
+				best, bestVal = id, x
+			}
+		}
+		if best >= 0 {
+			a.heap = append(a.heap[:0], best)
+		}
+	default:
+		for _, id := range ids {
+			if err := a.add(id); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -576,8 +644,8 @@ func (a *accum) remove(id int32) {
 			a.addNumber(v, -1)
 		}
 	case AggCountDistinct:
-		if v := a.value(id); v != nil {
-			a.distinct.remove(keyOf(v))
+		if d := a.dids[id]; d >= 0 {
+			a.distinct.remove(d)
 		}
 	}
 }

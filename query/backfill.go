@@ -243,6 +243,7 @@ type evaluator struct {
 	// j's in filter fi is spans[j*len(p.filters)+fi] (backfill_direct.go).
 	candidates []directMember
 	spans      []memberSpan
+	inSet      [][]int32 // per filter: the members in its set at a row's ts
 
 	refs      []any  // values of the valRef cells this evaluator computed
 	rows      int    // rows computed

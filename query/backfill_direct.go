@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/bitempo/bitempo/store"
 )
@@ -99,16 +100,18 @@ func (e *evaluator) direct(ms []member, run []int32) error {
 	return nil
 }
 
-// directRow computes row ri over ms: the accumulators emptied, each member
-// whose span in a filter holds the row's ts added to that filter's features.
-// nf is the number of filters.
+// directRow computes row ri over ms: for each filter, the members whose span
+// in it holds the row's ts are gathered (e.inSet), then each of the filter's
+// features is computed from its emptied accumulator over all of them at once
+// (accum.addAll). nf is the number of filters.
 func (e *evaluator) directRow(ms []member, ri int32, nf int) error {
 	p := e.p
 	ts := e.b.rows[ri].TS
-	accs := e.accs
-	for k := range accs {
-		accs[k].restart()
+	inSet := slices.Grow(e.inSet[:0], nf)[:nf]
+	for fi := range inSet {
+		inSet[fi] = inSet[fi][:0]
 	}
+	e.inSet = inSet
 	for j, m := range e.candidates {
 		if ts < m.from || ts >= m.to {
 			continue
@@ -119,14 +122,20 @@ func (e *evaluator) directRow(ms []member, ri int32, nf int) error {
 			if ts < s.a || ts >= s.b {
 				continue
 			}
-			f := &p.filters[fi]
 			if s.bad {
-				return p.badWindow(f, &ms[m.id])
+				return p.badWindow(&p.filters[fi], &ms[m.id])
 			}
-			for _, k := range f.feats {
-				if err := accs[k].add(m.id); err != nil {
-					return err
-				}
+			inSet[fi] = append(inSet[fi], m.id)
+		}
+	}
+	accs := e.accs
+	for k := range accs {
+		accs[k].restart()
+	}
+	for fi := range p.filters {
+		for _, k := range p.filters[fi].feats {
+			if err := accs[k].addAll(inSet[fi]); err != nil {
+				return err
 			}
 		}
 	}
