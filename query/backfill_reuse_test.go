@@ -1,0 +1,71 @@
+package query_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bitempo/bitempo/query"
+	"github.com/bitempo/bitempo/store"
+)
+
+// TestBackfillAfterAnotherMatchesAggregate runs backfills one after another
+// in one process, of more rows and features and of fewer, some stopped part
+// way and on several goroutines, and checks every row of each against
+// Aggregate at the row's group and times: a backfill writes its features into
+// arrays an earlier one finished with, and must never yield what that one
+// left there.
+func TestBackfillAfterAnotherMatchesAggregate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 29))
+	db := pathStore(t, rng)
+	last := db.LastTx()
+	sets := pathSpecs(t)
+	for round := range 40 {
+		aggs := sets[rng.IntN(len(sets))]
+		rows := make([]query.LeftRow, 1+rng.IntN(400))
+		for i := range rows {
+			rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(12))}, TS: (rng.Int64N(80) - 5) * pathMinute}
+			if rng.IntN(4) == 0 {
+				rows[i].Tx = 1 + rng.Int64N(last)
+			}
+		}
+		want := make([]string, len(rows))
+		failing := false
+		for i, r := range rows {
+			f, err := query.Aggregate(db, "c", r.Group, query.AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
+			if err != nil {
+				failing = true
+				break
+			}
+			want[i] = fmt.Sprintf("%v", f.Values)
+		}
+		workers := 1 + rng.IntN(3)
+		stopAt := len(rows)
+		if rng.IntN(3) == 0 {
+			stopAt = rng.IntN(len(rows))
+		}
+		n := 0
+		for row, err := range query.BackfillRowsWorkers(workers, db, "c", rows, aggs, query.BackfillOptions{}) {
+			if err != nil {
+				if !failing {
+					t.Fatalf("round %d, %v: %v", round, aggs, err)
+				}
+				break
+			}
+			if n == stopAt {
+				break
+			}
+			n++
+			values := make([]any, row.Len())
+			for k := range values {
+				values[k] = row.Value(k)
+			}
+			if got := fmt.Sprintf("%v", values); !failing && got != want[row.Index] {
+				t.Fatalf("round %d, %v, %d goroutines: row %d (%v) is %s, Aggregate says %s", round, aggs, workers, row.Index, rows[row.Index], got, want[row.Index])
+			}
+		}
+		if !failing && stopAt == len(rows) && n != len(rows) {
+			t.Fatalf("round %d: %d rows, want %d", round, n, len(rows))
+		}
+	}
+}
