@@ -206,9 +206,9 @@ type backfill struct {
 	visit    []int32 // the groups in the order they are computed
 	txs      []int64 // resolved transaction time per row
 
-	cells    []cell     // row i's features are cells[i*nf : (i+1)*nf]
-	bufs     *batchBufs // where the arrays above came from (release)
-	next     int        // first row not yet yielded
+	cells    []cell          // row i's features are cells[i*nf : (i+1)*nf]
+	bufs     *backfillArrays // where the arrays above came from (release)
+	next     int             // first row not yet yielded
 	computed int
 	swept    int // groups finished
 	reported int // rows computed at the last Progress call
@@ -283,7 +283,7 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	if b.opts.ProgressEvery <= 0 {
 		b.opts.ProgressEvery = max(len(rows)/100, 1)
 	}
-	b.bufs = backfillPool.Get().(*batchBufs)
+	b.bufs = backfillPool.Get().(*backfillArrays)
 	b.txs = zeroed(b.bufs.txs, len(rows))
 	for i := range rows {
 		tx := cmp.Or(rows[i].Tx, opts.Tx, b.lastTx)
@@ -296,31 +296,32 @@ func newBackfill(s *store.Snapshot, table string, rows []LeftRow, aggs []Agg, op
 	return b, nil
 }
 
-// batchBufs are the arrays a backfill holds per row: its rows' features,
+// backfillArrays are the arrays a backfill holds per row: its rows' features,
 // transaction times, groups and order. A backfill of many rows writes
 // megabytes of them, and memory the process has just taken from the system
 // costs a page fault per 4 KiB page at its first write: in the peer
-// harness's backfill, 100,000 rows in 10 MB, that was about a tenth of the
-// CPU. A backfill takes its arrays from the ones an earlier one finished
-// with (backfillPool), whose pages are already mapped, and gives them back when
-// its last row has been yielded: FeatureRow is a view valid only until the
-// next iteration, so nothing refers to them once the iterator returns.
-type batchBufs struct {
+// harness's backfill, 100,000 rows in 10 MB, storing the features was a
+// seventh of the workers' CPU. A backfill takes its arrays from the ones an
+// earlier one finished with (backfillPool), whose pages are already mapped,
+// and gives them back when its iterator returns: FeatureRow is a view valid
+// only until the next iteration, and the workers are gone by then, so
+// nothing refers to them any more.
+type backfillArrays struct {
 	cells           []cell
 	txs             []int64
 	rowGroup, order []int32
 }
 
-// backfillPool holds the batchBufs of finished backfills; as the resolve's
+// backfillPool holds the backfillArrays of finished backfills; as the resolve's
 // batchPool, it drops what no backfill has taken for two collections.
-var backfillPool = sync.Pool{New: func() any { return new(batchBufs) }}
+var backfillPool = sync.Pool{New: func() any { return new(backfillArrays) }}
 
 // release gives b's arrays to the next backfill. b must not be used after.
 func (b *backfill) release() {
 	if b.bufs == nil {
 		return
 	}
-	*b.bufs = batchBufs{cells: b.cells, txs: b.txs, rowGroup: b.rowGroup, order: b.order}
+	*b.bufs = backfillArrays{cells: b.cells, txs: b.txs, rowGroup: b.rowGroup, order: b.order}
 	backfillPool.Put(b.bufs)
 	b.bufs, b.cells, b.txs, b.rowGroup, b.order = nil, nil, nil, nil, nil
 }
