@@ -140,7 +140,9 @@ func backfillRowsOn(r store.Reader, table string, rows []LeftRow, aggs []Agg, op
 }
 
 // FeatureRow is one row of BackfillRows: the features of one left row, in
-// FeatureNames(aggs) order, as a view valid until the next iteration.
+// FeatureNames(aggs) order, as a view valid until the next iteration. It is
+// not valid after the loop either: the next backfill writes its features into
+// the same memory.
 type FeatureRow struct {
 	// Index is the row's position in the input.
 	Index int
