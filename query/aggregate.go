@@ -506,16 +506,25 @@ func (p *plan) newAccums(reuse []accum, ms []member, cols []colPath, addOnly boo
 		}
 		if f.op == AggCountDistinct {
 			accs[k].dids, accs[k].dict, accs[k].distinct = old.dids, old.dict, old.distinct
-			accs[k].numberDistinct()
+			accs[k].numberDistinct(accs[:k])
 		}
 	}
 	return accs
 }
 
 // numberDistinct gives each member of a COUNT_DISTINCT set its value's id
-// (a.dids) and empties the set for those ids.
-func (a *accum) numberDistinct() {
+// (a.dids) and empties the set for those ids. An accumulator in
+// before that counts the same column (the same COUNT_DISTINCT over another
+// window) has numbered the values already: its ids are copied.
+func (a *accum) numberDistinct(before []accum) {
 	a.dict.reset()
+	for j := range before {
+		if b := &before[j]; b.feat.op == AggCountDistinct && b.feat.input == a.feat.input {
+			a.dids = append(a.dids[:0], b.dids...)
+			a.distinct.resize(int(b.dict.n))
+			return
+		}
+	}
 	a.dids = slices.Grow(a.dids[:0], len(a.ms))[:len(a.ms)]
 	for i := range a.ms {
 		a.dids[i] = -1

@@ -69,3 +69,67 @@ func TestBackfillAfterAnotherMatchesAggregate(t *testing.T) {
 		}
 	}
 }
+
+// TestBackfillFeaturesTogetherAsAlone backfills each of pathSpecs' sets of
+// several features (one aggregation of a column over several windows, and
+// many aggregations together) and checks every row's every feature against a
+// backfill of that feature alone: features that read one column share work
+// (COUNT_DISTINCT numbers the column's values once per set of members), and
+// must not share results.
+func TestBackfillFeaturesTogetherAsAlone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 31))
+	db := pathStore(t, rng)
+	last := db.LastTx()
+	rows := make([]query.LeftRow, 300)
+	for i := range rows {
+		rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(12))}, TS: (rng.Int64N(80) - 5) * pathMinute}
+		if rng.IntN(4) == 0 {
+			rows[i].Tx = 1 + rng.Int64N(last)
+		}
+	}
+	values := func(aggs []query.Agg) ([][]string, error) {
+		out := make([][]string, len(rows))
+		for row, err := range query.BackfillRows(db, "c", rows, aggs, query.BackfillOptions{}) {
+			if err != nil {
+				return nil, err
+			}
+			for k := range row.Len() {
+				v := row.Value(k)
+				out[row.Index] = append(out[row.Index], fmt.Sprintf("%v (%T)", v, v))
+			}
+		}
+		return out, nil
+	}
+	checked := 0
+	for _, aggs := range pathSpecs(t) {
+		if len(aggs) < 2 {
+			continue
+		}
+		together, err := values(aggs)
+		if err != nil {
+			continue // a set that fails (a SUM of strings) fails alone too
+		}
+		col := 0 // together's first column of a (an aggregation over several windows has one per window)
+		for _, a := range aggs {
+			alone, err := values([]query.Agg{a})
+			if err != nil {
+				t.Fatalf("%v alone: %v, together it computed", a, err)
+			}
+			for i := range rows {
+				for w := range alone[i] {
+					if together[i][col+w] != alone[i][w] {
+						t.Fatalf("%v: row %d (%v), feature %d is %s with %v, %s alone", a, i, rows[i], w, together[i][col+w], aggs, alone[i][w])
+					}
+				}
+			}
+			col += len(alone[0])
+			checked++
+		}
+		if col != len(together[0]) {
+			t.Fatalf("%v: %d features alone, %d together", aggs, col, len(together[0]))
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d features checked", checked)
+	}
+}

@@ -3,7 +3,8 @@ package query
 // COUNT_DISTINCT counts in two steps. When a set of members is about to be
 // evaluated (newAccums), a distinctDict numbers the distinct values of the
 // feature's column among them, once per member: each member gets a dense id,
-// or -1 for null. Adding and removing members then only counts ids in a
+// or -1 for null. Features that count the same column (over other windows)
+// copy the first one's ids. Adding and removing members then only counts ids in a
 // distinctSet, an array indexed by id: no value is hashed or compared while
 // a backfill's rows are computed, however many rows a member takes part in.
 

@@ -13,7 +13,6 @@ import (
 
 	bpebble "github.com/bitempo/bitempo/engine/pebble"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/bitempo/bitempo/encoding"
@@ -78,17 +77,7 @@ func TestOpenErrors(t *testing.T) {
 	})
 
 	t.Run("plain Pebble database", func(t *testing.T) {
-		p := filepath.Join(dir, "pebble")
-		pdb, err := pebble.Open(p, &pebble.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pdb.Set([]byte("user-key"), []byte("v"), pebble.Sync); err != nil {
-			t.Fatal(err)
-		}
-		if err := pdb.Close(); err != nil {
-			t.Fatal(err)
-		}
+		p := pebbleWithOneKey(t, nil) // Pebble's default comparer
 		if _, err := Open(p, Options{}); !errors.Is(err, ErrNotBitempo) {
 			t.Fatalf("got %v, want ErrNotBitempo", err)
 		}

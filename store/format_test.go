@@ -152,7 +152,7 @@ func TestOpenEarlierLayoutComparerRefused(t *testing.T) {
 }
 
 // pebbleWithOneKey returns the directory of a new Pebble database ordered by
-// cmp that holds one key.
+// cmp (nil: Pebble's default) that holds one key.
 func pebbleWithOneKey(t *testing.T, cmp *pebble.Comparer) string {
 	t.Helper()
 	dir := t.TempDir()

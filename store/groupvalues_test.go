@@ -169,19 +169,11 @@ func TestVerifyGroupEntryHoldingGroupValue(t *testing.T) {
 		return err
 	})
 	s, tb := contractsSnapshot(t, db)
-	var record, entry store.RawKV
-	for kv, err := range s.RawScan([]byte{0x10}, []byte{0x11}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		record = kv
+	records, entries := rawKVs(t, s, []byte{0x10}, []byte{0x11}), groupEntryKVs(t, s, tb)
+	if len(records) != 1 || len(entries) != 1 {
+		t.Fatalf("%d current records and %d group entries, want one of each", len(records), len(entries))
 	}
-	for kv, err := range s.RawScan(layout.TablePrefix(layout.Groups, tb.ID), layout.TablePrefix(layout.Groups, tb.ID+1)) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		entry = kv
-	}
+	record, entry := records[0], entries[0]
 	if len(entry.Value) >= len(record.Value) || bytes.Equal(entry.Value, record.Value) {
 		t.Fatalf("entry value %x is not shorter than its record's %x", entry.Value, record.Value)
 	}
@@ -206,12 +198,8 @@ func TestDecodeGroupEntry(t *testing.T) {
 		return err
 	})
 	s, tb := contractsSnapshot(t, db)
-	entries := 0
-	for kv, err := range s.RawScan(layout.TablePrefix(layout.Groups, tb.ID), layout.TablePrefix(layout.Groups, tb.ID+1)) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries++
+	entries := groupEntryKVs(t, s, tb)
+	for _, kv := range entries {
 		e := db.DecodeEntry(kv)
 		if e.Err != nil || e.Keyspace != "groups" {
 			t.Fatalf("entry %x: keyspace %q, %v", kv.Key, e.Keyspace, e.Err)
@@ -228,9 +216,28 @@ func TestDecodeGroupEntry(t *testing.T) {
 			t.Errorf("attrs field %v, want amount 3 and no user_id", fields["attrs"])
 		}
 	}
-	if entries != 1 {
-		t.Fatalf("%d group entries, want 1", entries)
+	if len(entries) != 1 {
+		t.Fatalf("%d group entries, want 1", len(entries))
 	}
+}
+
+// rawKVs returns the stored pairs of s in [start, end).
+func rawKVs(t *testing.T, s *store.Snapshot, start, end []byte) []store.RawKV {
+	t.Helper()
+	var kvs []store.RawKV
+	for kv, err := range s.RawScan(start, end) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		kvs = append(kvs, kv)
+	}
+	return kvs
+}
+
+// groupEntryKVs returns the group index entries of table tb as stored.
+func groupEntryKVs(t *testing.T, s *store.Snapshot, tb *store.Table) []store.RawKV {
+	t.Helper()
+	return rawKVs(t, s, layout.TablePrefix(layout.Groups, tb.ID), layout.TablePrefix(layout.Groups, tb.ID+1))
 }
 
 // Putting a group's values back into its entries allocates nothing per
