@@ -22,13 +22,7 @@ func TestBackfillAfterAnotherMatchesAggregate(t *testing.T) {
 	sets := pathSpecs(t)
 	for round := range 40 {
 		aggs := sets[rng.IntN(len(sets))]
-		rows := make([]query.LeftRow, 1+rng.IntN(400))
-		for i := range rows {
-			rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(12))}, TS: (rng.Int64N(80) - 5) * pathMinute}
-			if rng.IntN(4) == 0 {
-				rows[i].Tx = 1 + rng.Int64N(last)
-			}
-		}
+		rows := randomLeftRows(rng, 1+rng.IntN(400), last)
 		want := make([]string, len(rows))
 		failing := false
 		for i, r := range rows {
@@ -79,14 +73,7 @@ func TestBackfillAfterAnotherMatchesAggregate(t *testing.T) {
 func TestBackfillFeaturesTogetherAsAlone(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 31))
 	db := pathStore(t, rng)
-	last := db.LastTx()
-	rows := make([]query.LeftRow, 300)
-	for i := range rows {
-		rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(12))}, TS: (rng.Int64N(80) - 5) * pathMinute}
-		if rng.IntN(4) == 0 {
-			rows[i].Tx = 1 + rng.Int64N(last)
-		}
-	}
+	rows := randomLeftRows(rng, 300, db.LastTx())
 	values := func(aggs []query.Agg) ([][]string, error) {
 		out := make([][]string, len(rows))
 		for row, err := range query.BackfillRows(db, "c", rows, aggs, query.BackfillOptions{}) {
@@ -132,4 +119,18 @@ func TestBackfillFeaturesTogetherAsAlone(t *testing.T) {
 	if checked < 20 {
 		t.Fatalf("only %d features checked", checked)
 	}
+}
+
+// randomLeftRows returns n left rows over pathStore's groups u0-u11 (some
+// with no records), at times around its versions' periods, a quarter of them
+// reading at a past transaction time up to last.
+func randomLeftRows(rng *rand.Rand, n int, last int64) []query.LeftRow {
+	rows := make([]query.LeftRow, n)
+	for i := range rows {
+		rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(12))}, TS: (rng.Int64N(80) - 5) * pathMinute}
+		if rng.IntN(4) == 0 {
+			rows[i].Tx = 1 + rng.Int64N(last)
+		}
+	}
+	return rows
 }

@@ -163,12 +163,7 @@ func contractsSnapshot(t *testing.T, db *store.DB) (*store.Snapshot, *store.Tabl
 // earlier layout stored it) is not the entry this layout derives: Verify
 // reports it.
 func TestVerifyGroupEntryHoldingGroupValue(t *testing.T) {
-	db := openGrouped(t)
-	update(t, db, func(tx *txn.Tx) error {
-		_, err := tx.Upsert("contracts", store.Key{"c1"}, store.Attrs{"user_id": "u1", "amount": 1}, 0)
-		return err
-	})
-	s, tb := contractsSnapshot(t, db)
+	db, s, tb := oneContract(t, 1)
 	records, entries := rawKVs(t, s, []byte{0x10}, []byte{0x11}), groupEntryKVs(t, s, tb)
 	if len(records) != 1 || len(entries) != 1 {
 		t.Fatalf("%d current records and %d group entries, want one of each", len(records), len(entries))
@@ -192,12 +187,7 @@ func TestVerifyGroupEntryHoldingGroupValue(t *testing.T) {
 // A dump decodes a group index entry as it is stored: the group's values in
 // the key's "group" field, the attributes without them.
 func TestDecodeGroupEntry(t *testing.T) {
-	db := openGrouped(t)
-	update(t, db, func(tx *txn.Tx) error {
-		_, err := tx.Upsert("contracts", store.Key{"c1"}, store.Attrs{"user_id": "u1", "amount": 3}, 0)
-		return err
-	})
-	s, tb := contractsSnapshot(t, db)
+	db, s, tb := oneContract(t, 3)
 	entries := groupEntryKVs(t, s, tb)
 	for _, kv := range entries {
 		e := db.DecodeEntry(kv)
@@ -291,4 +281,17 @@ func TestGroupScanPutsGroupValuesBackWithoutAllocating(t *testing.T) {
 	if allocs[200] > allocs[10] {
 		t.Fatalf("a group of 200 entries costs %v allocations, one of 10 %v: want no allocation per entry", allocs[200], allocs[10])
 	}
+}
+
+// oneContract returns a grouped store holding contract c1 of user u1 with
+// the given amount, a snapshot of it and its contracts table.
+func oneContract(t *testing.T, amount int64) (*store.DB, *store.Snapshot, *store.Table) {
+	t.Helper()
+	db := openGrouped(t)
+	update(t, db, func(tx *txn.Tx) error {
+		_, err := tx.Upsert("contracts", store.Key{"c1"}, store.Attrs{"user_id": "u1", "amount": amount}, 0)
+		return err
+	})
+	s, tb := contractsSnapshot(t, db)
+	return db, s, tb
 }
