@@ -32,6 +32,11 @@ import (
 //     commit (at=latest/path=merged), at the last commit of round two with the
 //     merged path (at=past/path=merged), and the same facts one VersionAt each
 //     in sorted order on one snapshot (at=past/path=per-fact).
+//   - BenchmarkResolvePastTxLongHistories: 200 keys x 1,000 SCD2 versions (a
+//     price history), one or ten facts per key resolved at the newest commit
+//     and at the middle commit, and one VersionAt per fact at the middle
+//     commit: where the merge answers probes one by one rather than read each
+//     key's whole timeline.
 //   - BenchmarkBackfillIntPath: 20k contracts x 5 versions with int64 amounts in
 //     2k groups, 200k left rows, the harness's features, on the integer path
 //     (path=int) and the generic one (path=generic).
@@ -300,6 +305,101 @@ func BenchmarkResolvePastTx(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pastFacts), "ns/fact")
+		})
+	}
+}
+
+var (
+	longPastOnce sync.Once
+	longPastDB   *store.DB
+	longPastT0   int64
+	longPastErr  error
+)
+
+const (
+	longPastKeys     = 200
+	longPastVersions = 1_000
+)
+
+// longPastStore returns the store of BenchmarkResolvePastTxLongHistories,
+// built once: every key changes once per commit, valid from 100 units after
+// its last change, and t0 is the commit of each key's 500th version.
+func longPastStore(b *testing.B) (*store.DB, int64) {
+	benchOnly(b)
+	longPastOnce.Do(func() {
+		db := benchStore(b)
+		if _, longPastErr = db.CreateTable(store.TableDef{Name: "prices", Key: []store.KeyColumn{{Name: "id", Type: store.Int64}}}); longPastErr != nil {
+			return
+		}
+		for v := range longPastVersions {
+			c, err := txn.Update(db, func(tx *txn.Tx) error {
+				for k := range longPastKeys {
+					if _, err := tx.Upsert("prices", store.Key{int64(k)}, store.Attrs{"price": int64(v*7 + k)}, int64(v)*100); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				longPastErr = err
+				return
+			}
+			if v == longPastVersions/2 {
+				longPastT0 = c.Tx
+			}
+		}
+		longPastErr = db.Compact(context.Background())
+		longPastDB = db
+	})
+	if longPastErr != nil {
+		b.Fatal(longPastErr)
+	}
+	return longPastDB, longPastT0
+}
+
+func BenchmarkResolvePastTxLongHistories(b *testing.B) {
+	db, t0 := longPastStore(b)
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tb, err := s.Table("prices")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, perKey := range []int{1, 10} {
+		latest := make([]query.Fact, longPastKeys*perKey)
+		past := make([]query.Fact, len(latest))
+		for i := range latest {
+			// Valid times the first half of each history covers, as known at t0.
+			latest[i] = query.Fact{Key: store.Key{int64(i % longPastKeys)}, At: rng.Int64N(longPastVersions / 2 * 100)}
+			past[i] = latest[i]
+			past[i].Tx = t0
+		}
+		for _, c := range []struct {
+			name  string
+			facts []query.Fact
+		}{{"at=latest/path=merged", latest}, {"at=past/path=merged", past}} {
+			b.Run(fmt.Sprintf("facts-per-key=%d/%s", perKey, c.name), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := query.Resolve(s, "prices", c.facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(c.facts)), "ns/fact")
+			})
+		}
+		b.Run(fmt.Sprintf("facts-per-key=%d/at=past/path=per-fact", perKey), func(b *testing.B) {
+			for b.Loop() {
+				for _, f := range past {
+					if _, _, err := s.KeyVersionAt(tb, f.Key, f.At, f.Tx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(past)), "ns/fact")
 		})
 	}
 }

@@ -82,7 +82,7 @@ func (s *Snapshot) LookupSorted(t *Table, probes []Probe, attrs bool, fn func(i 
 	for i := range probes {
 		p := &probes[i]
 		if p.Tx < s.lastTx {
-			if r, err = past.lookup(p, &v); err != nil {
+			if r, err = past.lookup(probes, i, &v); err != nil {
 				return err
 			}
 			if !attrs {

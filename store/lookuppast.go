@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"cmp"
+	"errors"
+	"math"
 	"slices"
 	"sort"
 
@@ -29,6 +31,21 @@ import (
 // valid_from is alive at any instant). History's records of one valid_from are
 // newest asserted first, so each valid_from costs a few steps, or one seek
 // when it has many records (corrections).
+//
+// Reading a timeline costs its records; answering a probe by itself (the
+// point read's walk, Snapshot.pastRecord) costs a few seeks, about what
+// stepping through timelineRecordsPerProbe records costs. So a timeline is
+// read only while it is short for the probes it serves (the run of probes of
+// the key at the transaction time): once it has read timelineRecordsPerProbe
+// records per probe, and as many again, the merge drops it and answers those
+// probes one by one, until one misses. A key with a long history and few
+// probes then costs a few seeks per probe rather than its whole history; what
+// the dropped timeline read is at most about what answering its probes one by
+// one costs, so no key costs much more than twice the cheaper of the two
+// ways. A miss is explained by whether a version alive at the time starts
+// after the probe's valid time, which the walk can only learn by stepping
+// down every version asserted after that time, a seek or two each: a probe
+// that misses reads the whole timeline, in order, as before.
 
 // pastMerge is the state of the merge over probes at past transaction times.
 type pastMerge struct {
@@ -41,7 +58,9 @@ type pastMerge struct {
 	curOK bool // the current-index iterator is positioned
 	hisOK bool // the history iterator is positioned
 
-	built   bool    // recs holds the timeline of tuple at tx
+	built   bool    // recs holds the timeline of tuple at tx, or direct is set
+	direct  bool    // the timeline was too long: tuple's probes at tx are answered one by one
+	budget  int     // the records the timeline being read may still read
 	tuple   []byte  // the key whose timeline recs holds
 	tx      int64   // the transaction time it holds it at
 	checked []int64 // transaction times whose horizon was checked
@@ -67,6 +86,19 @@ type pastRec struct {
 	// zero when its successor is not among the timeline's later records.
 	raw RawAttrs
 }
+
+// timelineRecordsPerProbe is how many records a timeline may read for each
+// probe it serves before the merge answers them one by one: about what one
+// probe's own walk costs (BenchmarkResolvePastTxLongHistories in package
+// query: a timeline record costs about 85 ns to read, a probe answered by
+// itself about 1.7 us).
+const timelineRecordsPerProbe = 16
+
+// pastTimelineBudget is the records a timeline serving probes probes may read.
+func pastTimelineBudget(probes int) int { return timelineRecordsPerProbe * (probes + 1) }
+
+// errLongTimeline stops reading a timeline that went over its budget.
+var errLongTimeline = errors.New("bitempo: timeline longer than its budget")
 
 // newPastMerge opens the merge's iterators over the records of the keys from
 // lowTuple to highTuple, inclusive.
@@ -97,16 +129,30 @@ func (m *pastMerge) close() error {
 	return closeIters(m.cur, m.hist)
 }
 
-// lookup answers probe p (p.Tx older than LastTx) as Snapshot.VersionAt does,
-// setting v to the version found (zero for a miss). The version is valid until
-// the next call; its Key is nil.
-func (m *pastMerge) lookup(p *Probe, v *Version) (MissReason, error) {
+// lookup answers probes[i] (its Tx older than LastTx) as Snapshot.VersionAt
+// does, setting v to the version found (zero for a miss). The version is valid
+// until the next call; its Key is nil.
+func (m *pastMerge) lookup(probes []Probe, i int, v *Version) (MissReason, error) {
+	p := &probes[i]
 	*v = Version{}
 	if !m.built || m.tx != p.Tx || !bytes.Equal(m.tuple, p.Tuple) {
-		if err := m.build(p.Tuple, p.Tx); err != nil {
+		// The timeline serves the run of probes of this key at this time.
+		n := 1
+		for j := i + 1; j < len(probes) && probes[j].Tx == p.Tx && bytes.Equal(probes[j].Tuple, p.Tuple); j++ {
+			n++
+		}
+		if err := m.build(p.Tuple, p.Tx, pastTimelineBudget(n)); err != nil {
 			return 0, err
 		}
 	}
+	if m.direct {
+		return m.lookupDirect(p, v)
+	}
+	return m.answer(p, v)
+}
+
+// answer answers probe p from the timeline.
+func (m *pastMerge) answer(p *Probe, v *Version) (MissReason, error) {
 	// The first record (descending valid_from) that starts at or before p.Valid.
 	i := sort.Search(len(m.recs), func(i int) bool { return m.recs[i].from <= p.Valid })
 	found := i < len(m.recs)
@@ -115,6 +161,34 @@ func (m *pastMerge) lookup(p *Probe, v *Version) (MissReason, error) {
 	}
 	later := len(m.recs) > 0 && m.recs[0].from > p.Valid
 	return ClassifyMiss(found, later), nil
+}
+
+// lookupDirect answers probe p by itself, as Snapshot.VersionAt does, for a
+// key whose timeline at p.Tx is too long for its probes: the record found is
+// copied, as a timeline's are, and answered from the copy. A miss reads the
+// whole timeline after all: whether a version alive at p.Tx starts after
+// p.Valid can take a walk down every version asserted after p.Tx, a seek or
+// two each, where the timeline steps through them in order; it then answers
+// the run's remaining probes.
+func (m *pastMerge) lookupDirect(p *Probe, v *Version) (MissReason, error) {
+	hit, found, err := m.s.pastRecord(m.t, p.Tuple, p.Valid, p.Tx)
+	if err != nil {
+		return 0, err
+	}
+	if !found || p.Valid >= hit.head.ValidTo {
+		if err := m.build(p.Tuple, p.Tx, math.MaxInt); err != nil {
+			return 0, err
+		}
+		return m.answer(p, v)
+	}
+	m.recs, m.later, m.vals = m.recs[:0], m.later[:0], m.vals[:0]
+	r, err := m.record(hit.from, hit.keyTx, hit.value)
+	if err != nil {
+		return 0, err
+	}
+	m.recs = m.keep(m.recs, r, hit.value)
+	m.setRaw()
+	return Found, m.version(&m.recs[0], v)
 }
 
 // version sets v to the answer from a timeline record, with its attributes
@@ -163,8 +237,9 @@ func (m *pastMerge) successor(r *pastRec) *pastRec {
 }
 
 // build reads the timeline of tuple at tx: its records alive at tx, by
-// descending valid_from.
-func (m *pastMerge) build(tuple []byte, tx int64) error {
+// descending valid_from. A timeline that reads more than budget records is
+// dropped: direct is set instead.
+func (m *pastMerge) build(tuple []byte, tx int64, budget int) error {
 	if !slices.Contains(m.checked, tx) {
 		if err := m.s.checkHorizon(m.t, tx); err != nil {
 			return err
@@ -172,13 +247,19 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 		m.checked = append(m.checked, tx)
 	}
 	again := m.built && bytes.Equal(m.tuple, tuple) // the same key at another tx: read it again
-	m.built, m.tx, m.tuple = false, tx, append(m.tuple[:0], tuple...)
+	m.built, m.direct, m.tx, m.tuple = false, false, tx, append(m.tuple[:0], tuple...)
 	m.recs, m.later, m.vals = m.recs[:0], m.later[:0], m.vals[:0]
-	if err := m.readCurrent(tuple, tx, again); err != nil {
-		return err
-	}
+	m.budget = budget
+	err := m.readCurrent(tuple, tx, again)
 	n := len(m.recs)
-	if err := m.readHistory(tuple, tx, again); err != nil {
+	if err == nil {
+		err = m.readHistory(tuple, tx, again)
+	}
+	if errors.Is(err, errLongTimeline) {
+		m.built, m.direct = true, true
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	// Both runs are in descending valid_from order and no two alive records
@@ -186,18 +267,34 @@ func (m *pastMerge) build(tuple []byte, tx int64) error {
 	if n > 0 && n < len(m.recs) {
 		slices.SortStableFunc(m.recs, func(a, b pastRec) int { return cmp.Compare(b.from, a.from) })
 	}
-	if m.attrs && m.t.rawAttrs {
-		for i := range m.recs {
-			r, src := &m.recs[i], &m.recs[i]
-			if encoding.SharesAttrs(m.vals[r.off:r.end]) {
-				src = m.successor(r)
-			}
-			if src != nil {
-				r.raw = RawAttrs{b: m.vals[src.attrs:src.end:src.end], name: m.names, proj: m.t.proj}
-			}
+	m.setRaw()
+	m.built = true
+	return nil
+}
+
+// setRaw sets, for a WithRawAttrs table, each timeline record's answer
+// attributes: its own, or its successor's among the later records when it
+// shares them.
+func (m *pastMerge) setRaw() {
+	if !m.attrs || !m.t.rawAttrs {
+		return
+	}
+	for i := range m.recs {
+		r, src := &m.recs[i], &m.recs[i]
+		if encoding.SharesAttrs(m.vals[r.off:r.end]) {
+			src = m.successor(r)
+		}
+		if src != nil {
+			r.raw = RawAttrs{b: m.vals[src.attrs:src.end:src.end], name: m.names, proj: m.t.proj}
 		}
 	}
-	m.built = true
+}
+
+// step counts one record read into the timeline against its budget.
+func (m *pastMerge) step() error {
+	if m.budget--; m.budget < 0 {
+		return errLongTimeline
+	}
 	return nil
 }
 
@@ -241,6 +338,9 @@ func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
 	it := m.cur
 	m.curOK = m.enter(it, m.curOK, m.curPfx, again)
 	for ; m.curOK && bytes.HasPrefix(it.Key(), m.curPfx); m.curOK = it.Next() {
+		if err := m.step(); err != nil {
+			return err
+		}
 		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(m.curPfx))
 		if err != nil {
 			return err
@@ -275,6 +375,9 @@ func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
 		found := false
 		var keyTx int64
 		for steps := 0; m.hisOK && bytes.HasPrefix(it.Key(), m.group); steps++ {
+			if err := m.step(); err != nil {
+				return err
+			}
 			if keyTx, err = layout.HistoryKeys.TxFrom(it.Key()); err != nil {
 				return err
 			}

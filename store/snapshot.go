@@ -264,6 +264,26 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 // full, the version holds only the record's head (periods, surrogate key, flags):
 // no key and no attributes, which a caller that needs only the periods would
 // otherwise pay a map per candidate for.
+func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
+	r, found, err := s.pastRecord(t, tuple, valid, tx)
+	if !found || err != nil {
+		return Version{}, found, err
+	}
+	return s.candidate(t, tuple, r.from, r.keyTx, r.head, r.value, full)
+}
+
+// pastHit is a stored record pastRecord found: its valid_from, the tx_from
+// its key holds (0 for a current record, whose value holds it), its decoded
+// head and its value, which belongs to the snapshot's iterator and is valid
+// until the snapshot's next read.
+type pastHit struct {
+	from, keyTx int64
+	head        encoding.RecordValue
+	value       []byte
+}
+
+// pastRecord finds the record alive at tx with the greatest valid_from <=
+// valid, from the current index or history.
 //
 // It walks the key's current records down from valid and, before it takes or
 // steps past each, looks in history at the valid_froms above it (and at its
@@ -273,38 +293,38 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 // at the same valid_from, so the walk ends there without stepping past the
 // current record, which until a flush is one iterator step over every
 // overwrite of it the memtable keeps.
-func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
+func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64) (pastHit, bool, error) {
 	it, err := s.iter(layout.Current)
 	if err != nil {
-		return Version{}, false, err
+		return pastHit{}, false, err
 	}
 	h, err := s.startHistoryWalk(t, tuple, valid, tx)
 	if err != nil {
-		return Version{}, false, err
+		return pastHit{}, false, err
 	}
 	prefix := layout.CurrentKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = layout.CurrentKeys.AppendValid(prefix, valid)
 	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
 		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(prefix))
 		if err != nil {
-			return Version{}, false, err
+			return pastHit{}, false, err
 		}
 		head, err := decodeHead(t, it.Value(), from, 0)
 		if err != nil {
-			return Version{}, false, err
+			return pastHit{}, false, err
 		}
 		alive := head.TxFrom <= tx // a current record is retired at no tx
-		if v, found, err := h.above(from, !alive, full); found || err != nil {
-			return v, found, err
+		if r, found, err := h.above(from, !alive); found || err != nil {
+			return r, found, err
 		}
-		if alive { // decode the attributes of the answer only
-			return s.candidate(t, tuple, from, 0, head, it.Value(), full)
+		if alive {
+			return pastHit{from: from, head: head, value: it.Value()}, true, nil
 		}
 	}
 	if err := it.Error(); err != nil {
-		return Version{}, false, err
+		return pastHit{}, false, err
 	}
-	return h.above(NegInfinity, true, full)
+	return h.above(NegInfinity, true)
 }
 
 // historyWalk is pastCandidate's walk down one key's history, from the read's
@@ -362,23 +382,23 @@ func (w *historyWalk) seekAtOrBelow(valid int64) error {
 
 // above returns the retired record alive at tx with the greatest valid_from
 // above floor (or at it, with orAt) among the valid_froms the walk has not
-// passed; only its head without full. A walk that found one is done.
-func (w *historyWalk) above(floor int64, orAt, full bool) (Version, bool, error) {
+// passed. A walk that found one is done.
+func (w *historyWalk) above(floor int64, orAt bool) (pastHit, bool, error) {
 	for w.on && (w.from > floor || orAt && w.from == floor) {
 		w.group = layout.HistoryKeys.AppendValid(append(w.group[:0], w.prefix...), w.from)
 		w.seek = layout.HistoryKeys.Key(w.seek[:0], w.t.ID, w.tuple, w.from, w.tx)
 		if w.it.SeekPrefixGE(w.seek) && bytes.HasPrefix(w.it.Key(), w.group) {
 			keyTx, err := layout.HistoryKeys.TxFrom(w.it.Key())
 			if err != nil {
-				return Version{}, false, err
+				return pastHit{}, false, err
 			}
 			head, err := decodeHead(w.t, w.it.Value(), w.from, keyTx)
 			if err != nil {
-				return Version{}, false, err
+				return pastHit{}, false, err
 			}
 			if head.TxFrom <= w.tx && w.tx < head.TxTo {
 				w.on = false
-				return w.s.candidate(w.t, w.tuple, w.from, keyTx, head, w.it.Value(), full)
+				return pastHit{from: w.from, keyTx: keyTx, head: head, value: w.it.Value()}, true, nil
 			}
 		}
 		if w.from == NegInfinity {
@@ -386,10 +406,10 @@ func (w *historyWalk) above(floor int64, orAt, full bool) (Version, bool, error)
 			break
 		}
 		if err := w.seekAtOrBelow(w.from - 1); err != nil {
-			return Version{}, false, err
+			return pastHit{}, false, err
 		}
 	}
-	return Version{}, false, w.it.Error()
+	return pastHit{}, false, w.it.Error()
 }
 
 // candidate is a found candidate record: the whole version with full, else the
