@@ -70,7 +70,9 @@
 //     Facts at the newest commit are merged against the current index; facts
 //     at an older transaction time are merged too, with one forward pass over
 //     the current index and one over history that reads each probed key's
-//     versions alive at that time once (store/lookuppast.go).
+//     versions alive at that time once (store/lookuppast.go), unless the key
+//     has many more records than facts asking about it: those facts are then
+//     answered one by one, as Get answers them.
 //   - Resolve and large group backfills use every core (GOMAXPROCS), each
 //     goroutine on a fork of the reader's snapshot; neither takes a knob for
 //     it, GOMAXPROCS being the process's. ResolveRows calls its callback from
