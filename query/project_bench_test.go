@@ -35,8 +35,10 @@ import (
 //   - BenchmarkResolvePastTxLongHistories: 200 keys x 1,000 SCD2 versions (a
 //     price history), one or ten facts per key resolved at the newest commit
 //     and at the middle commit, and one VersionAt per fact at the middle
-//     commit: where the merge answers probes one by one rather than read each
-//     key's whole timeline.
+//     commit; the facts' valid times in the half of each history the middle
+//     commit knew (spread=known) or anywhere in it (spread=whole): where the
+//     merge answers probes one by one rather than read each key's whole
+//     timeline, and where it reads it after all.
 //   - BenchmarkBackfillIntPath: 20k contracts x 5 versions with int64 amounts in
 //     2k groups, 200k left rows, the harness's features, on the integer path
 //     (path=int) and the generic one (path=generic).
@@ -369,12 +371,22 @@ func BenchmarkResolvePastTxLongHistories(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, perKey := range []int{1, 10} {
+	for _, sc := range []struct {
+		perKey int
+		spread string
+	}{{1, "known"}, {10, "known"}, {1, "whole"}, {10, "whole"}} {
+		perKey := sc.perKey
 		latest := make([]query.Fact, longPastKeys*perKey)
 		past := make([]query.Fact, len(latest))
 		for i := range latest {
-			// Valid times the first half of each history covers, as known at t0.
-			latest[i] = query.Fact{Key: store.Key{int64(i % longPastKeys)}, At: rng.Int64N(longPastVersions / 2 * 100)}
+			// Valid times the first half of each history covers, the
+			// versions known at t0 (spread=known), or the whole history,
+			// where half of them lie past what t0 knew (spread=whole).
+			span := int64(longPastVersions / 2 * 100)
+			if sc.spread == "whole" {
+				span *= 2
+			}
+			latest[i] = query.Fact{Key: store.Key{int64(i % longPastKeys)}, At: rng.Int64N(span)}
 			past[i] = latest[i]
 			past[i].Tx = t0
 		}
@@ -382,7 +394,7 @@ func BenchmarkResolvePastTxLongHistories(b *testing.B) {
 			name  string
 			facts []query.Fact
 		}{{"at=latest/path=merged", latest}, {"at=past/path=merged", past}} {
-			b.Run(fmt.Sprintf("facts-per-key=%d/%s", perKey, c.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("spread=%s/facts-per-key=%d/%s", sc.spread, perKey, c.name), func(b *testing.B) {
 				for b.Loop() {
 					if _, err := query.Resolve(s, "prices", c.facts, query.ResolveOptions{Miss: query.MissNull, Attrs: true}); err != nil {
 						b.Fatal(err)
@@ -391,7 +403,7 @@ func BenchmarkResolvePastTxLongHistories(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(c.facts)), "ns/fact")
 			})
 		}
-		b.Run(fmt.Sprintf("facts-per-key=%d/at=past/path=per-fact", perKey), func(b *testing.B) {
+		b.Run(fmt.Sprintf("spread=%s/facts-per-key=%d/at=past/path=per-fact", sc.spread, perKey), func(b *testing.B) {
 			for b.Loop() {
 				for _, f := range past {
 					if _, _, err := s.KeyVersionAt(tb, f.Key, f.At, f.Tx); err != nil {

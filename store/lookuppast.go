@@ -33,19 +33,25 @@ import (
 // when it has many records (corrections).
 //
 // Reading a timeline costs its records; answering a probe by itself (the
-// point read's walk, Snapshot.pastRecord) costs a few seeks, about what
-// stepping through timelineRecordsPerProbe records costs. So a timeline is
-// read only while it is short for the probes it serves (the run of probes of
-// the key at the transaction time): once it has read timelineRecordsPerProbe
-// records per probe, and as many again, the merge drops it and answers those
-// probes one by one, until one misses. A key with a long history and few
-// probes then costs a few seeks per probe rather than its whole history; what
-// the dropped timeline read is at most about what answering its probes one by
-// one costs, so no key costs much more than twice the cheaper of the two
-// ways. A miss is explained by whether a version alive at the time starts
-// after the probe's valid time, which the walk can only learn by stepping
-// down every version asserted after that time, a seek or two each: a probe
-// that misses reads the whole timeline, in order, as before.
+// point read's walk, Snapshot.pastRecord) costs a few seeks when the record
+// alive at the time lies near the probe's valid time. So a timeline is read
+// only while it is short for the probes it serves (the run of probes of the
+// key at the transaction time): once it has read timelineRecordsPerProbe
+// records per probe, and as many again, the merge stops reading it, keeps
+// what it read with both iterators where they stand, and answers those
+// probes one by one. A key with a long history and few probes then costs a
+// few seeks per probe rather than its whole history.
+//
+// Two kinds of probe take the timeline up again where it stopped, read it to
+// its end, and are answered from it, as are the run's remaining probes. One
+// whose walk takes more than directSteps steps: versions asserted after the
+// transaction time lie between its valid time and the record alive then, and
+// the walk looks at each, a step or two each, where the timeline steps
+// through them in sequence. And one that misses: a miss is explained by
+// whether a version alive at the time starts after the probe's valid time,
+// which the walk learns only by stepping down every version asserted after
+// that time. Such a run costs its timeline, as when it was read at once, and
+// the few steps of the probes answered before.
 
 // pastMerge is the state of the merge over probes at past transaction times.
 type pastMerge struct {
@@ -58,9 +64,14 @@ type pastMerge struct {
 	curOK bool // the current-index iterator is positioned
 	hisOK bool // the history iterator is positioned
 
-	built   bool    // recs holds the timeline of tuple at tx, or direct is set
-	direct  bool    // the timeline was too long: tuple's probes at tx are answered one by one
-	budget  int     // the records the timeline being read may still read
+	built   bool // recs holds the timeline of tuple at tx, or direct is set
+	direct  bool // the timeline went over its budget: tuple's probes at tx are answered one by one
+	budget  int  // the records the timeline being read may still read
+	again   bool // the timeline being read is of the key the last one was of
+	curIn   bool // the current-index iterator has entered the timeline's key
+	hisIn   bool // the history iterator has entered it
+	curDone bool // the key's current records are read; recs[:nCur] holds the alive ones
+	nCur    int
 	tuple   []byte  // the key whose timeline recs holds
 	tx      int64   // the transaction time it holds it at
 	checked []int64 // transaction times whose horizon was checked
@@ -88,17 +99,22 @@ type pastRec struct {
 }
 
 // timelineRecordsPerProbe is how many records a timeline may read for each
-// probe it serves before the merge answers them one by one: about what one
-// probe's own walk costs (BenchmarkResolvePastTxLongHistories in package
-// query: a timeline record costs about 85 ns to read, a probe answered by
-// itself about 1.7 us).
-const timelineRecordsPerProbe = 16
+// probe it serves before the merge answers them one by one. A probe answered
+// by itself costs about what reading twenty records costs
+// (BenchmarkResolvePastTxLongHistories in package query: about 85 ns a record,
+// 1.7 us a probe); stopping at eight loses nothing when the timeline is taken
+// up again, and measured faster than sixteen on keys of a thousand versions
+// with ten probes each.
+const timelineRecordsPerProbe = 8
 
 // pastTimelineBudget is the records a timeline serving probes probes may read.
 func pastTimelineBudget(probes int) int { return timelineRecordsPerProbe * (probes + 1) }
 
-// errLongTimeline stops reading a timeline that went over its budget.
-var errLongTimeline = errors.New("bitempo: timeline longer than its budget")
+// directSteps is how many steps (a current record or a valid_from of history
+// looked at) a probe answered by itself may take before the merge reads the
+// timeline after all: enough for a probe whose record is alive at its time,
+// where versions asserted after that time lie above it, each a step or two.
+const directSteps = 4
 
 // newPastMerge opens the merge's iterators over the records of the keys from
 // lowTuple to highTuple, inclusive.
@@ -165,30 +181,35 @@ func (m *pastMerge) answer(p *Probe, v *Version) (MissReason, error) {
 
 // lookupDirect answers probe p by itself, as Snapshot.VersionAt does, for a
 // key whose timeline at p.Tx is too long for its probes: the record found is
-// copied, as a timeline's are, and answered from the copy. A miss reads the
-// whole timeline after all: whether a version alive at p.Tx starts after
-// p.Valid can take a walk down every version asserted after p.Tx, a seek or
-// two each, where the timeline steps through them in order; it then answers
-// the run's remaining probes.
+// copied after the records the stopped timeline read, as a timeline's are, and
+// answered from the copy, which the next lookup overwrites. A probe whose walk
+// goes over directSteps, or that misses, reads the rest of the timeline from
+// where it stopped and answers from it, as do the run's remaining probes.
 func (m *pastMerge) lookupDirect(p *Probe, v *Version) (MissReason, error) {
-	hit, found, err := m.s.pastRecord(m.t, p.Tuple, p.Valid, p.Tx)
-	if err != nil {
+	hit, found, err := m.s.pastRecord(m.t, p.Tuple, p.Valid, p.Tx, directSteps)
+	if err != nil && !errors.Is(err, errOverBudget) {
 		return 0, err
 	}
-	if !found || p.Valid >= hit.head.ValidTo {
-		if err := m.build(p.Tuple, p.Tx, math.MaxInt); err != nil {
+	if err != nil || !found || p.Valid >= hit.head.ValidTo {
+		m.budget = math.MaxInt
+		if err := m.read(); err != nil {
 			return 0, err
 		}
 		return m.answer(p, v)
 	}
-	m.recs, m.later, m.vals = m.recs[:0], m.later[:0], m.vals[:0]
 	r, err := m.record(hit.from, hit.keyTx, hit.value)
 	if err != nil {
 		return 0, err
 	}
+	n, vals := len(m.recs), len(m.vals)
 	m.recs = m.keep(m.recs, r, hit.value)
-	m.setRaw()
-	return Found, m.version(&m.recs[0], v)
+	rec := &m.recs[n]
+	m.setRaw(rec)
+	err = m.version(rec, v)
+	// The answer's attributes stay where they are, past the stopped
+	// timeline's values, until the next lookup appends there.
+	m.recs, m.vals = m.recs[:n], m.vals[:vals]
+	return Found, err
 }
 
 // version sets v to the answer from a timeline record, with its attributes
@@ -237,8 +258,8 @@ func (m *pastMerge) successor(r *pastRec) *pastRec {
 }
 
 // build reads the timeline of tuple at tx: its records alive at tx, by
-// descending valid_from. A timeline that reads more than budget records is
-// dropped: direct is set instead.
+// descending valid_from. A timeline that reads more than budget records stops
+// where it stands, direct set, until read takes it up again.
 func (m *pastMerge) build(tuple []byte, tx int64, budget int) error {
 	if !slices.Contains(m.checked, tx) {
 		if err := m.s.checkHorizon(m.t, tx); err != nil {
@@ -246,56 +267,62 @@ func (m *pastMerge) build(tuple []byte, tx int64, budget int) error {
 		}
 		m.checked = append(m.checked, tx)
 	}
-	again := m.built && bytes.Equal(m.tuple, tuple) // the same key at another tx: read it again
+	m.again = m.built && bytes.Equal(m.tuple, tuple) // the same key at another tx: read it again
 	m.built, m.direct, m.tx, m.tuple = false, false, tx, append(m.tuple[:0], tuple...)
 	m.recs, m.later, m.vals = m.recs[:0], m.later[:0], m.vals[:0]
-	m.budget = budget
-	err := m.readCurrent(tuple, tx, again)
-	n := len(m.recs)
-	if err == nil {
-		err = m.readHistory(tuple, tx, again)
+	m.curIn, m.hisIn, m.curDone, m.budget = false, false, false, budget
+	return m.read()
+}
+
+// read reads the timeline being built from where it stands to its end, or
+// until it goes over its budget: it then stops (direct).
+func (m *pastMerge) read() error {
+	m.built, m.direct = true, false
+	if !m.curDone {
+		if err := m.readCurrent(); err != nil {
+			return m.stopped(err)
+		}
+		m.curDone, m.nCur = true, len(m.recs)
 	}
-	if errors.Is(err, errLongTimeline) {
-		m.built, m.direct = true, true
-		return nil
-	}
-	if err != nil {
-		return err
+	if err := m.readHistory(); err != nil {
+		return m.stopped(err)
 	}
 	// Both runs are in descending valid_from order and no two alive records
 	// share a valid_from: merge them.
-	if n > 0 && n < len(m.recs) {
+	if n := m.nCur; n > 0 && n < len(m.recs) {
 		slices.SortStableFunc(m.recs, func(a, b pastRec) int { return cmp.Compare(b.from, a.from) })
 	}
-	m.setRaw()
-	m.built = true
+	for i := range m.recs {
+		m.setRaw(&m.recs[i])
+	}
 	return nil
 }
 
-// setRaw sets, for a WithRawAttrs table, each timeline record's answer
-// attributes: its own, or its successor's among the later records when it
+// stopped returns err from reading a timeline, or nil with direct set when
+// the timeline went over its budget and stopped.
+func (m *pastMerge) stopped(err error) error {
+	if errors.Is(err, errOverBudget) {
+		m.direct = true
+		return nil
+	}
+	m.built = false
+	return err
+}
+
+// setRaw sets, for a WithRawAttrs table, the answer attributes of timeline
+// record r: its own, or its successor's among the later records when it
 // shares them.
-func (m *pastMerge) setRaw() {
+func (m *pastMerge) setRaw(r *pastRec) {
 	if !m.attrs || !m.t.rawAttrs {
 		return
 	}
-	for i := range m.recs {
-		r, src := &m.recs[i], &m.recs[i]
-		if encoding.SharesAttrs(m.vals[r.off:r.end]) {
-			src = m.successor(r)
-		}
-		if src != nil {
-			r.raw = RawAttrs{b: m.vals[src.attrs:src.end:src.end], name: m.names, proj: m.t.proj}
-		}
+	src := r
+	if encoding.SharesAttrs(m.vals[r.off:r.end]) {
+		src = m.successor(r)
 	}
-}
-
-// step counts one record read into the timeline against its budget.
-func (m *pastMerge) step() error {
-	if m.budget--; m.budget < 0 {
-		return errLongTimeline
+	if src != nil {
+		r.raw = RawAttrs{b: m.vals[src.attrs:src.end:src.end], name: m.names, proj: m.t.proj}
 	}
-	return nil
 }
 
 // enter positions it on the first record at or after keyPfx: a few steps
@@ -333,13 +360,17 @@ func (m *pastMerge) keep(list []pastRec, r pastRec, value []byte) []pastRec {
 	return append(list, r)
 }
 
-func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
-	m.curPfx = layout.CurrentKeys.KeyPrefix(m.curPfx[:0], m.t.ID, tuple)
-	it := m.cur
-	m.curOK = m.enter(it, m.curOK, m.curPfx, again)
+// readCurrent reads the key's current records, from the first or from the
+// one the current-index iterator stands on when the timeline stopped.
+func (m *pastMerge) readCurrent() error {
+	it, tx := m.cur, m.tx
+	if !m.curIn {
+		m.curPfx = layout.CurrentKeys.KeyPrefix(m.curPfx[:0], m.t.ID, m.tuple)
+		m.curOK, m.curIn = m.enter(it, m.curOK, m.curPfx, m.again), true
+	}
 	for ; m.curOK && bytes.HasPrefix(it.Key(), m.curPfx); m.curOK = it.Next() {
-		if err := m.step(); err != nil {
-			return err
+		if m.budget--; m.budget < 0 {
+			return errOverBudget
 		}
 		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(m.curPfx))
 		if err != nil {
@@ -360,11 +391,19 @@ func (m *pastMerge) readCurrent(tuple []byte, tx int64, again bool) error {
 	return it.Error()
 }
 
-func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
-	m.hisPfx = layout.HistoryKeys.KeyPrefix(m.hisPfx[:0], m.t.ID, tuple)
-	it := m.hist
-	m.hisOK = m.enter(it, m.hisOK, m.hisPfx, again)
+// readHistory reads the key's records in history, from its greatest
+// valid_from or from the one the history iterator stands on when the timeline
+// stopped (which it does only between two valid_froms).
+func (m *pastMerge) readHistory() error {
+	it, tx := m.hist, m.tx
+	if !m.hisIn {
+		m.hisPfx = layout.HistoryKeys.KeyPrefix(m.hisPfx[:0], m.t.ID, m.tuple)
+		m.hisOK, m.hisIn = m.enter(it, m.hisOK, m.hisPfx, m.again), true
+	}
 	for m.hisOK && bytes.HasPrefix(it.Key(), m.hisPfx) {
+		if m.budget < 0 {
+			return errOverBudget
+		}
 		from, err := layout.HistoryKeys.ValidFrom(it.Key(), len(m.hisPfx))
 		if err != nil {
 			return err
@@ -375,9 +414,7 @@ func (m *pastMerge) readHistory(tuple []byte, tx int64, again bool) error {
 		found := false
 		var keyTx int64
 		for steps := 0; m.hisOK && bytes.HasPrefix(it.Key(), m.group); steps++ {
-			if err := m.step(); err != nil {
-				return err
-			}
+			m.budget--
 			if keyTx, err = layout.HistoryKeys.TxFrom(it.Key()); err != nil {
 				return err
 			}

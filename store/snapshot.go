@@ -265,7 +265,7 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 // no key and no attributes, which a caller that needs only the periods would
 // otherwise pay a map per candidate for.
 func (s *Snapshot) pastCandidate(t *Table, tuple []byte, valid, tx int64, full bool) (Version, bool, error) {
-	r, found, err := s.pastRecord(t, tuple, valid, tx)
+	r, found, err := s.pastRecord(t, tuple, valid, tx, 0)
 	if !found || err != nil {
 		return Version{}, found, err
 	}
@@ -283,7 +283,9 @@ type pastHit struct {
 }
 
 // pastRecord finds the record alive at tx with the greatest valid_from <=
-// valid, from the current index or history.
+// valid, from the current index or history. With limit above zero it gives up
+// with errOverBudget after limit steps (a current record or a valid_from of
+// history looked at), each a step or a seek.
 //
 // It walks the key's current records down from valid and, before it takes or
 // steps past each, looks in history at the valid_froms above it (and at its
@@ -293,7 +295,7 @@ type pastHit struct {
 // at the same valid_from, so the walk ends there without stepping past the
 // current record, which until a flush is one iterator step over every
 // overwrite of it the memtable keeps.
-func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64) (pastHit, bool, error) {
+func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64, limit int) (pastHit, bool, error) {
 	it, err := s.iter(layout.Current)
 	if err != nil {
 		return pastHit{}, false, err
@@ -302,9 +304,13 @@ func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64) (pastHit,
 	if err != nil {
 		return pastHit{}, false, err
 	}
+	h.limited, h.left = limit > 0, limit
 	prefix := layout.CurrentKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = layout.CurrentKeys.AppendValid(prefix, valid)
 	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+		if err := h.step(); err != nil {
+			return pastHit{}, false, err
+		}
 		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(prefix))
 		if err != nil {
 			return pastHit{}, false, err
@@ -344,6 +350,25 @@ type historyWalk struct {
 	prefix []byte
 	group  []byte
 	seek   []byte
+	// limited: pastRecord was given a limit, of which left steps are left.
+	limited bool
+	left    int
+}
+
+// errOverBudget stops a read that went over the steps it was given: a
+// timeline of a past-time merge, or pastRecord with a limit.
+var errOverBudget = errors.New("bitempo: read longer than its budget")
+
+// step counts one step of pastRecord against its limit.
+func (w *historyWalk) step() error {
+	if !w.limited {
+		return nil
+	}
+	if w.left == 0 {
+		return errOverBudget
+	}
+	w.left--
+	return nil
 }
 
 // startHistoryWalk positions the snapshot's history walk at the key's
@@ -354,7 +379,7 @@ func (s *Snapshot) startHistoryWalk(t *Table, tuple []byte, valid, tx int64) (*h
 		return nil, err
 	}
 	w := &s.walk
-	w.s, w.t, w.tuple, w.tx, w.it = s, t, tuple, tx, it
+	w.s, w.t, w.tuple, w.tx, w.it, w.limited = s, t, tuple, tx, it, false
 	w.prefix = layout.HistoryKeys.KeyPrefix(w.prefix[:0], t.ID, tuple)
 	return w, w.seekAtOrBelow(valid)
 }
@@ -385,6 +410,9 @@ func (w *historyWalk) seekAtOrBelow(valid int64) error {
 // passed. A walk that found one is done.
 func (w *historyWalk) above(floor int64, orAt bool) (pastHit, bool, error) {
 	for w.on && (w.from > floor || orAt && w.from == floor) {
+		if err := w.step(); err != nil {
+			return pastHit{}, false, err
+		}
 		w.group = layout.HistoryKeys.AppendValid(append(w.group[:0], w.prefix...), w.from)
 		w.seek = layout.HistoryKeys.Key(w.seek[:0], w.t.ID, w.tuple, w.from, w.tx)
 		if w.it.SeekPrefixGE(w.seek) && bytes.HasPrefix(w.it.Key(), w.group) {
