@@ -27,6 +27,22 @@ func tickingStore(t *testing.T) *store.DB {
 	return db
 }
 
+// snapshotOf returns a snapshot of db, closed when the test ends, and its
+// table name.
+func snapshotOf(t *testing.T, db *store.DB, name string) (*store.Snapshot, *store.Table) {
+	t.Helper()
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tb, err := s.Table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, tb
+}
+
 // TestResolveAtPastTxMatchesVersionAt resolves batches whose facts share one
 // past transaction time (and batches mixing several, and the newest) with the
 // merged path, and checks every answer against the per-fact path,
@@ -56,15 +72,7 @@ func TestResolveAtPastTxMatchesVersionAt(t *testing.T) {
 				},
 				Valid: 40, PutLen: 10, DeleteLen: 6, Correction: [2]int64{0, 20},
 			})
-			s, err := db.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			tb, err := s.Table("d")
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, tb := snapshotOf(t, db, "d")
 			drawFacts := func(n int, tx func() int64) []query.Fact {
 				facts := make([]query.Fact, n)
 				for i := range facts {
@@ -129,15 +137,7 @@ func TestResolveAtPastTxLongHistoriesMatchesVersionAt(t *testing.T) {
 				},
 				Valid: 400, PutLen: 10, DeleteLen: 6, Correction: [2]int64{100, 150},
 			})
-			s, err := db.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			tb, err := s.Table("d")
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, tb := snapshotOf(t, db, "d")
 			drawFacts := func(n int, tx int64) []query.Fact {
 				facts := make([]query.Fact, n)
 				for i := range facts {

@@ -96,15 +96,7 @@ func TestResolveRowsMatchesVersionAt(t *testing.T) {
 					return store.Key{int64(keys + n)}
 				},
 			})
-			s, err := db.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			tb, err := s.Table("d")
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, tb := snapshotOf(t, db, "d")
 			draw := func(n int) []query.Fact {
 				facts := make([]query.Fact, n)
 				for i := range facts {
