@@ -230,10 +230,8 @@ type evaluator struct {
 	s    *store.Snapshot
 	p    *plan
 	scan *store.GroupScan
-	// onEntry adds the group's records whose valid period meets [loadFrom,
-	// loadTo] (loadGroup).
-	onEntry          func(*store.GroupEntry) error
-	loadFrom, loadTo int64
+	// onEntry adds a group's record to the members (loadGroup).
+	onEntry func(*store.GroupEntry) error
 
 	// Reused buffers: members of the current group (or table-wide load), and
 	// per filter the sweep's edges and membership states.
@@ -750,20 +748,15 @@ func (e *evaluator) group(g int) error {
 // by the next group.
 func (e *evaluator) loadGroup(group []byte, minTx, maxTx, minTS, maxTS int64) ([]member, error) {
 	e.mem.reset()
-	e.loadFrom, e.loadTo = minTS, maxTS
-	if err := e.scan.Group(group, minTx, maxTx, e.onEntry); err != nil {
+	if err := e.scan.GroupMeeting(group, minTx, maxTx, minTS, maxTS, e.onEntry); err != nil {
 		return nil, err
 	}
 	e.p.settleInts(e.mem.ms, e.b.boxed, e.cols)
 	return e.mem.ms, nil
 }
 
-// addEntry adds a member for a group's record whose valid period meets
-// [e.loadFrom, e.loadTo].
+// addEntry adds a member for a group's record.
 func (e *evaluator) addEntry(rec *store.GroupEntry) error {
-	if rec.ValidFrom > e.loadTo || rec.ValidTo <= e.loadFrom {
-		return nil
-	}
 	return e.mem.addRecord(e.p, rec)
 }
 

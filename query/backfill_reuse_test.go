@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bitempo/bitempo/internal/testutil/randstore"
 	"github.com/bitempo/bitempo/query"
 	"github.com/bitempo/bitempo/store"
 )
@@ -133,4 +134,75 @@ func randomLeftRows(rng *rand.Rand, n int, last int64) []query.LeftRow {
 		}
 	}
 	return rows
+}
+
+// TestBackfillLongGroupHistoriesMatchesAggregate backfills rows whose times
+// lie in narrow spans of long group histories (keys of a hundred writes each,
+// some moving between groups), at the newest transaction time and at past
+// ones, and checks every row against Aggregate: the group scan seeks past the
+// entries of a key that start after the rows' span and past the rest of a key
+// once its current entries end before it, and must skip no member a row needs.
+func TestBackfillLongGroupHistoriesMatchesAggregate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 37))
+	db := groupedStore(t)
+	txs := randstore.Write(t, db, rng, randstore.History{
+		Table: "c", Commits: 200, MaxOps: 3,
+		Ops: []randstore.Op{randstore.Upsert, randstore.Upsert, randstore.Upsert, randstore.Put, randstore.Delete},
+		Key: func(int) store.Key { return store.Key{rng.Int64N(4)} },
+		Attrs: func() store.Attrs {
+			return store.Attrs{
+				"user": fmt.Sprint("u", min(rng.IntN(12), 1)), // mostly u1
+				"i":    rng.Int64N(100),
+				"s":    []string{"a", "b", "c"}[rng.IntN(3)],
+				"when": rng.Int64N(400) * pathMinute,
+			}
+		},
+		Valid: 400, Unit: pathMinute, PutLen: 6, DeleteLen: 4,
+	})
+	var aggs []query.Agg
+	for _, spec := range []string{"count", "sum(i):5m,30m", "max(i)", "exists@when:10m", "count_distinct(s)", "latest(i)"} {
+		a, err := query.ParseAgg(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aggs = append(aggs, a)
+	}
+	for round := range 30 {
+		var tx int64 // the newest
+		if round%3 == 1 {
+			tx = txs[rng.IntN(len(txs))]
+		}
+		at := rng.Int64N(420) - 10
+		rows := make([]query.LeftRow, 1+rng.IntN(40))
+		for i := range rows {
+			rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", rng.IntN(2))}, TS: (at + rng.Int64N(1+rng.Int64N(12))) * pathMinute, Tx: tx}
+		}
+		got := backfillValues(t, db, rows, aggs)
+		for i, r := range rows {
+			f, err := query.Aggregate(db, "c", r.Group, query.AsOf{Valid: r.TS, Tx: r.Tx}, aggs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%v", f.Values); got[i] != want {
+				t.Fatalf("round %d: row %d (%v) is %s, Aggregate says %s", round, i, r, got[i], want)
+			}
+		}
+	}
+}
+
+// backfillValues backfills rows and returns each row's features, formatted.
+func backfillValues(t *testing.T, db *store.DB, rows []query.LeftRow, aggs []query.Agg) []string {
+	t.Helper()
+	out := make([]string, len(rows))
+	for row, err := range query.BackfillRows(db, "c", rows, aggs, query.BackfillOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		values := make([]any, row.Len())
+		for k := range values {
+			values[k] = row.Value(k)
+		}
+		out[row.Index] = fmt.Sprintf("%v", values)
+	}
+	return out
 }

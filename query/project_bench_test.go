@@ -39,6 +39,9 @@ import (
 //     commit knew (spread=known) or anywhere in it (spread=whole): where the
 //     merge answers probes one by one rather than read each key's whole
 //     timeline, and where it reads it after all.
+//   - BenchmarkBackfillLongGroupHistories: 100 groups of 5 contracts x 400
+//     daily versions, 2,000 rows in the last 10 days: a backfill whose rows
+//     span a small part of each group's history.
 //   - BenchmarkBackfillIntPath: 20k contracts x 5 versions with int64 amounts in
 //     2k groups, 200k left rows, the harness's features, on the integer path
 //     (path=int) and the generic one (path=generic).
@@ -414,6 +417,57 @@ func BenchmarkResolvePastTxLongHistories(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(past)), "ns/fact")
 		})
 	}
+}
+
+func BenchmarkBackfillLongGroupHistories(b *testing.B) {
+	benchOnly(b)
+	db := benchStore(b)
+	if _, err := db.CreateTable(store.TableDef{Name: "c", Key: []store.KeyColumn{{Name: "id", Type: store.String}}, GroupBy: []string{"user_id"}}); err != nil {
+		b.Fatal(err)
+	}
+	const groups, perGroup, versions = 100, 5, 400
+	for v := range versions {
+		if _, err := txn.Update(db, func(tx *txn.Tx) error {
+			for c := range groups * perGroup {
+				attrs := store.Attrs{"user_id": fmt.Sprint("u", c%groups), "amount": int64(v + c)}
+				if _, err := tx.Upsert("c", store.Key{fmt.Sprint("c", c)}, attrs, int64(v)*aggDay); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Compact(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	var aggs []query.Agg
+	for _, spec := range []string{"count", "sum(amount)", "sum(amount):30d"} {
+		a, err := query.ParseAgg(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		aggs = append(aggs, a)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows := make([]query.LeftRow, groups*20)
+	for i := range rows {
+		rows[i] = query.LeftRow{Group: store.Key{fmt.Sprint("u", i%groups)}, TS: (versions-10)*aggDay + rng.Int64N(10*aggDay)}
+	}
+	s, err := db.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		for _, err := range query.BackfillRows(s, "c", rows, aggs, query.BackfillOptions{}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
 }
 
 var (

@@ -31,6 +31,7 @@ type GroupScan struct {
 	ended  bool        // the last group was read to its end: it stands past it
 	entry  GroupEntry
 	values groupValues // the current group's attributes
+	skip   []byte      // a seek key past entries outside the valid span
 }
 
 // GroupEntry is one entry of a group as GroupScan.Group hands it over: the
@@ -69,6 +70,18 @@ func (s *Snapshot) GroupScan(t *Table) *GroupScan {
 // AppendGroupKey) that GroupRecords(t, group, minTx, maxTx) yields, in the same
 // order. An error from fn stops the scan and is returned as is.
 func (g *GroupScan) Group(group []byte, minTx, maxTx int64, fn func(*GroupEntry) error) error {
+	return g.GroupMeeting(group, minTx, maxTx, NegInfinity, Infinity, fn)
+}
+
+// GroupMeeting is Group for only the entries whose valid period meets [from,
+// to] (both ends included): it calls fn with those, in the same order, and
+// skips the rest without reading what it can seek past. A key's entries come
+// newest valid_from first, so a run of them starting after to ends with a seek
+// to the first that starts at or before to; and its current entries are
+// disjoint, so once one ends at or before from, so do all after it, and the
+// scan moves on to the next key. A run of up to nextsBeforeSeek entries is
+// stepped over rather than sought past.
+func (g *GroupScan) GroupMeeting(group []byte, minTx, maxTx, from, to int64, fn func(*GroupEntry) error) error {
 	s, t := g.s, g.t
 	switch {
 	case s.closed:
@@ -94,7 +107,8 @@ func (g *GroupScan) Group(group []byte, minTx, maxTx int64, fn func(*GroupEntry)
 	names := s.attrNames(t)
 	g.values.reset(t, names, g.seek[len(g.seek)-len(group)-1:n])
 	e := &g.entry
-	for ; ok; ok = g.it.Next() {
+	run := 0 // entries of one key skipped in a row
+	for ok {
 		key := g.it.Key()
 		if !bytes.HasPrefix(key, g.seek[:n]) || len(key) == n || key[n] > last {
 			break
@@ -103,19 +117,56 @@ func (g *GroupScan) Group(group []byte, minTx, maxTx int64, fn func(*GroupEntry)
 		if err != nil {
 			return err
 		}
-		if last == groupHistory && (e.TxFrom > maxTx || e.TxTo <= minTx) {
+		suffix := layout.TimeLen // desc(valid_from)
+		if key[n] == groupHistory {
+			suffix = 2 * layout.TimeLen // and desc(tx_from)
+		}
+		keyPfx := key[:len(key)-suffix] // prefix | marker | tuple
+		switch {
+		case e.ValidFrom > to: // the key's next entries may start at or before to
+			if run++; run > nextsBeforeSeek {
+				g.skip = layout.CurrentKeys.AppendValid(append(g.skip[:0], keyPfx...), to)
+				ok, run = g.it.SeekGE(g.skip), 0
+				continue
+			}
+		case e.ValidTo <= from && key[n] == groupCurrent: // so do the key's next current entries
+			ok, run = g.skipKey(keyPfx), 0
 			continue
+		case e.ValidTo <= from:
+		case last == groupHistory && (e.TxFrom > maxTx || e.TxTo <= minTx):
+			run = 0
+		default:
+			run = 0
+			e.names, e.t, e.values, e.attrs = names, t, &g.values, attrs
+			if err := fn(e); err != nil {
+				return err
+			}
 		}
-		e.names, e.t, e.values, e.attrs = names, t, &g.values, attrs
-		if err := fn(e); err != nil {
-			return err
-		}
+		ok = g.it.Next()
 	}
 	if err := g.it.Error(); err != nil {
 		return err
 	}
 	g.ended = true
 	return nil
+}
+
+// skipKey moves the iterator past the entries under keyPfx (a key's current
+// entries; a slice of the iterator's key, copied before it moves): a few
+// steps, then a seek.
+func (g *GroupScan) skipKey(keyPfx []byte) bool {
+	g.skip = append(g.skip[:0], keyPfx...)
+	for steps := 0; ; steps++ {
+		if !g.it.Next() {
+			return false
+		}
+		if !bytes.HasPrefix(g.it.Key(), g.skip) {
+			return true
+		}
+		if steps == nextsBeforeSeek {
+			return g.it.SeekGE(encoding.PrefixEndInPlace(g.skip))
+		}
+	}
 }
 
 // position moves the iterator to the first entry of group, creating it on
