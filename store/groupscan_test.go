@@ -19,7 +19,8 @@ import (
 // record fields and attributes (stored and decoded), whether the groups come
 // in index order (the iterator not sought again), repeated, in random order,
 // unknown, at the latest transaction time or in the past, through the table
-// and through projections of it.
+// and through projections of it; and that GroupMeeting hands over exactly
+// those whose valid period meets its span.
 func TestGroupScanMatchesGroupRecords(t *testing.T) {
 	for seed := range 3 {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -60,11 +61,16 @@ func TestGroupScanMatchesGroupRecords(t *testing.T) {
 					case 2:
 						order = slices.Repeat(order[rng.IntN(len(order)):][:1], 2) // one group twice in a row
 					}
+					from, to := store.NegInfinity, store.Infinity // Group
+					if round%2 == 1 {                             // GroupMeeting a span
+						from = rng.Int64N(50) - 5
+						to = from + rng.Int64N(12)
+					}
 					for _, g := range order {
-						want := groupRecordsDump(t, s, view, g, minTx, maxTx)
-						got := groupScanDump(t, scan, g, minTx, maxTx)
+						want := groupRecordsDump(t, s, view, g, minTx, maxTx, from, to)
+						got := groupScanDump(t, scan, g, minTx, maxTx, from, to)
 						if got != want {
-							t.Fatalf("%s: group %x at tx [%d, %d]: GroupScan gives\n%s\nGroupRecords\n%s", name, g, minTx, maxTx, got, want)
+							t.Fatalf("%s: group %x at tx [%d, %d], valid [%d, %d]: GroupScan gives\n%s\nGroupRecords\n%s", name, g, minTx, maxTx, from, to, got, want)
 						}
 					}
 				}
@@ -126,13 +132,17 @@ func randomTxRange(rng *rand.Rand, last int64) (minTx, maxTx int64) {
 	return minTx, minTx + rng.Int64N(last-minTx+1)
 }
 
-// groupRecordsDump renders what GroupRecords yields, one entry per line.
-func groupRecordsDump(t *testing.T, s *store.Snapshot, view *store.Table, group []byte, minTx, maxTx int64) string {
+// groupRecordsDump renders what GroupRecords yields whose valid period meets
+// [from, to], one entry per line.
+func groupRecordsDump(t *testing.T, s *store.Snapshot, view *store.Table, group []byte, minTx, maxTx, from, to int64) string {
 	t.Helper()
 	var lines []string
 	for rec, err := range s.GroupRecords(view, group, minTx, maxTx) {
 		if err != nil {
 			t.Fatal(err)
+		}
+		if rec.ValidFrom > to || rec.ValidTo <= from {
+			continue
 		}
 		raw, ok, err := rec.RawAttrs()
 		if err != nil {
@@ -143,11 +153,18 @@ func groupRecordsDump(t *testing.T, s *store.Snapshot, view *store.Table, group 
 	return strings.Join(lines, "\n")
 }
 
-// groupScanDump renders what a GroupScan hands over, one entry per line.
-func groupScanDump(t *testing.T, scan *store.GroupScan, group []byte, minTx, maxTx int64) string {
+// groupScanDump renders what a GroupScan hands over (Group, or GroupMeeting
+// [from, to] when that is not every valid time), one entry per line.
+func groupScanDump(t *testing.T, scan *store.GroupScan, group []byte, minTx, maxTx, from, to int64) string {
 	t.Helper()
 	var lines []string
-	err := scan.Group(group, minTx, maxTx, func(e *store.GroupEntry) error {
+	read := scan.Group
+	if from != store.NegInfinity || to != store.Infinity {
+		read = func(group []byte, minTx, maxTx int64, fn func(*store.GroupEntry) error) error {
+			return scan.GroupMeeting(group, minTx, maxTx, from, to, fn)
+		}
+	}
+	err := read(group, minTx, maxTx, func(e *store.GroupEntry) error {
 		raw, ok, err := e.RawAttrs()
 		if err != nil {
 			return err
