@@ -155,11 +155,8 @@ func aggregate(r store.Reader, table string, group store.Key, at AsOf, aggs []Ag
 		tx := resolveTx(s, at.Tx)
 		var buf memberBuf
 		scan := s.GroupScan(p.t)
-		err = scan.Group(gk, tx, tx, func(rec *store.GroupEntry) error {
-			if !(rec.ValidFrom <= at.Valid && at.Valid < rec.ValidTo) {
-				return nil
-			}
-			return buf.addRecord(p, rec)
+		err = scan.GroupMeeting(gk, tx, tx, at.Valid, at.Valid, func(rec *store.GroupEntry) error {
+			return buf.addRecord(p, rec) // its valid period holds at.Valid
 		})
 		if err = errors.Join(err, scan.Close()); err != nil {
 			return Features{}, err
