@@ -107,7 +107,7 @@ func (g *GroupScan) GroupMeeting(group []byte, minTx, maxTx, from, to int64, fn 
 	names := s.attrNames(t)
 	g.values.reset(t, names, g.seek[len(g.seek)-len(group)-1:n])
 	e := &g.entry
-	run := 0 // entries of one key skipped in a row
+	run := 0 // entries skipped in a row; a seek within a key uses the key of the entry it stands on
 	for ok {
 		key := g.it.Key()
 		if !bytes.HasPrefix(key, g.seek[:n]) || len(key) == n || key[n] > last {
