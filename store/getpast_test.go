@@ -47,6 +47,58 @@ func TestVersionAtPastMatchesAuditTrail(t *testing.T) {
 	}
 }
 
+// A Get at a past transaction time finds its record past a valid_from whose
+// history holds many records: a period corrected more times than the walk
+// steps over before it seeks, read before, during and after the corrections,
+// and one corrected and then deleted, whose newest record asserted before the
+// read was retired by then, so the walk leaves the valid_from past its older
+// records, and one asserted once and deleted. An SCD2 chain above and below them puts versions asserted after
+// early reads between those reads' valid times and their records.
+func TestVersionAtPastThroughLongCorrectionRuns(t *testing.T) {
+	w := newScanWorld(t, 0, 0)
+	k := w.keys[0]
+	write := func(fn func(tx *txn.Tx) error) {
+		t.Helper()
+		c, err := txn.Update(w.db, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.txs = append(w.txs, c.Tx)
+	}
+	upsert := func(at int64) {
+		write(func(tx *txn.Tx) error {
+			_, err := tx.Upsert("pairs", k, store.Attrs{"v": at}, at)
+			return err
+		})
+	}
+	put := func(from int64, v int) {
+		write(func(tx *txn.Tx) error { return tx.Put("pairs", k, store.Attrs{"v": int64(v)}, from, from+5) })
+	}
+	for at := int64(0); at <= 20; at += 2 {
+		upsert(at)
+	}
+	for c := range 13 {
+		put(30, c)
+	}
+	for c := range 10 {
+		put(40, c)
+	}
+	write(func(tx *txn.Tx) error { return tx.Delete("pairs", k, 40, 45) })
+	put(46, 0) // a period asserted once and deleted: its one record is retired
+	write(func(tx *txn.Tx) error { return tx.Delete("pairs", k, 46, 51) })
+	for _, at := range []int64{50, 52, 54} {
+		upsert(at)
+	}
+	for c := range 7 {
+		put(30, 100+c)
+	}
+	w.checkVersionAt(t)
+	if err := w.db.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.checkVersionAt(t)
+}
+
 // checkVersionAt compares VersionAt with the audit trail at every commit's
 // transaction time and the instant before it, for every key and valid time.
 func (w *scanWorld) checkVersionAt(t *testing.T) {

@@ -33,21 +33,25 @@ import (
 // when it has many records (corrections).
 //
 // Reading a timeline costs its records; answering a probe by itself (the
-// point read's walk, Snapshot.pastRecord) costs a few seeks when the record
-// alive at the time lies near the probe's valid time. So a timeline is read
+// point read's walk, Snapshot.pastRecord) costs a seek in each index and a
+// step or two per valid_from from the probe's valid time down to the record
+// alive at the time. So a timeline is read
 // only while it is short for the probes it serves (the run of probes of the
 // key at the transaction time): once it has read timelineRecordsPerProbe
 // records per probe, and as many again, the merge stops reading it, keeps
 // what it read with both iterators where they stand, and answers those
 // probes one by one. A key with a long history and few probes then costs a
-// few seeks per probe rather than its whole history.
+// few steps per probe rather than its whole history.
 //
 // Two kinds of probe take the timeline up again where it stopped, read it to
 // its end, and are answered from it, as are the run's remaining probes. One
-// whose walk takes more than directSteps steps: versions asserted after the
-// transaction time lie between its valid time and the record alive then, and
-// the walk looks at each, a step or two each, where the timeline steps
-// through them in sequence. And one that misses: a miss is explained by
+// of a run of several whose walk takes more than directSteps steps: versions
+// asserted after the transaction time lie between its valid time and the
+// record alive then, and the walk looks at each, where the timeline, read
+// once for the run, steps through them all. (The walk of a run's only probe
+// is not limited: it steps through part of what the timeline would read,
+// the versions from the probe's valid time down to the record alive then.)
+// And one that misses: a miss is explained by
 // whether a version alive at the time starts after the probe's valid time,
 // which the walk learns only by stepping down every version asserted after
 // that time. Such a run costs its timeline, as when it was read at once, and
@@ -72,6 +76,7 @@ type pastMerge struct {
 	hisIn   bool // the history iterator has entered it
 	curDone bool // the key's current records are read; recs[:nCur] holds the alive ones
 	nCur    int
+	probes  int     // the probes of the run the timeline serves
 	tuple   []byte  // the key whose timeline recs holds
 	tx      int64   // the transaction time it holds it at
 	checked []int64 // transaction times whose horizon was checked
@@ -111,9 +116,9 @@ const timelineRecordsPerProbe = 8
 func pastTimelineBudget(probes int) int { return timelineRecordsPerProbe * (probes + 1) }
 
 // directSteps is how many steps (a current record or a valid_from of history
-// looked at) a probe answered by itself may take before the merge reads the
-// timeline after all: enough for a probe whose record is alive at its time,
-// where versions asserted after that time lie above it, each a step or two.
+// looked at) a probe of a run of several answered by itself may take before
+// the merge reads the timeline after all: enough for a probe whose record is
+// alive at its time, where versions asserted after that time lie above it.
 const directSteps = 4
 
 // newPastMerge opens the merge's iterators over the records of the keys from
@@ -157,6 +162,7 @@ func (m *pastMerge) lookup(probes []Probe, i int, v *Version) (MissReason, error
 		for j := i + 1; j < len(probes) && probes[j].Tx == p.Tx && bytes.Equal(probes[j].Tuple, p.Tuple); j++ {
 			n++
 		}
+		m.probes = n
 		if err := m.build(p.Tuple, p.Tx, pastTimelineBudget(n)); err != nil {
 			return 0, err
 		}
@@ -182,11 +188,16 @@ func (m *pastMerge) answer(p *Probe, v *Version) (MissReason, error) {
 // lookupDirect answers probe p by itself, as Snapshot.VersionAt does, for a
 // key whose timeline at p.Tx is too long for its probes: the record found is
 // copied after the records the stopped timeline read, as a timeline's are, and
-// answered from the copy, which the next lookup overwrites. A probe whose walk
-// goes over directSteps, or that misses, reads the rest of the timeline from
-// where it stopped and answers from it, as do the run's remaining probes.
+// answered from the copy, which the next lookup overwrites. A probe that
+// misses, or one of a run of several whose walk goes over directSteps, reads
+// the rest of the timeline from where it stopped and answers from it, as do
+// the run's remaining probes.
 func (m *pastMerge) lookupDirect(p *Probe, v *Version) (MissReason, error) {
-	hit, found, err := m.s.pastRecord(m.t, p.Tuple, p.Valid, p.Tx, directSteps)
+	limit := directSteps
+	if m.probes == 1 {
+		limit = 0 // a walk steps through a part of what the timeline would read
+	}
+	hit, found, err := m.s.pastRecord(m.t, p.Tuple, p.Valid, p.Tx, limit)
 	if err != nil && !errors.Is(err, errOverBudget) {
 		return 0, err
 	}

@@ -237,8 +237,9 @@ func (s *Snapshot) currentAt(t *Table, tuple []byte, valid int64) (Version, Miss
 // record alive at tx that covers valid, if any, is the alive record with the
 // greatest valid_from <= valid (alive records are disjoint). Candidates come from
 // the current index (records with tx_from <= tx) and from history, where each
-// distinct valid_from costs one seek: at most one record per (key, valid_from) is
-// alive at any instant, and it is the newest one asserted at or before tx.
+// distinct valid_from costs a step, or a seek when it holds many records: at
+// most one record per (key, valid_from) is alive at any instant, and it is the
+// newest one asserted at or before tx.
 func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, MissReason, error) {
 	best, found, err := s.pastCandidate(t, tuple, valid, tx, true)
 	if err != nil {
@@ -249,7 +250,7 @@ func (s *Snapshot) pastAt(t *Table, tuple []byte, valid, tx int64) (Version, Mis
 	}
 	// A miss is explained by whether a version alive at tx starts after valid:
 	// the alive record with the greatest valid_from of all says so, found like
-	// the candidate (record heads and one seek per valid_from), without decoding
+	// the candidate (record heads and a step per valid_from), without decoding
 	// the key's whole timeline or that record's attributes.
 	last, any, err := s.pastCandidate(t, tuple, Infinity, tx, false)
 	if err != nil {
@@ -336,9 +337,13 @@ func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64, limit int
 // historyWalk is pastCandidate's walk down one key's history, from the read's
 // valid time, by valid_from. History's records of one valid_from are newest
 // asserted first and at most one of them is alive at any instant, the newest
-// asserted at or before tx, if it was not retired by then: each valid_from
-// costs one seek to that record, and one to the next valid_from below. A
-// snapshot keeps one, whose buffers its reads reuse.
+// asserted at or before tx, if it was not retired by then. The walk looks at
+// each valid_from's records from its newest, stepping over those asserted
+// after tx, and leaves it for the next valid_from below by stepping on; past
+// historyStepsBeforeSeek records it seeks instead: to the newest record
+// asserted at or before tx, or to the next valid_from. A valid_from of one
+// record, as an SCD2 history's are, so costs one step and no seek. A snapshot
+// keeps one walk, whose buffers its reads reuse.
 type historyWalk struct {
 	s      *Snapshot
 	t      *Table
@@ -348,12 +353,18 @@ type historyWalk struct {
 	on     bool  // the iterator is at the newest record of valid_from from
 	from   int64 // valid_from of the records the iterator is on
 	prefix []byte
-	group  []byte
+	group  []byte // prefix | desc(from): the key prefix of from's records
 	seek   []byte
 	// limited: pastRecord was given a limit, of which left steps are left.
 	limited bool
 	left    int
 }
+
+// historyStepsBeforeSeek is how many records the history walk steps over
+// within one valid_from, or to leave it, before it seeks: a step costs a
+// fraction of a seek, and a valid_from with more records than this is rare
+// (a period corrected that many times).
+const historyStepsBeforeSeek = 4
 
 // errOverBudget stops a read that went over the steps it was given: a
 // timeline of a past-time merge, or pastRecord with a limit.
@@ -387,12 +398,20 @@ func (s *Snapshot) startHistoryWalk(t *Table, tuple []byte, valid, tx int64) (*h
 // seekAtOrBelow moves the walk to the greatest valid_from <= valid.
 func (w *historyWalk) seekAtOrBelow(valid int64) error {
 	w.seek = layout.HistoryKeys.AppendValid(append(w.seek[:0], w.prefix...), valid)
-	w.on = w.it.SeekPrefixGE(w.seek) && bytes.HasPrefix(w.it.Key(), w.prefix)
+	return w.land(w.it.SeekPrefixGE(w.seek))
+}
+
+// land sets the walk's valid_from from the record the iterator is at (ok is
+// what its last positioning call returned): the newest record of the next
+// valid_from the walk looks at, or none when the iterator left the key.
+func (w *historyWalk) land(ok bool) error {
+	w.on = ok && bytes.HasPrefix(w.it.Key(), w.prefix)
 	if !w.on {
 		return w.it.Error()
 	}
 	kp, from, err := layout.HistoryKeys.Split(w.it.Key(), len(w.prefix)-len(w.tuple))
 	if err != nil {
+		w.on = false
 		return err
 	}
 	if !bytes.Equal(kp, w.prefix) {
@@ -402,6 +421,7 @@ func (w *historyWalk) seekAtOrBelow(valid int64) error {
 		return fmt.Errorf("%w: table %q: history key %x is not a record key of key %x", ErrCorrupt, w.t.Name, w.it.Key(), w.tuple)
 	}
 	w.from = from
+	w.group = layout.HistoryKeys.AppendValid(append(w.group[:0], w.prefix...), from)
 	return nil
 }
 
@@ -413,31 +433,68 @@ func (w *historyWalk) above(floor int64, orAt bool) (pastHit, bool, error) {
 		if err := w.step(); err != nil {
 			return pastHit{}, false, err
 		}
-		w.group = layout.HistoryKeys.AppendValid(append(w.group[:0], w.prefix...), w.from)
-		w.seek = layout.HistoryKeys.Key(w.seek[:0], w.t.ID, w.tuple, w.from, w.tx)
-		if w.it.SeekPrefixGE(w.seek) && bytes.HasPrefix(w.it.Key(), w.group) {
-			keyTx, err := layout.HistoryKeys.TxFrom(w.it.Key())
-			if err != nil {
-				return pastHit{}, false, err
-			}
+		r, found, err := w.inGroup()
+		if found || err != nil {
+			w.on = false
+			return r, found, err
+		}
+	}
+	return pastHit{}, false, w.it.Error()
+}
+
+// inGroup returns the record of the walk's valid_from alive at tx, if there
+// is one, and otherwise moves the walk to the next valid_from below. The
+// iterator is at the valid_from's newest record.
+func (w *historyWalk) inGroup() (pastHit, bool, error) {
+	for steps := 0; ; steps++ {
+		if k := w.it.Key(); len(k) != len(w.group)+layout.TimeLen {
+			// A record key is its valid_from's prefix and a tx_from, whose
+			// order the walk's steps and seeks rely on.
+			return pastHit{}, false, fmt.Errorf("%w: table %q: history key %x is not a record key of key %x", ErrCorrupt, w.t.Name, k, w.tuple)
+		}
+		keyTx, err := layout.HistoryKeys.TxFrom(w.it.Key())
+		if err != nil {
+			return pastHit{}, false, err
+		}
+		if keyTx <= w.tx {
+			// The newest record of the valid_from asserted at or before
+			// tx: the one alive then, unless it was retired by then.
 			head, err := decodeHead(w.t, w.it.Value(), w.from, keyTx)
 			if err != nil {
 				return pastHit{}, false, err
 			}
 			if head.TxFrom <= w.tx && w.tx < head.TxTo {
-				w.on = false
 				return pastHit{from: w.from, keyTx: keyTx, head: head, value: w.it.Value()}, true, nil
 			}
+			return pastHit{}, false, w.leaveGroup()
 		}
-		if w.from == NegInfinity {
-			w.on = false
-			break
+		var ok bool
+		if steps < historyStepsBeforeSeek {
+			ok = w.it.Next()
+		} else {
+			w.seek = layout.HistoryKeys.Key(w.seek[:0], w.t.ID, w.tuple, w.from, w.tx)
+			ok = w.it.SeekPrefixGE(w.seek)
 		}
-		if err := w.seekAtOrBelow(w.from - 1); err != nil {
-			return pastHit{}, false, err
+		if !ok || !bytes.HasPrefix(w.it.Key(), w.group) {
+			return pastHit{}, false, w.land(ok) // the newest record of the next valid_from
 		}
 	}
-	return pastHit{}, false, w.it.Error()
+}
+
+// leaveGroup moves the walk from a record of its valid_from to the next
+// valid_from below: a few steps, then a seek.
+func (w *historyWalk) leaveGroup() error {
+	for range historyStepsBeforeSeek {
+		ok := w.it.Next()
+		if !ok || !bytes.HasPrefix(w.it.Key(), w.group) {
+			return w.land(ok)
+		}
+	}
+	if w.from == NegInfinity {
+		w.on = false
+		return nil
+	}
+	return w.seekAtOrBelow(w.from - 1)
 }
 
 // candidate is a found candidate record: the whole version with full, else the
