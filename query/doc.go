@@ -72,8 +72,9 @@
 //     the current index and one over history that reads each probed key's
 //     versions alive at that time once (store/lookuppast.go), unless the key
 //     has many more records than facts asking about it: those facts are then
-//     answered one by one, as Get answers them, until one misses or lies past
-//     what that time knew, which reads the rest of the key's versions.
+//     answered one by one, as Get answers them, until one misses or, with
+//     other facts of its key at that time, lies past what that time knew,
+//     which reads the rest of the key's versions.
 //   - Resolve and large group backfills use every core (GOMAXPROCS), each
 //     goroutine on a fork of the reader's snapshot; neither takes a knob for
 //     it, GOMAXPROCS being the process's. ResolveRows calls its callback from
