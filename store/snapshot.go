@@ -296,22 +296,20 @@ type pastHit struct {
 // at the same valid_from, so the walk ends there without stepping past the
 // current record, which until a flush is one iterator step over every
 // overwrite of it the memtable keeps.
+//
+// The first current record, when it is alive at tx and covers valid, is the
+// answer without a look in history: records alive at one instant are
+// disjoint, so no record alive at tx starts between its valid_from and valid.
+// A key unchanged since tx so costs one seek, as a read at the latest does.
 func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64, limit int) (pastHit, bool, error) {
 	it, err := s.iter(layout.Current)
 	if err != nil {
 		return pastHit{}, false, err
 	}
-	h, err := s.startHistoryWalk(t, tuple, valid, tx)
-	if err != nil {
-		return pastHit{}, false, err
-	}
-	h.limited, h.left = limit > 0, limit
+	var h *historyWalk // started when the first current record is not the answer
 	prefix := layout.CurrentKeys.KeyPrefix(s.buf[:0], t.ID, tuple)
 	s.buf = layout.CurrentKeys.AppendValid(prefix, valid)
 	for ok := it.SeekPrefixGE(s.buf); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
-		if err := h.step(); err != nil {
-			return pastHit{}, false, err
-		}
 		from, err := layout.CurrentKeys.ValidFrom(it.Key(), len(prefix))
 		if err != nil {
 			return pastHit{}, false, err
@@ -321,6 +319,17 @@ func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64, limit int
 			return pastHit{}, false, err
 		}
 		alive := head.TxFrom <= tx // a current record is retired at no tx
+		if h == nil {
+			if alive && valid < head.ValidTo {
+				return pastHit{from: from, head: head, value: it.Value()}, true, nil
+			}
+			if h, err = s.startHistoryWalk(t, tuple, valid, tx, limit); err != nil {
+				return pastHit{}, false, err
+			}
+		}
+		if err := h.step(); err != nil {
+			return pastHit{}, false, err
+		}
 		if r, found, err := h.above(from, !alive); found || err != nil {
 			return r, found, err
 		}
@@ -330,6 +339,11 @@ func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64, limit int
 	}
 	if err := it.Error(); err != nil {
 		return pastHit{}, false, err
+	}
+	if h == nil {
+		if h, err = s.startHistoryWalk(t, tuple, valid, tx, limit); err != nil {
+			return pastHit{}, false, err
+		}
 	}
 	return h.above(NegInfinity, true)
 }
@@ -383,14 +397,14 @@ func (w *historyWalk) step() error {
 }
 
 // startHistoryWalk positions the snapshot's history walk at the key's
-// greatest valid_from <= valid.
-func (s *Snapshot) startHistoryWalk(t *Table, tuple []byte, valid, tx int64) (*historyWalk, error) {
+// greatest valid_from <= valid, with limit steps (none: no limit).
+func (s *Snapshot) startHistoryWalk(t *Table, tuple []byte, valid, tx int64, limit int) (*historyWalk, error) {
 	it, err := s.iter(layout.History)
 	if err != nil {
 		return nil, err
 	}
 	w := &s.walk
-	w.s, w.t, w.tuple, w.tx, w.it, w.limited = s, t, tuple, tx, it, false
+	w.s, w.t, w.tuple, w.tx, w.it, w.limited, w.left = s, t, tuple, tx, it, limit > 0, limit
 	w.prefix = layout.HistoryKeys.KeyPrefix(w.prefix[:0], t.ID, tuple)
 	return w, w.seekAtOrBelow(valid)
 }
