@@ -49,11 +49,12 @@ func TestVersionAtPastMatchesAuditTrail(t *testing.T) {
 
 // A Get at a past transaction time finds its record past a valid_from whose
 // history holds many records: a period corrected more times than the walk
-// steps over before it seeks, read before, during and after the corrections,
-// and one corrected and then deleted, whose newest record asserted before the
+// steps over before it seeks, read before, during and after the corrections;
+// one corrected and then deleted, whose newest record asserted before the
 // read was retired by then, so the walk leaves the valid_from past its older
-// records, and one asserted once and deleted. An SCD2 chain above and below them puts versions asserted after
-// early reads between those reads' valid times and their records.
+// records; and one asserted once and deleted. An SCD2 chain above and below
+// them puts versions asserted after early reads between those reads' valid
+// times and their records.
 func TestVersionAtPastThroughLongCorrectionRuns(t *testing.T) {
 	w := newScanWorld(t, 0, 0)
 	k := w.keys[0]

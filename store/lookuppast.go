@@ -33,15 +33,16 @@ import (
 // when it has many records (corrections).
 //
 // Reading a timeline costs its records; answering a probe by itself (the
-// point read's walk, Snapshot.pastRecord) costs a seek in each index and a
-// step or two per valid_from from the probe's valid time down to the record
-// alive at the time. So a timeline is read
-// only while it is short for the probes it serves (the run of probes of the
-// key at the transaction time): once it has read timelineRecordsPerProbe
-// records per probe, and as many again, the merge stops reading it, keeps
-// what it read with both iterators where they stand, and answers those
-// probes one by one. A key with a long history and few probes then costs a
-// few steps per probe rather than its whole history.
+// point read's walk, Snapshot.pastRecord) costs a seek in the current index,
+// which answers it when the record there was asserted by the time and covers
+// the probe, and otherwise a seek in history and a step or two per valid_from
+// from the probe's valid time down to the record alive at the time. So a
+// timeline is read only while it is short for the probes it serves (the run
+// of probes of the key at the transaction time): once it has read
+// timelineRecordsPerProbe records per probe, and as many again, the merge
+// stops reading it, keeps what it read with both iterators where they stand,
+// and answers those probes one by one. A key with a long history and few
+// probes then costs a few steps per probe rather than its whole history.
 //
 // Two kinds of probe take the timeline up again where it stopped, read it to
 // its end, and are answered from it, as are the run's remaining probes. One
@@ -49,13 +50,13 @@ import (
 // asserted after the transaction time lie between its valid time and the
 // record alive then, and the walk looks at each, where the timeline, read
 // once for the run, steps through them all. (The walk of a run's only probe
-// is not limited: it steps through part of what the timeline would read,
-// the versions from the probe's valid time down to the record alive then.)
-// And one that misses: a miss is explained by
-// whether a version alive at the time starts after the probe's valid time,
-// which the walk learns only by stepping down every version asserted after
-// that time. Such a run costs its timeline, as when it was read at once, and
-// the few steps of the probes answered before.
+// is not limited: it steps through part of what the timeline would read, the
+// versions from the probe's valid time down to the record alive then.) And
+// one that misses: a miss is explained by whether a version alive at the
+// time starts after the probe's valid time, which the walk learns only by
+// stepping down every version asserted after that time. Such a run costs its
+// timeline, as when it was read at once, and the few steps of the probes
+// answered before.
 
 // pastMerge is the state of the merge over probes at past transaction times.
 type pastMerge struct {
