@@ -421,27 +421,12 @@ func (m *pastMerge) readHistory() error {
 			return err
 		}
 		m.group = layout.HistoryKeys.AppendValid(append(m.group[:0], m.hisPfx...), from)
-		// The newest record of this valid_from asserted at or before tx: a few
-		// steps, then one seek.
-		found := false
-		var keyTx int64
-		for steps := 0; m.hisOK && bytes.HasPrefix(it.Key(), m.group); steps++ {
-			m.budget--
-			if keyTx, err = layout.HistoryKeys.TxFrom(it.Key()); err != nil {
-				return err
-			}
-			if keyTx <= tx {
-				found = true
-				break
-			}
-			if steps < nextsBeforeSeek {
-				m.hisOK = it.Next()
-			} else {
-				m.seek = layout.HistoryKeys.AppendValid(append(m.seek[:0], m.group...), tx)
-				m.hisOK = it.SeekGE(m.seek)
-			}
+		keyTx, found, ok, looked, err := toAssertedBy(it, false, m.group, tx, &m.seek)
+		m.budget -= looked
+		if err != nil {
+			return err
 		}
-		if !found {
+		if m.hisOK = ok; !found {
 			continue // the iterator has left the valid_from's records
 		}
 		r, err := m.record(from, keyTx, it.Value())
@@ -451,21 +436,7 @@ func (m *pastMerge) readHistory() error {
 		if tx < r.head.TxTo {
 			m.recs = m.keep(m.recs, r, it.Value())
 		}
-		// Past the older records of this valid_from: a few steps, then one seek.
-		for steps := 0; ; steps++ {
-			if m.hisOK = it.Next(); !m.hisOK || !bytes.HasPrefix(it.Key(), m.group) {
-				break
-			}
-			if steps == nextsBeforeSeek {
-				if from == NegInfinity {
-					m.hisOK = it.SeekGE(encoding.PrefixEnd(m.hisPfx))
-				} else {
-					m.seek = layout.HistoryKeys.AppendValid(append(m.seek[:0], m.hisPfx...), from-1)
-					m.hisOK = it.SeekGE(m.seek)
-				}
-				break
-			}
-		}
+		m.hisOK = pastValidFrom(it, false, m.hisPfx, m.group, from, &m.seek)
 	}
 	return it.Error()
 }

@@ -349,15 +349,9 @@ func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64, limit int
 }
 
 // historyWalk is pastCandidate's walk down one key's history, from the read's
-// valid time, by valid_from. History's records of one valid_from are newest
-// asserted first and at most one of them is alive at any instant, the newest
-// asserted at or before tx, if it was not retired by then. The walk looks at
-// each valid_from's records from its newest, stepping over those asserted
-// after tx, and leaves it for the next valid_from below by stepping on; past
-// historyStepsBeforeSeek records it seeks instead: to the newest record
-// asserted at or before tx, or to the next valid_from. A valid_from of one
-// record, as an SCD2 history's are, so costs one step and no seek. A snapshot
-// keeps one walk, whose buffers its reads reuse.
+// valid time, by valid_from (historysteps.go: a step per valid_from of one
+// record, a seek for one of many). A snapshot keeps one walk, whose buffers
+// its reads reuse.
 type historyWalk struct {
 	s      *Snapshot
 	t      *Table
@@ -373,12 +367,6 @@ type historyWalk struct {
 	limited bool
 	left    int
 }
-
-// historyStepsBeforeSeek is how many records the history walk steps over
-// within one valid_from, or to leave it, before it seeks: a step costs a
-// fraction of a seek, and a valid_from with more records than this is rare
-// (a period corrected that many times).
-const historyStepsBeforeSeek = 4
 
 // errOverBudget stops a read that went over the steps it was given: a
 // timeline of a past-time merge, or pastRecord with a limit.
@@ -460,55 +448,23 @@ func (w *historyWalk) above(floor int64, orAt bool) (pastHit, bool, error) {
 // is one, and otherwise moves the walk to the next valid_from below. The
 // iterator is at the valid_from's newest record.
 func (w *historyWalk) inGroup() (pastHit, bool, error) {
-	for steps := 0; ; steps++ {
-		if k := w.it.Key(); len(k) != len(w.group)+layout.TimeLen {
-			// A record key is its valid_from's prefix and a tx_from, whose
-			// order the walk's steps and seeks rely on.
-			return pastHit{}, false, fmt.Errorf("%w: table %q: history key %x is not a record key of key %x", ErrCorrupt, w.t.Name, k, w.tuple)
-		}
-		keyTx, err := layout.HistoryKeys.TxFrom(w.it.Key())
-		if err != nil {
-			return pastHit{}, false, err
-		}
-		if keyTx <= w.tx {
-			// The newest record of the valid_from asserted at or before
-			// tx: the one alive then, unless it was retired by then.
-			head, err := decodeHead(w.t, w.it.Value(), w.from, keyTx)
-			if err != nil {
-				return pastHit{}, false, err
-			}
-			if head.TxFrom <= w.tx && w.tx < head.TxTo {
-				return pastHit{from: w.from, keyTx: keyTx, head: head, value: w.it.Value()}, true, nil
-			}
-			return pastHit{}, false, w.leaveGroup()
-		}
-		var ok bool
-		if steps < historyStepsBeforeSeek {
-			ok = w.it.Next()
-		} else {
-			w.seek = layout.HistoryKeys.Key(w.seek[:0], w.t.ID, w.tuple, w.from, w.tx)
-			ok = w.it.SeekPrefixGE(w.seek)
-		}
-		if !ok || !bytes.HasPrefix(w.it.Key(), w.group) {
-			return pastHit{}, false, w.land(ok) // the newest record of the next valid_from
-		}
+	keyTx, found, ok, _, err := toAssertedBy(w.it, true, w.group, w.tx, &w.seek)
+	if err != nil {
+		return pastHit{}, false, fmt.Errorf("table %q: %w", w.t.Name, err)
 	}
-}
-
-// leaveGroup moves the walk from a record of its valid_from to the next
-// valid_from below: a few steps, then a seek.
-func (w *historyWalk) leaveGroup() error {
-	for range historyStepsBeforeSeek {
-		ok := w.it.Next()
-		if !ok || !bytes.HasPrefix(w.it.Key(), w.group) {
-			return w.land(ok)
-		}
+	if !found {
+		return pastHit{}, false, w.land(ok) // the newest record of the next valid_from
 	}
-	if w.from == NegInfinity {
-		w.on = false
-		return nil
+	// The newest record of the valid_from asserted at or before tx: the one
+	// alive then, unless it was retired by then.
+	head, err := decodeHead(w.t, w.it.Value(), w.from, keyTx)
+	if err != nil {
+		return pastHit{}, false, err
 	}
-	return w.seekAtOrBelow(w.from - 1)
+	if head.TxFrom <= w.tx && w.tx < head.TxTo {
+		return pastHit{from: w.from, keyTx: keyTx, head: head, value: w.it.Value()}, true, nil
+	}
+	return pastHit{}, false, w.land(pastValidFrom(w.it, true, w.prefix, w.group, w.from, &w.seek))
 }
 
 // candidate is a found candidate record: the whole version with full, else the
