@@ -244,6 +244,21 @@ func pastStore(b *testing.B) (*store.DB, int64) {
 	return pastDB, pastT0
 }
 
+// pastFactSets returns pastFacts facts over pastStore's keys (a few unknown
+// ones too) at valid times from before the first version to after the last,
+// once at the newest commit and once at the past commit t0.
+func pastFactSets(t0 int64) (latest, past []query.Fact) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	latest = make([]query.Fact, pastFacts)
+	past = make([]query.Fact, pastFacts)
+	for i := range latest {
+		latest[i] = query.Fact{Key: store.Key{rng.Int64N(pastKeys + pastKeys/100)}, At: rng.Int64N(pastRounds*1000+500) - 200}
+		past[i] = latest[i]
+		past[i].Tx = t0
+	}
+	return latest, past
+}
+
 func BenchmarkResolvePastTx(b *testing.B) {
 	db, t0 := pastStore(b)
 	s, err := db.Snapshot()
@@ -255,14 +270,7 @@ func BenchmarkResolvePastTx(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	latest := make([]query.Fact, pastFacts)
-	past := make([]query.Fact, pastFacts)
-	for i := range latest {
-		latest[i] = query.Fact{Key: store.Key{rng.Int64N(pastKeys + pastKeys/100)}, At: rng.Int64N(pastRounds*1000+500) - 200}
-		past[i] = latest[i]
-		past[i].Tx = t0
-	}
+	latest, past := pastFactSets(t0)
 	// The per-fact path's probes, sorted as Resolve sorts them.
 	type probe struct {
 		tuple []byte
@@ -632,14 +640,7 @@ func BenchmarkResolveRowsPastTxOutput(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	rng := rand.New(rand.NewPCG(3, 4))
-	latest := make([]query.Fact, pastFacts)
-	past := make([]query.Fact, pastFacts)
-	for i := range latest {
-		latest[i] = query.Fact{Key: store.Key{rng.Int64N(pastKeys)}, At: rng.Int64N(pastRounds * 1000)}
-		past[i] = latest[i]
-		past[i].Tx = t0
-	}
+	latest, past := pastFactSets(t0)
 	type answer struct {
 		from, to, sk int64
 		city         string
