@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -373,6 +372,7 @@ func ioErrorRun(t *testing.T, seed uint64) string {
 	var injMu sync.Mutex
 	injRNG := rand.New(rand.NewPCG(seed, 19))
 	var injected []string // the failed operations (errorfs.OpKind numbers), for messages
+	var watermarkHit bool // an injected error hit the synced watermark
 	p := []float64{0.001, 0.005, 0.02}[rng.IntN(3)]
 	kinds := rng.IntN(3) // 0: reads, 1: writes, 2: both
 	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
@@ -387,6 +387,7 @@ func ioErrorRun(t *testing.T, seed uint64) string {
 		defer injMu.Unlock()
 		if injRNG.Float64() < p {
 			injected = append(injected, fmt.Sprintf("op %d on %s", op.Kind, op.Path))
+			watermarkHit = watermarkHit || mem.PathBase(op.Path) == watermarkName
 			return fmt.Errorf("op %d on %s: %w", op.Kind, op.Path, errorfs.ErrInjected)
 		}
 		return nil
@@ -436,9 +437,9 @@ func ioErrorRun(t *testing.T, seed uint64) string {
 	_ = db.Close()
 	injMu.Lock()
 	at := fmt.Sprintf("the first error surfaced (%v), after injected errors %v", failed, injected)
-	wmLost := slices.ContainsFunc(injected, func(op string) bool { return strings.HasSuffix(op, "/"+watermarkName) })
+	watermarkLost := watermarkHit
 	injMu.Unlock()
-	im := crashImage{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng}), acked: acked, at: at, watermarkLost: wmLost}
+	im := crashImage{fs: mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng}), acked: acked, at: at, watermarkLost: watermarkLost}
 	checkImage(t, im, states, l, seed)
 	return class
 }
