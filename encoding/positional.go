@@ -12,13 +12,14 @@ import (
 )
 
 // This file is the positional form of attributes and the record value that
-// holds it (store format 2). A table numbers its attribute names (ordinals, in
+// holds it (store formats 2 and 3). A table numbers its attribute names (ordinals, in
 // the order its writes first used them); a record stores ordinals instead of
 // names:
 //
 //	attrs  = uvarint count | per attribute, by ascending ordinal:
 //	         uvarint (ordinal - previous ordinal - 1; the first: ordinal) | value
-//	record = head byte | [zigzag varint (valid_to - base)] | [zigzag varint tx_from]
+//	record = head byte | [zigzag varint (valid_to - base)]
+//	         | [uvarint commit number (current) or zigzag varint tx_from]
 //	         | [uvarint (tx_to - tx_from)] | uvarint sk | attrs
 //	head   = the record's flags (FlagInferred, ...) in its low four bits, then
 //	         headOpenValid (0x80): valid_to is +∞ and absent,
@@ -27,6 +28,11 @@ import (
 //	         another record that the store knows how to find (AppendRecordShared),
 //	         headKeyedTx (0x10): tx_from is absent, being in the record's key
 //	         (AppendRecordRetired; decoders take it as keyTxFrom)
+//
+// A current record (headOpenTx) holds the number of the commit that asserted
+// it (RecordValue.TxCommit, at least 1) where a retired record not keyed by
+// its tx_from would hold that time (store format 3): commit numbers take 1-3
+// bytes where times take 8, and the store maps a number to its time.
 //
 // Integers are varints: values are never compared as bytes (keys keep fixed
 // widths). valid_to is a distance from a base the caller passes and the
@@ -222,6 +228,9 @@ func appendPositionalHead(dst []byte, r *RecordValue, extra byte, base int64) ([
 	if r.TxTo != math.MaxInt64 && r.TxTo <= r.TxFrom {
 		return dst, fmt.Errorf("bitempo: record tx_to %d is not after tx_from %d", r.TxTo, r.TxFrom)
 	}
+	if r.TxTo == math.MaxInt64 && r.TxCommit == 0 {
+		return dst, fmt.Errorf("bitempo: current record without a commit number")
+	}
 	head := r.Flags | extra
 	if r.ValidTo == math.MaxInt64 {
 		head |= headOpenValid
@@ -233,7 +242,10 @@ func appendPositionalHead(dst []byte, r *RecordValue, extra byte, base int64) ([
 	if head&headOpenValid == 0 {
 		dst = binary.AppendVarint(dst, int64(uint64(r.ValidTo)-uint64(base)))
 	}
-	if head&headKeyedTx == 0 {
+	switch {
+	case head&headOpenTx != 0:
+		dst = binary.AppendUvarint(dst, r.TxCommit)
+	case head&headKeyedTx == 0:
 		dst = binary.AppendVarint(dst, r.TxFrom)
 	}
 	if head&headOpenTx == 0 {
@@ -298,12 +310,19 @@ func positionalHead(b []byte, base, keyTxFrom int64) (RecordValue, []byte, error
 		}
 		b = b[n:]
 	}
-	r.TxFrom = keyTxFrom
-	if head&headKeyedTx == 0 {
+	switch {
+	case head&headOpenTx != 0:
+		if r.TxCommit, n = binary.Uvarint(b); n <= 0 || r.TxCommit == 0 {
+			return bad("commit number")
+		}
+		b = b[n:]
+	case head&headKeyedTx == 0:
 		if r.TxFrom, n = binary.Varint(b); n <= 0 {
 			return bad("tx_from")
 		}
 		b = b[n:]
+	default:
+		r.TxFrom = keyTxFrom
 	}
 	if head&headOpenTx == 0 {
 		d, n := binary.Uvarint(b)

@@ -61,7 +61,7 @@ func TestTimeValueRoundTrip(t *testing.T) {
 			if err != nil || c != tt.want {
 				t.Fatalf("Canonical(%v) = %v, %v; want %v", tt.in, c, err, tt.want)
 			}
-			r := RecordValue{ValidTo: 5, TxFrom: 1, TxTo: math.MaxInt64, SK: 9, Attrs: in}
+			r := RecordValue{ValidTo: 5, TxCommit: 1, TxTo: math.MaxInt64, SK: 9, Attrs: in}
 			only := func(name string) (uint32, bool) { return 0, name == "t" }
 			renc, err := AppendRecordPositional(nil, &r, only)
 			if err != nil {

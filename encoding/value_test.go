@@ -256,7 +256,7 @@ func TestAttrsUnsupportedType(t *testing.T) {
 			t.Errorf("AppendAttrs with a %T returned %q, want dst unchanged", v, got)
 		}
 		ordinal := func(string) (uint32, bool) { return 0, true }
-		if _, err := AppendRecordPositional(nil, &RecordValue{ValidTo: math.MaxInt64, TxFrom: 1, TxTo: math.MaxInt64, Attrs: Attrs{"bad": v}}, ordinal); !errors.Is(err, ErrUnsupportedType) {
+		if _, err := AppendRecordPositional(nil, &RecordValue{ValidTo: math.MaxInt64, TxCommit: 1, TxTo: math.MaxInt64, Attrs: Attrs{"bad": v}}, ordinal); !errors.Is(err, ErrUnsupportedType) {
 			t.Errorf("AppendRecordPositional with a %T = %v, want ErrUnsupportedType", v, err)
 		}
 		if _, err := Canonical(v); !errors.Is(err, ErrUnsupportedType) {

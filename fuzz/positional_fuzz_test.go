@@ -29,14 +29,14 @@ func positionalOrdinal(name string) (uint32, bool) {
 }
 
 // FuzzRecordPositional decodes arbitrary bytes as a stored record value of
-// format 2 (encoding.DecodeRecordPositional): it must fail with ErrCorrupt or
+// format 3 (encoding.DecodeRecordPositional): it must fail with ErrCorrupt or
 // decode to canonical attributes whose encoding is no longer than the input
 // (the canonical form is the smallest) and decodes to the same record again.
 func FuzzRecordPositional(f *testing.F) {
 	for _, r := range []encoding.RecordValue{
 		{ValidTo: 1 << 62, TxFrom: 1 << 50, TxTo: 1<<50 + 7, SK: 9, Flags: encoding.FlagInferred,
 			Attrs: encoding.Attrs{"city": "Oslo", "tier": int64(-2), "note": nil, "x": []byte{1}}},
-		{ValidTo: 5, TxFrom: -3, TxTo: 1<<63 - 1, SK: 1 << 40, Attrs: encoding.Attrs{"x": 0.25}},
+		{ValidTo: 5, TxCommit: 3, TxTo: 1<<63 - 1, SK: 1 << 40, Attrs: encoding.Attrs{"x": 0.25}},
 		{ValidTo: 9, TxFrom: 2, TxTo: 4, Attrs: encoding.Attrs{"tier": mustDecimal(-999_999_999_999_999_999, 18), "x": mustDecimal(23210, 2)}},
 	} {
 		enc, err := encoding.AppendRecordPositional(nil, &r, positionalOrdinal)
@@ -71,7 +71,7 @@ func FuzzRecordPositional(f *testing.F) {
 			}
 			return
 		}
-		if herr != nil || head.ValidTo != r.ValidTo || head.TxFrom != r.TxFrom || head.TxTo != r.TxTo || head.SK != r.SK || head.Flags != r.Flags {
+		if herr != nil || head.ValidTo != r.ValidTo || head.TxFrom != r.TxFrom || head.TxCommit != r.TxCommit || head.TxTo != r.TxTo || head.SK != r.SK || head.Flags != r.Flags {
 			t.Fatalf("%x: the head decodes as %+v, %v; the record as %+v", data, head, herr, r)
 		}
 		var enc []byte

@@ -6,7 +6,7 @@
 // Record values are encoded by package encoding (encoding.AppendRecordPositionalAt);
 // the catalog and the semantics of the records are package store's.
 //
-// # Key layout (format 2)
+// # Key layout (format 3)
 //
 // Every key starts with a one-byte keyspace prefix; the keyspaces that belong to
 // a table continue with its table id ("tid") as an ordered uvarint ("ord(n)",
@@ -28,21 +28,24 @@
 // whether the attributes are shared), valid_to as a varint distance from the
 // valid_from its key holds unless open (every stored record's key holds one:
 // current, history and group index keys; encoding.AppendRecordPositionalAt),
-// tx_from as a varint unless the key holds it (a retired record's history key does), tx_to
-// as a varint distance from tx_from unless open, the sk as a varint, then the
+// for a current record (tx_to open) the number of the commit that asserted it
+// (a uvarint, 1-3 bytes: 0x07 maps it to the commit's time), for a retired
+// record nothing (its history key holds its tx_from), tx_to as a varint
+// distance from tx_from unless open, the sk as a varint, then the
 // attributes in positional form: a count, then per attribute its ordinal (a varint gap from the previous
 // one) and its value in msgpack (encoding/value.go's per-value encoding). The
 // ordinals number the table's attribute names (0x04), so no record repeats a
 // name, and an open end costs nothing.
 //
 //	0x01 meta    | name                              -> msgpack scalar
-//	    "format" (uint) the layout version: 2, and Open refuses any other before
+//	    "format" (uint) the layout version: 3, and Open refuses any other before
 //	    it writes anything (format.go); "layout" (string) the key layout
 //	    within the format, the comparer's name (bitempo.layout.v5), which an
 //	    engine without a comparer of its own (etcd) needs to refuse a store of
 //	    an earlier development layout; "last_tx" (int64) the newest committed
-//	    transaction time; "next_table" (uint) the next table id. They make the
-//	    directory recognisable as bitempo's and transaction time monotonic across
+//	    transaction time; "last_commit" (uint) the newest commit's number;
+//	    "next_table" (uint) the next table id. They make the directory
+//	    recognisable as bitempo's and transaction time monotonic across
 //	    restarts.
 //	0x02 catalog | name                              -> msgpack {id, TableDef}
 //	    One entry per table, written by CreateTable and rewritten by each
@@ -66,6 +69,15 @@
 //	    the one CreateTable wrote, the commit's time for each change (an added
 //	    column, a widened type). A read at transaction time T reports the entry
 //	    with the greatest tx <= T.
+//	0x07 commits | ord(n)                            -> asc(tx)
+//	    The transaction time of commit number n: every commit takes the next
+//	    number (meta "last_commit" plus one) and writes its entry in its own
+//	    batch, one per commit, not per record; an import numbers the times of
+//	    the current records it rebuilds after the store's own. The numbers are
+//	    1 to last_commit without a gap. A current record holds its commit's
+//	    number, where its time would take 8 bytes; the store maps it back as it
+//	    decodes the record, through a cache of this keyspace by page shared by
+//	    its snapshots (store/commits.go).
 //	0x10 current | tid | tuple | desc(valid_from)    -> record value
 //	    The current-state index: every record with tx_to = +∞. Versions of a key are
 //	    adjacent and newest first, so "the version of K in effect at V, as of now" is
@@ -188,7 +200,12 @@
 // are 256 KiB, so a table file has a one-level index and a seek reads one
 // index block rather than two.
 //
-// Format 2 has not been released. Development builds wrote format-2 stores
+// Format 3 is format 2 with commit numbers in current records and keyspace
+// 0x07; the keys, their order and the comparer are format 2's. A format-2
+// store is refused with ErrFormat, like format 1, and moved by its own
+// build's export and this build's import (format.go).
+//
+// Format 2 was released as bitempo.layout.v5. Development builds wrote format-2 stores
 // with Pebble's default comparer (no split, no filters), and later with the
 // comparer bitempo.layout.v2 (4-byte table ids, fixed-width surrogate keys
 // and log ordinals, absolute valid_to), under the same format marker; opening

@@ -16,12 +16,12 @@ import (
 //	1  the first layout: a full record value per record in the current index
 //	   and in history, one sk-index entry and one transaction-log entry per
 //	   record (about 360 logical bytes per SCD2 version).
-//	2  the compact layout of the package doc, ordered by the comparer of
-//	   split.go. Format 2 has not been released; the development builds
-//	   that wrote it before the comparer existed (with Pebble's default
-//	   comparer, so without key prefixes or filters) wrote the same marker.
-//	   Their stores are refused by the comparer name Pebble records
-//	   (the Pebble engine checks it before opening), with the same way out as any other format. So are
+//	2  the compact layout, ordered by the comparer of split.go. Before its
+//	   release, development builds that had no comparer yet (Pebble's
+//	   default, so no key prefixes or filters) wrote the same marker. Their
+//	   stores are refused by the comparer name Pebble records (the Pebble
+//	   engine checks it before opening), with the same way out as any other
+//	   format (DevFormatVersion). So are
 //	   those of the development builds whose comparer was bitempo.layout.v2
 //	   (4-byte table ids and log ordinals, 8-byte surrogate keys in keys,
 //	   an absolute valid_to in record values), and those of bitempo.layout.v3
@@ -29,7 +29,13 @@ import (
 //	   it would not keep that keyspace, and this one would find it empty;
 //	   and those of bitempo.layout.v4 (group index entries holding the
 //	   record's whole value, group attributes included).
-//	   bitempo.layout.v5 is the layout of the package doc.
+//	   bitempo.layout.v5 is the layout of format 2's released builds.
+//	3  format 2's keys, order and comparer (bitempo.layout.v5), with a
+//	   current record holding the number of the commit that asserted it in
+//	   place of that commit's time, and keyspace 0x07 mapping numbers to
+//	   times: 6-7 bytes fewer per current record. Format-2 stores are
+//	   refused; their own build's export --all --history and this build's
+//	   import move them (the export's format is unchanged).
 //
 // A store of another format is refused, not upgraded in place nor opened
 // read-only: an export and a reload into a new directory leave the old store
@@ -103,7 +109,7 @@ func (e *FormatError) Is(target error) bool {
 	return target == ErrFormat || (target == ErrNewerFormat && e.Found > e.Want)
 }
 
-// CheckLayout refuses a store of format 2 whose meta "layout" (raw, present
+// CheckLayout refuses a store of this format whose meta "layout" (raw, present
 // when ok) does not name this build's. Pebble stores of an earlier
 // layout are refused before this by the comparer their MANIFEST names
 // (checkComparer); on an engine that records no comparer (etcd), a store

@@ -22,6 +22,7 @@ const (
 	AttrNames   byte = 0x04
 	AttrTypes   byte = 0x05
 	Schemas     byte = 0x06
+	Commits     byte = 0x07
 	Current     byte = 0x10
 	History     byte = 0x11
 	SKIndex     byte = 0x12
@@ -86,6 +87,7 @@ var keyspaces = []keyspace{
 	{AttrNames, "attr-names", true, splitNone},
 	{AttrTypes, "attr-types", true, splitNone},
 	{Schemas, "schemas", true, splitNone},
+	{Commits, "commits", false, splitNone},
 	{Current, "current", true, splitFirstComponent},
 	{History, "history", true, splitFirstComponent},
 	{SKIndex, "sk-index", true, splitSK},
@@ -212,19 +214,57 @@ func TableIDEnd(k []byte) int {
 
 // FormatVersion is the layout version written to meta "format". Open refuses a
 // store with another one (format.go).
-const FormatVersion = 2
+const FormatVersion = 3
+
+// DevFormatVersion is the marker the development builds of format 2 wrote
+// with comparers other than this build's (DevComparerNames, and Pebble's
+// default): a store of it under such a comparer is one of theirs.
+const DevFormatVersion = 2
 
 var (
 	MetaFormat    = []byte{Meta, 'f', 'o', 'r', 'm', 'a', 't'}
 	MetaLastTx    = []byte{Meta, 'l', 'a', 's', 't', '_', 't', 'x'}
 	MetaNextTable = []byte{Meta, 'n', 'e', 'x', 't', '_', 't', 'a', 'b', 'l', 'e'}
-	// MetaLayout names the key layout within format 2 (ComparerName), for
+	// MetaLastCommit is the number of the newest commit (CommitKey).
+	MetaLastCommit = []byte("\x01last_commit")
+	// MetaLayout names the key layout within the format (ComparerName), for
 	// engines that record no comparer (format.go's CheckLayout).
 	MetaLayout = []byte("\x01layout")
 	// MetaEraseSecret and MetaPurgePending are described in erase.go.
 	MetaEraseSecret  = []byte("\x01erase_secret")
 	MetaPurgePending = []byte("\x01purge_pending")
 )
+
+// CommitKey returns 0x07 | ord(n), the key of commit number n, whose value
+// is the commit's transaction time (CommitValue).
+func CommitKey(n uint64) []byte { return AppendOrdered([]byte{Commits}, n) }
+
+// DecodeCommitKey returns the commit number of a key of keyspace 0x07.
+func DecodeCommitKey(k []byte) (uint64, error) {
+	if len(k) < 2 || k[0] != Commits {
+		return 0, fmt.Errorf("%w: %x is no commit key", engine.ErrCorrupt, k)
+	}
+	n, l := DecodeOrdered(k[1:])
+	if l == 0 || 1+l != len(k) || n == 0 {
+		return 0, fmt.Errorf("%w: commit key %x", engine.ErrCorrupt, k)
+	}
+	return n, nil
+}
+
+// CommitValue returns the value of a commit's key: asc(tx).
+func CommitValue(tx int64) []byte { return encoding.AppendTimeAsc(nil, tx) }
+
+// DecodeCommitValue returns the transaction time a commit's value holds.
+func DecodeCommitValue(b []byte) (int64, error) {
+	tx, rest, err := encoding.DecodeTimeAsc(b)
+	if err == nil && len(rest) != 0 {
+		err = fmt.Errorf("%d bytes after it", len(rest))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: commit value %x: %v", engine.ErrCorrupt, b, err)
+	}
+	return tx, nil
+}
 
 // AppendTablePrefix returns ks | tid: every key of the table in keyspace ks, and
 // nothing else, starts with it; AppendTablePrefix(ks, tid+1) ends that range.

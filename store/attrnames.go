@@ -63,10 +63,11 @@ func (db *DB) loadAttrNames(v engine.View, tid uint32) error {
 }
 
 // encodeRecord encodes record v of table t with its attributes by ordinal; every
-// name must have one (newAttrs.note). A retired record leaves its tx_from to its
+// name must have one (newAttrs.note). A current record is asserted by this
+// commit and holds its number; a retired record leaves its tx_from to its
 // history key.
 func (w *Writer) encodeRecord(t *Table, v *Version) ([]byte, error) {
-	return encodeRecordOrdinals(v, w.ordinalOf(t))
+	return encodeRecordOrdinals(v, w.number, w.ordinalOf(t))
 }
 
 // ordinalOf returns the ordinal of each name of t as this write numbers it.
@@ -90,13 +91,16 @@ func ordinalsOf(ords map[string]uint32, base int, added []string) func(name stri
 }
 
 // encodeRecordOrdinals encodes record v with its attributes by ordinal
-// (ordinalsOf). A retired record leaves its tx_from to its history key.
-func encodeRecordOrdinals(v *Version, ordinal func(name string) (uint32, bool)) ([]byte, error) {
-	appendRecord := encoding.AppendRecordPositionalAt
+// (ordinalsOf). A current record holds commit, the number of the commit that
+// asserted it (at v.TxFrom); a retired record leaves its tx_from to its
+// history key.
+func encodeRecordOrdinals(v *Version, commit uint64, ordinal func(name string) (uint32, bool)) ([]byte, error) {
+	rv := v.recordValue()
 	if v.TxTo != Infinity {
-		appendRecord = encoding.AppendRecordRetiredAt
+		return encoding.AppendRecordRetiredAt(nil, rv, v.ValidFrom, ordinal)
 	}
-	return appendRecord(nil, v.recordValue(), v.ValidFrom, ordinal)
+	rv.TxCommit = commit
+	return encoding.AppendRecordPositionalAt(nil, rv, v.ValidFrom, ordinal)
 }
 
 // attrNames is the name table of one table as a snapshot knows it.
@@ -157,28 +161,28 @@ func (s *Snapshot) decodeRecord(t *Table, value []byte, validFrom, keyTxFrom int
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
-	return rv, nil
+	return rv, s.mapCommit(t, &rv)
 }
 
 // decodeHeadSplit decodes a stored record value of table t but its attributes,
 // which it returns in their positional form, unchecked (RawAttrs.Walk checks);
 // validFrom and keyTxFrom are as for decodeRecord.
-func decodeHeadSplit(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, []byte, error) {
+func (s *Snapshot) decodeHeadSplit(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, []byte, error) {
 	rv, attrs, err := encoding.DecodeRecordHeadSplitAt(value, validFrom, keyTxFrom)
 	if err != nil {
 		return rv, nil, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
-	return rv, attrs, nil
+	return rv, attrs, s.mapCommit(t, &rv)
 }
 
 // decodeHead decodes a stored record value of table t but its attributes;
 // validFrom and keyTxFrom are as for decodeRecord.
-func decodeHead(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, error) {
+func (s *Snapshot) decodeHead(t *Table, value []byte, validFrom, keyTxFrom int64) (encoding.RecordValue, error) {
 	rv, err := encoding.DecodeRecordHeadAt(value, validFrom, keyTxFrom)
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
-	return rv, nil
+	return rv, s.mapCommit(t, &rv)
 }
 
 // attrName returns the name of attribute ordinal ord of table tid for dumps:
@@ -220,7 +224,7 @@ func (s *Snapshot) sharedRawAttrs(t *Table, tuple []byte, validFrom int64, sk ui
 	if err != nil {
 		return nil, err
 	}
-	_, attrs, err := decodeHeadSplit(t, value, validFrom, keyTx)
+	_, attrs, err := s.decodeHeadSplit(t, value, validFrom, keyTx)
 	return attrs, err
 }
 
@@ -240,7 +244,7 @@ func (s *Snapshot) sharedRecord(t *Table, tuple []byte, validFrom int64, sk uint
 		var head encoding.RecordValue
 		var keyTx int64 // the tx_from of value's key: 0 in the current index
 		if ok {
-			if head, err = decodeHead(t, value, validFrom, 0); err != nil {
+			if head, err = s.decodeHead(t, value, validFrom, 0); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -249,7 +253,7 @@ func (s *Snapshot) sharedRecord(t *Table, tuple []byte, validFrom int64, sk uint
 				return nil, 0, err
 			}
 			if keyTx = txTo; ok {
-				head, err = decodeHead(t, value, validFrom, keyTx)
+				head, err = s.decodeHead(t, value, validFrom, keyTx)
 			}
 		}
 		switch {

@@ -59,6 +59,9 @@ type DB struct {
 	// purge holds the erasures whose bytes may still be on disk (purge.go).
 	purge purgeState
 
+	// commits caches the times of commit numbers (commits.go).
+	commits commitTimes
+
 	// shares counts the users Share handed the store to that have not closed
 	// it yet; guarded by mu.
 	shares int
@@ -207,6 +210,7 @@ func (db *DB) initialise() error {
 		{Key: layout.MetaFormat, Value: mustMarshal(uint64(layout.FormatVersion))},
 		{Key: layout.MetaLayout, Value: mustMarshal(layout.ComparerName)},
 		{Key: layout.MetaLastTx, Value: mustMarshal(int64(0))},
+		{Key: layout.MetaLastCommit, Value: mustMarshal(uint64(0))},
 		{Key: layout.MetaNextTable, Value: mustMarshal(db.nextTbl)},
 	}
 	secret, key, err := newSecretWrite()

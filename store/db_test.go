@@ -295,32 +295,36 @@ func TestVerifyFindsDamage(t *testing.T) {
 	cases := []struct {
 		name      string
 		invariant int
-		damage    func(db *DB, tb *Table) []engine.Write
+		damage    func(t *testing.T, db *DB, tb *Table) []engine.Write
 	}{
-		{"overlapping current records", 2, func(db *DB, tb *Table) []engine.Write {
+		{"overlapping current records", 2, func(t *testing.T, db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 50, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 5, nil)
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 50, TxCommit: testLastCommit(t, db), TxTo: Infinity, SK: 1}, 5, nil)
 			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 5, 0), Value: val}}
 		}},
-		{"inverted valid period", 1, func(db *DB, tb *Table) []engine.Write {
+		{"inverted valid period", 1, func(t *testing.T, db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 1, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 1, nil)
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: 1, TxCommit: testLastCommit(t, db), TxTo: Infinity, SK: 1}, 1, nil)
 			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"record newer than the last commit", 4, func(db *DB, tb *Table) []engine.Write {
+		{"record newer than the last commit", 4, func(t *testing.T, db *DB, tb *Table) []engine.Write {
+			// A commit number the meta does not count, at a time after the
+			// last transaction time, and a record asserted by it.
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
-			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx() + 100, TxTo: Infinity, SK: 1}, 1, nil)
-			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: val}}
+			n := testLastCommit(t, db) + 1
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxCommit: n, TxTo: Infinity, SK: 1}, 1, nil)
+			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: val},
+				{Key: layout.CommitKey(n), Value: layout.CommitValue(db.LastTx() + 100)}}
 		}},
-		{"surrogate key shared by two keys", 3, func(db *DB, tb *Table) []engine.Write {
+		{"surrogate key shared by two keys", 3, func(t *testing.T, db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"b"})
-			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxFrom: db.LastTx(), TxTo: Infinity, SK: 1}, 1, nil)
+			val, _ := encoding.AppendRecordPositionalAt(nil, &encoding.RecordValue{ValidTo: Infinity, TxCommit: testLastCommit(t, db), TxTo: Infinity, SK: 1}, 1, nil)
 			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: val}}
 		}},
-		{"missing sk index entry", 5, func(db *DB, tb *Table) []engine.Write {
+		{"missing sk index entry", 5, func(t *testing.T, db *DB, tb *Table) []engine.Write {
 			return []engine.Write{{Key: layout.SKIndexKeys.Key(nil, tb.ID, 1, db.LastTx()), Delete: true}}
 		}},
-		{"garbage value", 0, func(db *DB, tb *Table) []engine.Write {
+		{"garbage value", 0, func(t *testing.T, db *DB, tb *Table) []engine.Write {
 			tuple, _ := tb.AppendKey(nil, Key{"a"})
 			return []engine.Write{{Key: layout.CurrentKeys.Key(nil, tb.ID, tuple, 1, 0), Value: []byte{0xc1, 0xff, 0x00}}}
 		}},
@@ -337,7 +341,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 			if rep, err := Verify(db); err != nil || !rep.OK() {
 				t.Fatalf("clean store: %v %v", rep, err)
 			}
-			if err := db.commit(c.damage(db, tb), true); err != nil {
+			if err := db.commit(c.damage(t, db, tb), true); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := Verify(db)
@@ -500,4 +504,19 @@ func openOn(dir string, popts bpebble.Options, opts Options) (*DB, error) {
 		return nil, err
 	}
 	return OpenEngine(e, dir, opts)
+}
+
+// testLastCommit returns the number of db's newest commit.
+func testLastCommit(t *testing.T, db *DB) uint64 {
+	t.Helper()
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n, err := readLastCommit(s.view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

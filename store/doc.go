@@ -18,9 +18,12 @@
 //     have pairwise disjoint valid periods.
 //  3. A surrogate key is unique among the records alive at any instant and always
 //     names the same natural key.
-//  4. Transaction times are strictly increasing; no record is newer than last_tx.
+//  4. Transaction times are strictly increasing; no record, and no commit of
+//     the map of commit numbers, is newer than last_tx.
 //  5. The sk index, the transaction log, the group index, the newest-version
-//     keyspace and the catalog agree with the records: one sk-index entry per
+//     keyspace, the map of commit numbers and the catalog agree with the
+//     records: the commit numbers run from 1 to last_commit without a gap,
+//     and every current record's number is one of them (commits.go); one sk-index entry per
 //     record except the re-assertions described at 0x12, one transaction-log
 //     change per assertion and per retirement, one newest-version entry per
 //     key with current records, a copy of its first (newest.go). After a Vacuum, through the table's horizon only the newest

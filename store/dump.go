@@ -74,6 +74,8 @@ func (db *DB) DecodeEntry(kv RawKV) Entry {
 		err = e.decodeMeta(rest)
 	case layout.Catalog:
 		err = e.decodeCatalog(db, rest)
+	case layout.Commits:
+		err = e.decodeCommit()
 	default:
 		err = e.decodeTableEntry(db, ks, kv.Key)
 	}
@@ -114,6 +116,17 @@ func (e *Entry) decodeMeta(name []byte) error {
 	}
 	e.addValue("value", kind, v)
 	return nil
+}
+
+func (e *Entry) decodeCommit() error {
+	n, err := layout.DecodeCommitKey(e.RawKV.Key)
+	if err != nil {
+		return err
+	}
+	e.addKey("commit", FieldPlain, n)
+	tx, err := layout.DecodeCommitValue(e.RawKV.Value)
+	e.addValue("tx", FieldTxTime, tx)
+	return err
 }
 
 func (e *Entry) decodeCatalog(db *DB, name []byte) error {
@@ -277,6 +290,11 @@ func (e *Entry) decodeRecordValue(db *DB, t *Table, value []byte, validFrom, key
 	rv, err := encoding.DecodeRecordAt(value, validFrom, keyTxFrom, func(ord uint32) (string, bool) { return db.attrName(t.ID, ord) })
 	if err != nil {
 		return err
+	}
+	if rv.TxCommit != 0 {
+		if rv.TxFrom, err = db.commitTime(rv.TxCommit); err != nil {
+			return err
+		}
 	}
 	e.addValue("valid_to", FieldValidTime, rv.ValidTo)
 	e.addValue("tx_from", FieldTxTime, rv.TxFrom)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -75,8 +76,40 @@ func TestOpenFormat1Refused(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Found != 1 || fe.Want != layout.FormatVersion || fe.Dir != dir {
 			t.Fatalf("%+v: got %#v, want a *layout.FormatError of format 1", opts, fe)
 		}
-		for _, want := range []string{"store format 1", "reads only format 2", "not changed",
+		for _, want := range []string{"store format 1", fmt.Sprintf("reads only format %d", layout.FormatVersion), "not changed",
 			"bitempo scan NAME --format json", "bitempo export --all --history", "bitempo import", "bitempo load NAME FILE"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+			}
+		}
+		if after := dirContents(t, dir); !maps.Equal(before, after) {
+			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
+		}
+	}
+}
+
+// A store written by format 2 (the layout before commit numbers: a current
+// record holding its transaction time) is refused, read-write or read-only,
+// with an error that names its format and the way to move its data (its own
+// build's full export, this build's import), and its directory is left
+// exactly as it was.
+func TestOpenFormat2Refused(t *testing.T) {
+	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
+		dir, before := copyFixture(t, "format2")
+		db, err := Open(dir, opts)
+		if err == nil {
+			db.Close()
+			t.Fatalf("%+v: opened a format-2 store", opts)
+		}
+		if !errors.Is(err, layout.ErrFormat) || errors.Is(err, layout.ErrNewerFormat) {
+			t.Fatalf("%+v: got %v, want layout.ErrFormat (and not layout.ErrNewerFormat)", opts, err)
+		}
+		var fe *layout.FormatError
+		if !errors.As(err, &fe) || fe.Found != 2 || fe.Want != layout.FormatVersion || fe.Dir != dir || fe.Comparer != "" {
+			t.Fatalf("%+v: got %#v, want a *layout.FormatError of format 2", opts, fe)
+		}
+		for _, want := range []string{"store format 2", fmt.Sprintf("reads only format %d", layout.FormatVersion), "not changed",
+			"with the bitempo version that wrote it", "bitempo export --all --history", "bitempo import DIR --db NEW"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%+v: message %q lacks %q", opts, err, want)
 			}
@@ -109,7 +142,7 @@ func TestOpenFormat2DevRefused(t *testing.T) {
 				t.Fatalf("%s %+v: got %v, want layout.ErrFormat (and not layout.ErrNewerFormat)", tc.fixture, opts, err)
 			}
 			var fe *layout.FormatError
-			if !errors.As(err, &fe) || fe.Found != layout.FormatVersion || fe.Want != layout.FormatVersion || fe.Dir != dir ||
+			if !errors.As(err, &fe) || fe.Found != layout.DevFormatVersion || fe.Want != layout.FormatVersion || fe.Dir != dir ||
 				fe.Comparer != tc.comparer {
 				t.Fatalf("%s %+v: got %#v, want a *layout.FormatError of the development format 2", tc.fixture, opts, fe)
 			}

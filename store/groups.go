@@ -312,7 +312,7 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 		values := &groupValues{}
 		values.reset(t, s.attrNames(t), group)
 		for ok := it.First(); ok; ok = it.Next() {
-			if _, err := decodeGroupEntry(t, it.Key()[len(prefix):], it.Value(), &rec); err != nil {
+			if _, err := s.decodeGroupEntry(t, it.Key()[len(prefix):], it.Value(), &rec); err != nil {
 				_ = it.Close()
 				yield(nil, err)
 				return
@@ -334,7 +334,7 @@ func (s *Snapshot) GroupRecords(t *Table, group []byte, minTx, maxTx int64) iter
 
 // decodeGroupEntry decodes an index entry from the bytes after its group tuple
 // and returns the record's positional attributes, unchecked.
-func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) ([]byte, error) {
+func (s *Snapshot) decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) ([]byte, error) {
 	bad := func(format string, args ...any) ([]byte, error) {
 		return nil, fmt.Errorf("%w: table %q group index entry: %s", ErrCorrupt, t.Name, fmt.Sprintf(format, args...))
 	}
@@ -352,6 +352,9 @@ func decodeGroupEntry(t *Table, suffix, value []byte, rec *GroupRecord) ([]byte,
 	rv, attrs, err := encoding.DecodeRecordHeadSplitAt(value, from, keyTxFrom)
 	if err != nil {
 		return bad("%v", err)
+	}
+	if err := s.mapCommit(t, &rv); err != nil {
+		return nil, err
 	}
 	if (marker == groupCurrent) != (rv.TxTo == Infinity) || (marker == groupHistory && keyTxFrom != rv.TxFrom) {
 		return bad("key and value disagree on the transaction period")

@@ -375,7 +375,7 @@ func TestVerifyGroupIndex(t *testing.T) {
 			key := append(layout.TablePrefix(0x10, tb.ID), tuple...)
 			key = encoding.AppendTimeDesc(key, 0)
 			names := db.AttrNames(tb) // records name attributes by ordinal
-			value, err := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 5, TxFrom: 1, TxTo: store.Infinity, SK: 1 << 40, Attrs: encoding.Attrs{"user_id": 1.5}},
+			value, err := encoding.AppendRecordPositional(nil, &encoding.RecordValue{ValidTo: 5, TxCommit: 1, TxTo: store.Infinity, SK: 1 << 40, Attrs: encoding.Attrs{"user_id": 1.5}},
 				func(name string) (uint32, bool) { i := slices.Index(names, name); return uint32(i), i >= 0 })
 			if err != nil {
 				return err

@@ -113,7 +113,7 @@ func (g *GroupScan) GroupMeeting(group []byte, minTx, maxTx, from, to int64, fn 
 		if !bytes.HasPrefix(key, g.seek[:n]) || len(key) == n || key[n] > last {
 			break
 		}
-		attrs, err := decodeGroupEntry(t, key[n:], g.it.Value(), &e.GroupRecord)
+		attrs, err := s.decodeGroupEntry(t, key[n:], g.it.Value(), &e.GroupRecord)
 		if err != nil {
 			return err
 		}

@@ -300,7 +300,7 @@ func (w *pastKeys) collect() error {
 			return err
 		}
 		value := x.it.Value()
-		head, err := decodeHead(w.r.t, value, x.from, keyTx)
+		head, err := w.r.s.decodeHead(w.r.t, value, x.from, keyTx)
 		if err != nil {
 			return err
 		}

@@ -57,7 +57,12 @@ type Importer struct {
 	decls   map[uint32][]declared
 	key     *importKey        // the records of the key being imported
 	lastKey map[uint32][]byte // per table, the tuple of the last key finished
-	done    bool
+	// commits numbers the transaction times at which imported current
+	// records were asserted (commits.go), after lastCommit, the store's
+	// last number when the import began or numbered last.
+	commits    map[int64]uint64
+	lastCommit uint64
+	done       bool
 }
 
 // importKey buffers the records of one key: its sk-index entries and its
@@ -90,8 +95,32 @@ func (db *DB) BeginImport() (*Importer, error) {
 		db.unlockWriter()
 		return nil, ErrClosed
 	}
+	s, err := db.Snapshot()
+	if err != nil {
+		db.unlockWriter()
+		return nil, err
+	}
+	lastCommit, err := readLastCommit(s.view)
+	if err = errors.Join(err, s.Close()); err != nil {
+		db.unlockWriter()
+		return nil, err
+	}
 	return &Importer{db: db, lastTx: lastTx, checked: map[uint32]bool{}, nextSK: map[uint32]uint64{},
-		ordinals: map[txOrdinal]uint32{}, attrs: makeNewAttrs(), decls: map[uint32][]declared{}, lastKey: map[uint32][]byte{}}, nil
+		ordinals: map[txOrdinal]uint32{}, attrs: makeNewAttrs(), decls: map[uint32][]declared{}, lastKey: map[uint32][]byte{},
+		commits: map[int64]uint64{}, lastCommit: lastCommit}, nil
+}
+
+// commitOf returns the commit number of imported transaction time tx,
+// numbering it (with its entry in keyspace 0x07) the first time a current
+// record asserted at tx is imported.
+func (im *Importer) commitOf(tx int64) uint64 {
+	if n, ok := im.commits[tx]; ok {
+		return n
+	}
+	im.lastCommit++
+	im.commits[tx] = im.lastCommit
+	im.pending = append(im.pending, engine.Write{Key: layout.CommitKey(im.lastCommit), Value: layout.CommitValue(tx)})
+	return im.lastCommit
 }
 
 func importErr(t *Table, format string, args ...any) error {
@@ -209,8 +238,12 @@ func (im *Importer) finishKey() error {
 	}
 	values := make([][]byte, len(k.records))
 	for i := range k.records {
+		var commit uint64
+		if v := &k.records[i]; v.TxTo == Infinity {
+			commit = im.commitOf(v.TxFrom)
+		}
 		var err error
-		if values[i], err = encodeRecordOrdinals(&k.records[i], ordinal); err != nil {
+		if values[i], err = encodeRecordOrdinals(&k.records[i], commit, ordinal); err != nil {
 			return importErr(t, "key %s: %v", k.records[i].Key, err)
 		}
 	}
@@ -380,7 +413,8 @@ func (im *Importer) maybeFlush() error {
 // flush commits the pending writes with the store's counters.
 func (im *Importer) flush() error {
 	writes := im.pending
-	writes = append(writes, engine.Write{Key: layout.MetaLastTx, Value: mustMarshal(im.lastTx)})
+	writes = append(writes, engine.Write{Key: layout.MetaLastTx, Value: mustMarshal(im.lastTx)},
+		engine.Write{Key: layout.MetaLastCommit, Value: mustMarshal(im.lastCommit)})
 	im.db.mu.RLock()
 	for tid, next := range im.nextSK {
 		if next != im.db.nextSK[tid] {

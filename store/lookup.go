@@ -175,9 +175,9 @@ func (m *merge) found(from, valid int64) (Version, MissReason, error) {
 	var b []byte
 	var err error
 	if split {
-		head, b, err = decodeHeadSplit(m.t, value, from, 0)
+		head, b, err = m.s.decodeHeadSplit(m.t, value, from, 0)
 	} else {
-		head, err = decodeHead(m.t, value, from, 0)
+		head, err = m.s.decodeHead(m.t, value, from, 0)
 	}
 	if err != nil {
 		return Version{}, 0, err

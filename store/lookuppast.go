@@ -356,7 +356,7 @@ func (m *pastMerge) enter(it engine.Iter, ok bool, keyPfx []byte, again bool) bo
 // whose key holds tx_from keyTx; its attrs is where its attributes start in
 // value until keep copies it.
 func (m *pastMerge) record(from, keyTx int64, value []byte) (pastRec, error) {
-	head, attrs, err := decodeHeadSplit(m.t, value, from, keyTx)
+	head, attrs, err := m.s.decodeHeadSplit(m.t, value, from, keyTx)
 	return pastRec{from: from, keyTx: keyTx, head: head, attrs: len(value) - len(attrs)}, err
 }
 

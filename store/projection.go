@@ -157,7 +157,7 @@ func (s *Snapshot) decodeProjected(t *Table, value []byte, validFrom, keyTxFrom 
 	if err != nil {
 		return rv, fmt.Errorf("%w: table %q record: %v", ErrCorrupt, t.Name, err)
 	}
-	return rv, nil
+	return rv, s.mapCommit(t, &rv)
 }
 
 // RawAttrs returns the record's attributes in their stored form, walked as

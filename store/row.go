@@ -235,14 +235,14 @@ func (r *Row) fillCurrent(tuple, value []byte, validFrom int64) error {
 // stored: those of succ, the successor's stored value in the current index,
 // when the caller has it at hand, else read from the store.
 func (r *Row) fillRecord(tuple, value []byte, validFrom, keyTx int64, succ []byte) error {
-	rv, attrs, err := decodeHeadSplit(r.t, value, validFrom, keyTx)
+	rv, attrs, err := r.s.decodeHeadSplit(r.t, value, validFrom, keyTx)
 	if err != nil {
 		return err
 	}
 	switch {
 	case !encoding.SharesAttrs(value):
 	case succ != nil:
-		if _, attrs, err = decodeHeadSplit(r.t, succ, validFrom, 0); err != nil {
+		if _, attrs, err = r.s.decodeHeadSplit(r.t, succ, validFrom, 0); err != nil {
 			return err
 		}
 	default:

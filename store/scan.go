@@ -630,7 +630,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 	}
 	key := layout.CurrentKeys.Key(nil, t.ID, tuple, validFrom, 0)
 	if cur.SeekPrefixGE(key) && bytes.Equal(cur.Key(), key) {
-		head, err := decodeHead(t, cur.Value(), validFrom, 0)
+		head, err := s.decodeHead(t, cur.Value(), validFrom, 0)
 		if err != nil {
 			return Version{}, err
 		}
@@ -648,7 +648,7 @@ func (s *Snapshot) recordOfSK(t *Table, sk uint64, tuple []byte, validFrom, inde
 		if err != nil {
 			return Version{}, err
 		}
-		head, err := decodeHead(t, hist.Value(), validFrom, keyTx)
+		head, err := s.decodeHead(t, hist.Value(), validFrom, keyTx)
 		if err != nil {
 			return Version{}, err
 		}

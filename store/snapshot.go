@@ -28,6 +28,10 @@ type Snapshot struct {
 	// horizons caches each table's retention horizon in this view (vacuum.go).
 	horizons map[uint32]int64
 	walk     historyWalk // reused by every read at a past transaction time
+	// commitPage holds the times of commit numbers from commitBase on, the
+	// page of the store's cache (commits.go) this snapshot read last.
+	commitBase uint64
+	commitPage []int64
 }
 
 // Reader is what read paths run on: a *DB, where each call takes and releases a
@@ -314,7 +318,7 @@ func (s *Snapshot) pastRecord(t *Table, tuple []byte, valid, tx int64, limit int
 		if err != nil {
 			return pastHit{}, false, err
 		}
-		head, err := decodeHead(t, it.Value(), from, 0)
+		head, err := s.decodeHead(t, it.Value(), from, 0)
 		if err != nil {
 			return pastHit{}, false, err
 		}
@@ -457,7 +461,7 @@ func (w *historyWalk) inGroup() (pastHit, bool, error) {
 	}
 	// The newest record of the valid_from asserted at or before tx: the one
 	// alive then, unless it was retired by then.
-	head, err := decodeHead(w.t, w.it.Value(), w.from, keyTx)
+	head, err := w.s.decodeHead(w.t, w.it.Value(), w.from, keyTx)
 	if err != nil {
 		return pastHit{}, false, err
 	}

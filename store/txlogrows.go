@@ -71,7 +71,7 @@ func (lr *logRecords) fill(r *Row, tuple []byte, validFrom, txFrom int64) error 
 	var curHead encoding.RecordValue
 	lr.key = layout.CurrentKeys.Key(lr.key[:0], t.ID, tuple, validFrom, 0)
 	if lr.cur.SeekPrefixGE(lr.key) && bytes.Equal(lr.cur.Key(), lr.key) {
-		head, err := decodeHead(t, lr.cur.Value(), validFrom, 0)
+		head, err := r.s.decodeHead(t, lr.cur.Value(), validFrom, 0)
 		if err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func (lr *logRecords) fill(r *Row, tuple []byte, validFrom, txFrom int64) error 
 		value := lr.hist.Value()
 		var succ []byte
 		if cur != nil && encoding.SharesAttrs(value) && !encoding.SharesAttrs(cur) {
-			head, err := decodeHead(t, value, validFrom, txFrom)
+			head, err := r.s.decodeHead(t, value, validFrom, txFrom)
 			if err != nil {
 				return err
 			}

@@ -110,6 +110,8 @@ func Verify(r Reader) (*Report, error) {
 		return nil, err
 	}
 	defer release()
+	s.db.commits.reset() // decode through the map as this view holds it
+	s.commitBase, s.commitPage = 0, nil
 	rep := &Report{}
 	known := map[uint32]bool{}
 	for _, t := range s.db.Tables() {
@@ -128,6 +130,9 @@ func Verify(r Reader) (*Report, error) {
 		}
 	}
 	if err := verifyGroups(s, rep); err != nil {
+		return nil, err
+	}
+	if err := verifyCommits(s, rep); err != nil {
 		return nil, err
 	}
 	if err := verifyChanges(s, rep); err != nil {

@@ -40,6 +40,9 @@ func legacyVerify(r Reader) (*Report, error) {
 	if err := verifyGroups(s, rep); err != nil {
 		return nil, err
 	}
+	if err := verifyCommits(s, rep); err != nil {
+		return nil, err
+	}
 	if err := verifyChanges(s, rep); err != nil {
 		return nil, err
 	}

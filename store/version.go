@@ -178,7 +178,7 @@ func recordVersion(key Key, tuple []byte, validFrom int64, rv *encoding.RecordVa
 // decodeVersionRaw builds a version from a stored record, its attributes left
 // encoded (a copy, since value belongs to an iterator).
 func (s *Snapshot) decodeVersionRaw(t *Table, tuple []byte, validFrom, keyTxFrom int64, value []byte) (Version, error) {
-	rv, attrs, err := decodeHeadSplit(t, value, validFrom, keyTxFrom)
+	rv, attrs, err := s.decodeHeadSplit(t, value, validFrom, keyTxFrom)
 	if err != nil {
 		return Version{}, err
 	}

@@ -24,6 +24,7 @@ type Writer struct {
 	db       *DB
 	snap     *Snapshot
 	tx       int64
+	number   uint64         // the commit's number (commits.go): the last one's plus one
 	retires  []engine.Write // applied before asserts: a retire and an assert may share a key
 	asserts  []engine.Write
 	other    []engine.Write
@@ -71,10 +72,16 @@ func (db *DB) BeginWrite(sealed.Key) (*Writer, error) {
 		db.unlockWriter()
 		return nil, err
 	}
+	last, err := readLastCommit(snap.view)
+	if err != nil {
+		_ = snap.Close()
+		db.unlockWriter()
+		return nil, err
+	}
 	db.mu.RLock()
 	nextSK := maps.Clone(db.nextSK)
 	db.mu.RUnlock()
-	return &Writer{db: db, snap: snap, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, attrs: makeNewAttrs(),
+	return &Writer{db: db, snap: snap, number: last + 1, nextSK: nextSK, ordinals: map[uint32]uint32{}, logs: map[uint32]*openLogEntry{}, retired: map[skRef]retiredRecord{}, attrs: makeNewAttrs(),
 		bound: newCommitBound(db)}, nil
 }
 
@@ -248,7 +255,9 @@ func (w *Writer) Commit() error {
 	writes = append(writes, w.retires...)
 	writes = append(writes, w.asserts...)
 	writes = append(writes, w.other...)
-	writes = append(writes, engine.Write{Key: layout.MetaLastTx, Value: mustMarshal(tx)})
+	writes = append(writes, engine.Write{Key: layout.MetaLastTx, Value: mustMarshal(tx)},
+		engine.Write{Key: layout.CommitKey(w.number), Value: layout.CommitValue(tx)},
+		engine.Write{Key: layout.MetaLastCommit, Value: mustMarshal(w.number)})
 	for tid, next := range w.nextSK {
 		if next != w.db.nextSK[tid] {
 			writes = append(writes, engine.Write{Key: layout.SKCounterKey(tid), Value: encoding.AppendUint64(nil, next)})

@@ -54,7 +54,7 @@ func checkComparer(fsys vfs.FS, dir string, popts *pebble.Options, mustExist boo
 	if slices.Contains(layout.DevComparerNames, name) {
 		// Only bitempo's development builds wrote these comparers, and only
 		// with format 2's marker: no need to open the store to read it.
-		return &layout.FormatError{Dir: dir, Found: layout.FormatVersion, Want: layout.FormatVersion, Comparer: name}
+		return &layout.FormatError{Dir: dir, Found: layout.DevFormatVersion, Want: layout.FormatVersion, Comparer: name}
 	}
 	if name != pebble.DefaultComparer.Name {
 		return fmt.Errorf("%w: %s: a Pebble database ordered by comparer %q, not bitempo's %q", engine.ErrNotBitempo, dir, name, layout.ComparerName)
@@ -75,10 +75,15 @@ func checkComparer(fsys vfs.FS, dir string, popts *pebble.Options, mustExist boo
 		return fmt.Errorf("%w: %s: read the format marker: %v", engine.ErrCorrupt, dir, err)
 	}
 	defer closer.Close()
-	if err := layout.CheckFormat(dir, raw); err != nil {
-		return err
+	err = layout.CheckFormat(dir, raw)
+	var fe *layout.FormatError
+	switch {
+	case err == nil: // no build wrote this format's marker with Pebble's comparer
+		return &layout.FormatError{Dir: dir, Found: layout.FormatVersion, Want: layout.FormatVersion, Comparer: name}
+	case errors.As(err, &fe) && fe.Found == layout.DevFormatVersion:
+		return &layout.FormatError{Dir: dir, Found: layout.DevFormatVersion, Want: layout.FormatVersion, Comparer: name}
 	}
-	return &layout.FormatError{Dir: dir, Found: layout.FormatVersion, Want: layout.FormatVersion, Comparer: name}
+	return err
 }
 
 // notAStore refuses a Pebble database of the default comparer without a

@@ -415,7 +415,7 @@ func runRaw(db *store.DB, d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return err
 		}
-		for _, ks := range layout.Keyspaces()[2:] { // the per-table keyspaces
+		for _, ks := range layout.PerTableKeyspaces() {
 			n := 0
 			pfx := layout.TablePrefix(ks, t.ID)
 			for _, err := range s.RawScan(pfx, encoding.PrefixEnd(pfx)) {
