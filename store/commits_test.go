@@ -145,3 +145,61 @@ func TestVerifyFindsCommitDamage(t *testing.T) {
 		})
 	}
 }
+
+// An import numbers the transaction times of the current records it
+// rebuilds: records of one time share a number while the import remembers
+// it, and a time it has forgotten gets a second number that reads the same.
+// Every record reads back with its own time, and Verify finds the map whole.
+func TestImportNumbersCommits(t *testing.T) {
+	defer func(n int) { importCommitMemo = n }(importCommitMemo)
+	importCommitMemo = 4
+	db, err := Open("db", Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb, _ := db.CreateTable(customers)
+	other, _ := db.CreateTable(TableDef{Name: "other", Key: []KeyColumn{{Name: "id", Type: String}}})
+	commitOne(t, db, other, "before", 1) // commit 1, the store's own
+	im, err := db.BeginImport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Abort()
+	// Keys import in order: k00-k09 at times 100-109, then k10-k19 all at 100.
+	txOf := map[string]int64{}
+	for i := range 20 {
+		id := fmt.Sprintf("k%02d", i)
+		txOf[id] = int64(100 + i)
+		if i >= 10 {
+			txOf[id] = 100
+		}
+		if err := im.Record(tb, Key{id}, 1, Infinity, txOf[id], Infinity, uint64(10+i), false, Attrs{"n": int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := im.AdvanceTx(db.LastTx()); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// 1 + 10 times, and time 100 again once the memo of 4 forgot it.
+	if n := testLastCommit(t, db); n != 12 {
+		t.Fatalf("last commit %d, want 12", n)
+	}
+	s, err := db.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, tx := range txOf {
+		v, miss, err := s.KeyVersionAt(tb, Key{id}, 1, Infinity)
+		if err != nil || miss != Found || v.TxFrom != tx {
+			t.Fatalf("key %s: tx_from %d (%v, %v), want %d", id, v.TxFrom, miss, err, tx)
+		}
+	}
+	if rep, err := Verify(db); err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %v", rep, err)
+	}
+}

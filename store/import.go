@@ -57,9 +57,10 @@ type Importer struct {
 	decls   map[uint32][]declared
 	key     *importKey        // the records of the key being imported
 	lastKey map[uint32][]byte // per table, the tuple of the last key finished
-	// commits numbers the transaction times at which imported current
-	// records were asserted (commits.go), after lastCommit, the store's
-	// last number when the import began or numbered last.
+	// commits holds the numbers given to the transaction times at which
+	// imported current records were asserted (commits.go), after
+	// lastCommit, the store's last number when the import began or numbered
+	// last; at most importCommitMemo of them (commitOf).
 	commits    map[int64]uint64
 	lastCommit uint64
 	done       bool
@@ -110,12 +111,23 @@ func (db *DB) BeginImport() (*Importer, error) {
 		commits: map[int64]uint64{}, lastCommit: lastCommit}, nil
 }
 
+// importCommitMemo bounds the transaction times an import remembers the
+// numbers of, so that its memory stays bounded whatever the export.
+var importCommitMemo = 1 << 16
+
 // commitOf returns the commit number of imported transaction time tx,
 // numbering it (with its entry in keyspace 0x07) the first time a current
-// record asserted at tx is imported.
+// record asserted at tx is imported. Records of one time share a number while
+// the import remembers it: all of a bulk load's, which share one time. Once
+// it has forgotten (after importCommitMemo other times), a time gets a second
+// number mapped to the same time, which reads the same: nothing compares two
+// numbers, only the times they map to.
 func (im *Importer) commitOf(tx int64) uint64 {
 	if n, ok := im.commits[tx]; ok {
 		return n
+	}
+	if len(im.commits) >= importCommitMemo {
+		clear(im.commits)
 	}
 	im.lastCommit++
 	im.commits[tx] = im.lastCommit
