@@ -12,7 +12,7 @@ import (
 
 // This file numbers commits and maps the numbers back to their times.
 //
-// Every commit that writes records takes the next commit number (meta
+// Every commit takes the next commit number (meta
 // "last_commit" plus one) and writes its number and transaction time in
 // keyspace 0x07 (layout.CommitKey) in its own batch. A current record (tx_to
 // open) holds the number of the commit that asserted it in place of that
@@ -100,16 +100,11 @@ func (s *Snapshot) commitTime(n uint64) (int64, error) {
 	if i := n - s.commitBase; n >= s.commitBase && i < uint64(len(s.commitPage)) {
 		return s.commitPage[i], nil
 	}
-	page, ok := s.db.commits.get(n)
-	if !ok {
-		var err error
-		if page, err = readCommitPage(s.view, n/commitPage); err != nil {
-			return 0, err
-		}
-		s.db.commits.put(n/commitPage, page)
-		if n%commitPage >= uint64(len(page)) {
-			return 0, fmt.Errorf("%w: %w %d", ErrCorrupt, errUnknownCommit, n)
-		}
+	page, err := s.db.commits.page(n, func() (engine.View, func() error, error) {
+		return s.view, func() error { return nil }, nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	s.commitBase, s.commitPage = n/commitPage*commitPage, page
 	return page[n%commitPage], nil
@@ -119,22 +114,40 @@ func (s *Snapshot) commitTime(n uint64) (int64, error) {
 // newest view holds it, for readers of raw entries (dumps) that have no
 // snapshot.
 func (db *DB) commitTime(n uint64) (int64, error) {
-	if page, ok := db.commits.get(n); ok {
-		return page[n%commitPage], nil
-	}
-	v, err := db.engine.View()
+	page, err := db.commits.page(n, func() (engine.View, func() error, error) {
+		v, err := db.engine.View()
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, v.Close, nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	page, err := readCommitPage(v, n/commitPage)
-	if err = errors.Join(err, v.Close()); err != nil {
-		return 0, err
-	}
-	db.commits.put(n/commitPage, page)
-	if n%commitPage >= uint64(len(page)) {
-		return 0, fmt.Errorf("%w: %w %d", ErrCorrupt, errUnknownCommit, n)
-	}
 	return page[n%commitPage], nil
+}
+
+// page returns the page of the cache that holds commit number n: cached, or
+// read from the view that view gives (and released with the function it
+// returns) and cached. A view that does not hold n is corruption, since a
+// reader asks only for numbers its records hold.
+func (c *commitTimes) page(n uint64, view func() (engine.View, func() error, error)) ([]int64, error) {
+	if page, ok := c.get(n); ok {
+		return page, nil
+	}
+	v, release, err := view()
+	if err != nil {
+		return nil, err
+	}
+	page, err := readCommitPage(v, n/commitPage)
+	if err = errors.Join(err, release()); err != nil {
+		return nil, err
+	}
+	c.put(n/commitPage, page)
+	if n%commitPage >= uint64(len(page)) {
+		return nil, fmt.Errorf("%w: %w %d", ErrCorrupt, errUnknownCommit, n)
+	}
+	return page, nil
 }
 
 // readCommitPage reads the times of page p's numbers from v, from the page's

@@ -58,64 +58,45 @@ func dirContents(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// A store written by format 1 is refused, read-write or read-only, with an
-// error that names its format and the way to move its data, and its directory
-// is left exactly as it was.
-func TestOpenFormat1Refused(t *testing.T) {
-	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
-		dir, before := copyFixture(t, "format1")
-		db, err := Open(dir, opts)
-		if err == nil {
-			db.Close()
-			t.Fatalf("%+v: opened a format-1 store", opts)
-		}
-		if !errors.Is(err, layout.ErrFormat) || errors.Is(err, layout.ErrNewerFormat) {
-			t.Fatalf("%+v: got %v, want layout.ErrFormat (and not layout.ErrNewerFormat)", opts, err)
-		}
-		var fe *layout.FormatError
-		if !errors.As(err, &fe) || fe.Found != 1 || fe.Want != layout.FormatVersion || fe.Dir != dir {
-			t.Fatalf("%+v: got %#v, want a *layout.FormatError of format 1", opts, fe)
-		}
-		for _, want := range []string{"store format 1", fmt.Sprintf("reads only format %d", layout.FormatVersion), "not changed",
-			"bitempo scan NAME --format json", "bitempo export --all --history", "bitempo import", "bitempo load NAME FILE"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+// A store written by an older format is refused, read-write or read-only,
+// with an error that names its format and the way to move its data, and its
+// directory is left exactly as it was: format 1, moved by its build's scan
+// and a load, and format 2 (before commit numbers: a current record holding
+// its transaction time), moved by its build's full export and this build's
+// import.
+func TestOpenOlderFormatRefused(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		found   uint64
+		says    []string
+	}{
+		{"format1", 1, []string{"store format 1", "bitempo scan NAME --format json", "bitempo load NAME FILE",
+			"bitempo export --all --history", "bitempo import"}},
+		{"format2", 2, []string{"store format 2", "with the bitempo version that wrote it",
+			"bitempo export --all --history", "bitempo import DIR --db NEW"}},
+	} {
+		for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
+			dir, before := copyFixture(t, tc.fixture)
+			db, err := Open(dir, opts)
+			if err == nil {
+				db.Close()
+				t.Fatalf("%s %+v: opened a store of an older format", tc.fixture, opts)
 			}
-		}
-		if after := dirContents(t, dir); !maps.Equal(before, after) {
-			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
-		}
-	}
-}
-
-// A store written by format 2 (the layout before commit numbers: a current
-// record holding its transaction time) is refused, read-write or read-only,
-// with an error that names its format and the way to move its data (its own
-// build's full export, this build's import), and its directory is left
-// exactly as it was.
-func TestOpenFormat2Refused(t *testing.T) {
-	for _, opts := range []Options{{}, {ReadOnly: true}, {MustExist: true}} {
-		dir, before := copyFixture(t, "format2")
-		db, err := Open(dir, opts)
-		if err == nil {
-			db.Close()
-			t.Fatalf("%+v: opened a format-2 store", opts)
-		}
-		if !errors.Is(err, layout.ErrFormat) || errors.Is(err, layout.ErrNewerFormat) {
-			t.Fatalf("%+v: got %v, want layout.ErrFormat (and not layout.ErrNewerFormat)", opts, err)
-		}
-		var fe *layout.FormatError
-		if !errors.As(err, &fe) || fe.Found != 2 || fe.Want != layout.FormatVersion || fe.Dir != dir || fe.Comparer != "" {
-			t.Fatalf("%+v: got %#v, want a *layout.FormatError of format 2", opts, fe)
-		}
-		for _, want := range []string{"store format 2", fmt.Sprintf("reads only format %d", layout.FormatVersion), "not changed",
-			"with the bitempo version that wrote it", "bitempo export --all --history", "bitempo import DIR --db NEW"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("%+v: message %q lacks %q", opts, err, want)
+			if !errors.Is(err, layout.ErrFormat) || errors.Is(err, layout.ErrNewerFormat) {
+				t.Fatalf("%s %+v: got %v, want layout.ErrFormat (and not layout.ErrNewerFormat)", tc.fixture, opts, err)
 			}
-		}
-		if after := dirContents(t, dir); !maps.Equal(before, after) {
-			t.Fatalf("%+v: the refused store's directory changed: %d files before, %d after", opts, len(before), len(after))
+			var fe *layout.FormatError
+			if !errors.As(err, &fe) || fe.Found != tc.found || fe.Want != layout.FormatVersion || fe.Dir != dir || fe.Comparer != "" {
+				t.Fatalf("%s %+v: got %#v, want a *layout.FormatError of format %d", tc.fixture, opts, fe, tc.found)
+			}
+			for _, want := range append(tc.says, fmt.Sprintf("reads only format %d", layout.FormatVersion), "not changed") {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s %+v: message %q lacks %q", tc.fixture, opts, err, want)
+				}
+			}
+			if after := dirContents(t, dir); !maps.Equal(before, after) {
+				t.Fatalf("%s %+v: the refused store's directory changed: %d files before, %d after", tc.fixture, opts, len(before), len(after))
+			}
 		}
 	}
 }
